@@ -1,0 +1,370 @@
+#include "eager/Factory.h"
+#include "eager/Dtype.h"
+#include "eager/generated/Functions.h"
+
+#include <cmath>
+#include <mutex>
+#include <numeric>
+
+namespace ember {
+
+namespace {
+void checkDevice(const TensorOptions &o) {
+  EMBER_CHECK(o.device().is_cpu(),
+              "Tensor on device ", o.device(),
+              " requested, but this build of ember has no CUDA backend "
+              "available (ember::cuda::is_available() is false). Use "
+              "ember::kCPU.");
+}
+Tensor finish(Tensor t, const TensorOptions &o) {
+  if (o.requires_grad())
+    t.set_requires_grad(true);
+  return t;
+}
+} // namespace
+
+Tensor empty(IntArrayRef size, const TensorOptions &options) {
+  checkDevice(options);
+  for (int64_t s : size)
+    EMBER_CHECK_VALUE(s >= 0, "Trying to create tensor with negative ",
+                      "dimension ", s, ": ", size);
+  ScalarType dt = options.dtype();
+  int64_t n = multiply_sizes(size);
+  size_t nbytes;
+  EMBER_CHECK(!__builtin_mul_overflow(size_t(n), elementSize(dt), &nbytes),
+              "tensor of sizes ", size, " is too large");
+  Storage st = Storage::allocate(nbytes, getCPUAllocator());
+  return finish(Tensor(make_intrusive<TensorImpl>(std::move(st), dt, size)),
+                options);
+}
+
+Tensor empty_strided(IntArrayRef size, IntArrayRef stride,
+                     const TensorOptions &options) {
+  checkDevice(options);
+  EMBER_CHECK(size.size() == stride.size(), "empty_strided: ", size.size(),
+              " sizes but ", stride.size(), " strides");
+  int64_t span = 1; // elements needed: 1 + sum((size-1)*stride)
+  bool empty_ = false;
+  for (size_t i = 0; i < size.size(); ++i) {
+    EMBER_CHECK_VALUE(size[i] >= 0 && stride[i] >= 0,
+                      "empty_strided: negative size or stride");
+    if (size[i] == 0)
+      empty_ = true;
+    span += (size[i] - 1) * stride[i];
+  }
+  ScalarType dt = options.dtype();
+  Storage st = Storage::allocate(size_t(empty_ ? 0 : span) * elementSize(dt),
+                                 getCPUAllocator());
+  return finish(Tensor(make_intrusive<TensorImpl>(std::move(st), dt, size,
+                                                  stride, 0)),
+                options);
+}
+
+Tensor zeros(IntArrayRef size, const TensorOptions &options) {
+  Tensor t = empty(size, options.requires_grad(false));
+  t.zero_();
+  return finish(t, options);
+}
+Tensor ones(IntArrayRef size, const TensorOptions &options) {
+  return full(size, 1, options);
+}
+Tensor full(IntArrayRef size, const Scalar &value,
+            const TensorOptions &options) {
+  TensorOptions o = options.requires_grad(false);
+  if (!options.has_dtype())
+    o = o.dtype(value.isFloatingPoint() ? get_default_dtype() : value.type());
+  Tensor t = empty(size, o);
+  t.fill_(value);
+  return finish(t, options);
+}
+
+static TensorOptions likeOptions(const Tensor &t, const TensorOptions &o) {
+  TensorOptions r = o;
+  if (!o.has_dtype())
+    r = r.dtype(t.dtype());
+  if (!o.has_device())
+    r = r.device(t.device());
+  return r;
+}
+Tensor empty_like(const Tensor &t, const TensorOptions &o) {
+  return empty(t.sizes(), likeOptions(t, o));
+}
+Tensor zeros_like(const Tensor &t, const TensorOptions &o) {
+  return zeros(t.sizes(), likeOptions(t, o));
+}
+Tensor ones_like(const Tensor &t, const TensorOptions &o) {
+  return ones(t.sizes(), likeOptions(t, o));
+}
+Tensor full_like(const Tensor &t, const Scalar &v, const TensorOptions &o) {
+  return full(t.sizes(), v, likeOptions(t, o));
+}
+Tensor rand_like(const Tensor &t, const TensorOptions &o) {
+  return rand(t.sizes(), likeOptions(t, o));
+}
+Tensor randn_like(const Tensor &t, const TensorOptions &o) {
+  return randn(t.sizes(), likeOptions(t, o));
+}
+
+// --- ranges -----------------------------------------------------------------
+
+Tensor arange(const Scalar &end, const TensorOptions &o) {
+  return arange(0, end, 1, o);
+}
+Tensor arange(const Scalar &start, const Scalar &end, const TensorOptions &o) {
+  return arange(start, end, 1, o);
+}
+Tensor arange(const Scalar &start, const Scalar &end, const Scalar &step,
+              const TensorOptions &options) {
+  bool integral = !start.isFloatingPoint() && !end.isFloatingPoint() &&
+                  !step.isFloatingPoint();
+  TensorOptions o = options;
+  if (!o.has_dtype())
+    o = o.dtype(integral ? kLong : get_default_dtype());
+  double s = start.toDouble(), e = end.toDouble(), st = step.toDouble();
+  EMBER_CHECK_VALUE(std::isfinite(s) && std::isfinite(e),
+                    "arange: unsupported range: ", s, " -> ", e);
+  EMBER_CHECK_VALUE(st != 0, "arange: step must be nonzero");
+  EMBER_CHECK_VALUE((st > 0 && e >= s) || (st < 0 && e <= s),
+                    "arange: upper bound and larger bound inconsistent with "
+                    "step sign (start=", start, ", end=", end, ", step=",
+                    step, ")");
+  int64_t n = integral ? (end.toLong() - start.toLong() + step.toLong() -
+                          (step.toLong() > 0 ? 1 : -1)) /
+                             step.toLong()
+                       : int64_t(std::ceil((e - s) / st));
+  EMBER_CHECK_VALUE(n >= 0 && n < (int64_t(1) << 48),
+                    "arange: invalid number of elements ", n);
+  Tensor t = empty({n}, o.requires_grad(false));
+  dispatch_group(t.dtype(), DtypeGroup::NoBool, "arange", [&]<class T>() {
+    T *p = t.data_ptr<T>();
+    for (int64_t i = 0; i < n; ++i) {
+      if (integral && !isFloatingType(t.dtype()))
+        p[i] = T(start.toLong() + i * step.toLong());
+      else
+        p[i] = T(s + double(i) * st);
+    }
+  });
+  return finish(t, options);
+}
+
+Tensor linspace(const Scalar &start, const Scalar &end, int64_t steps,
+                const TensorOptions &options) {
+  EMBER_CHECK_VALUE(steps >= 0, "linspace: number of steps must be ",
+                    "non-negative, got ", steps);
+  Tensor t = empty({steps}, options.requires_grad(false));
+  double s = start.toDouble(), e = end.toDouble();
+  double step = steps > 1 ? (e - s) / double(steps - 1) : 0;
+  dispatch_group(t.dtype(), DtypeGroup::NoBool, "linspace", [&]<class T>() {
+    T *p = t.data_ptr<T>();
+    // Symmetric evaluation (as PyTorch): the second half counts back from
+    // the end, so both endpoints are exact.
+    int64_t half = steps / 2;
+    for (int64_t i = 0; i < steps; ++i)
+      p[i] = i < half ? T(s + step * double(i))
+                      : T(e - step * double(steps - 1 - i));
+  });
+  return finish(t, options);
+}
+
+Tensor eye(int64_t n, const TensorOptions &o) { return eye(n, n, o); }
+Tensor eye(int64_t n, int64_t m, const TensorOptions &options) {
+  EMBER_CHECK_VALUE(n >= 0 && m >= 0, "eye: n and m must be non-negative, ",
+                    "got ", n, " and ", m);
+  Tensor t = zeros({n, m}, options.requires_grad(false));
+  if (n && m)
+    t.diagonal().fill_(1);
+  return finish(t, options);
+}
+
+// --- random ------------------------------------------------------------------
+
+namespace {
+GeneratorImpl *genOf(const std::optional<Generator> &g) {
+  return (g && g->defined() ? *g : default_generator()).get();
+}
+template <class Draw>
+Tensor fillRandom(IntArrayRef size, const TensorOptions &options,
+                  const std::optional<Generator> &gen, const char *name,
+                  DtypeGroup group, Draw draw) {
+  Tensor t = empty(size, options.requires_grad(false));
+  GeneratorImpl *g = genOf(gen);
+  std::lock_guard<std::mutex> lock(g->mutex);
+  dispatch_group(t.dtype(), group, name, [&]<class T>() {
+    T *p = t.data_ptr<T>();
+    for (int64_t i = 0, n = t.numel(); i < n; ++i)
+      p[i] = T(draw(g));
+  });
+  return finish(t, options);
+}
+} // namespace
+
+Tensor rand(IntArrayRef size, const TensorOptions &o) {
+  return rand(size, std::nullopt, o);
+}
+Tensor rand(IntArrayRef size, std::optional<Generator> gen,
+            const TensorOptions &o) {
+  return fillRandom(size, o, gen, "rand", DtypeGroup::Float,
+                    [](GeneratorImpl *g) {
+                      return Generator::uniform(g);
+                    });
+}
+Tensor randn(IntArrayRef size, const TensorOptions &o) {
+  return randn(size, std::nullopt, o);
+}
+Tensor randn(IntArrayRef size, std::optional<Generator> gen,
+             const TensorOptions &o) {
+  return fillRandom(size, o, gen, "randn", DtypeGroup::Float,
+                    [](GeneratorImpl *g) { return Generator::normal(g); });
+}
+Tensor randint(int64_t high, IntArrayRef size, const TensorOptions &o) {
+  return randint(0, high, size, std::nullopt, o);
+}
+Tensor randint(int64_t low, int64_t high, IntArrayRef size,
+               const TensorOptions &o) {
+  return randint(low, high, size, std::nullopt, o);
+}
+Tensor randint(int64_t low, int64_t high, IntArrayRef size,
+               std::optional<Generator> gen, const TensorOptions &options) {
+  EMBER_CHECK_VALUE(low < high, "random_ expects 'from' to be less than ",
+                    "'to', but got from=", low, " >= to=", high);
+  TensorOptions o = options.has_dtype() ? options : options.dtype(kLong);
+  uint64_t range = uint64_t(high) - uint64_t(low);
+  return fillRandom(size, o, gen, "randint", DtypeGroup::All,
+                    [&](GeneratorImpl *g) {
+                      return low + int64_t(Generator::next(g) % range);
+                    });
+}
+Tensor randperm(int64_t n, const TensorOptions &o) {
+  return randperm(n, std::nullopt, o);
+}
+Tensor randperm(int64_t n, std::optional<Generator> gen,
+                const TensorOptions &options) {
+  EMBER_CHECK_VALUE(n >= 0, "randperm: n must be non-negative, got ", n);
+  TensorOptions o = options.has_dtype() ? options : options.dtype(kLong);
+  std::vector<int64_t> perm(static_cast<size_t>(n));
+  std::iota(perm.begin(), perm.end(), 0);
+  GeneratorImpl *g = genOf(gen);
+  {
+    std::lock_guard<std::mutex> lock(g->mutex);
+    for (int64_t i = n - 1; i > 0; --i) // Fisher-Yates
+      std::swap(perm[size_t(i)],
+                perm[size_t(Generator::next(g) % uint64_t(i + 1))]);
+  }
+  Tensor t = from_blob(perm.data(), {n}, TensorOptions(kLong)).to(o.dtype());
+  if (t.dtype() == kLong)
+    t = t.clone();
+  return finish(t, options);
+}
+
+// --- from memory ----------------------------------------------------------------
+
+Tensor from_blob(void *data, IntArrayRef sizes, IntArrayRef strides,
+                 const TensorOptions &options) {
+  checkDevice(options);
+  EMBER_CHECK(sizes.size() == strides.size(), "from_blob: ", sizes.size(),
+              " sizes but ", strides.size(), " strides");
+  int64_t span = 0;
+  bool empty_ = false;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    EMBER_CHECK_VALUE(sizes[i] >= 0 && strides[i] >= 0,
+                      "from_blob: negative size or stride");
+    empty_ |= sizes[i] == 0;
+    span += (sizes[i] - 1) * strides[i];
+  }
+  ScalarType dt = options.dtype();
+  Storage st = Storage::borrow(
+      data, empty_ ? 0 : size_t(span + 1) * elementSize(dt), Device(kCPU));
+  return finish(Tensor(make_intrusive<TensorImpl>(std::move(st), dt, sizes,
+                                                  strides, 0)),
+                options);
+}
+Tensor from_blob(void *data, IntArrayRef sizes, const TensorOptions &o) {
+  return from_blob(data, sizes, contiguous_strides(sizes), o);
+}
+Tensor from_blob(void *data, IntArrayRef sizes,
+                 const std::function<void(void *)> &deleter,
+                 const TensorOptions &options) {
+  checkDevice(options);
+  ScalarType dt = options.dtype();
+  Storage st = Storage::borrow(
+      data, size_t(multiply_sizes(sizes)) * elementSize(dt), Device(kCPU),
+      deleter);
+  return finish(Tensor(make_intrusive<TensorImpl>(std::move(st), dt, sizes)),
+                options);
+}
+
+Tensor scalar_tensor(const Scalar &s, const TensorOptions &options) {
+  TensorOptions o = options;
+  if (!o.has_dtype())
+    o = o.dtype(s.isFloatingPoint() ? get_default_dtype() : s.type());
+  Tensor t = empty({}, o.requires_grad(false));
+  t.fill_(s);
+  return finish(t, options);
+}
+
+Tensor wrapped_scalar_tensor(const Scalar &s) {
+  // The value keeps its full precision (float64 / int64) and the
+  // wrapped-number flag makes it promote like a Python scalar.
+  Tensor t = empty({}, TensorOptions(s.type()));
+  dispatch_dtype(t.dtype(), "wrapped_scalar_tensor", [&]<class T>() {
+    *t.data_ptr<T>() = s.to<T>();
+  });
+  t.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return t;
+}
+
+// --- tensor() ---------------------------------------------------------------------
+
+namespace detail {
+TensorDataContainer::TensorDataContainer(
+    std::initializer_list<TensorDataContainer> l) {
+  is_list_ = true;
+  elems_.assign(l.begin(), l.end());
+  sizes_ = {int64_t(elems_.size())};
+  if (elems_.empty()) {
+    kind_ = kDouble; // tensor({}) is a float tensor of size [0]
+    return;
+  }
+  const TensorDataContainer &first = elems_.front();
+  for (int64_t s : first.sizes_)
+    sizes_.push_back(s);
+  kind_ = first.kind_;
+  for (const auto &e : elems_) {
+    EMBER_CHECK_VALUE(e.sizes_ == first.sizes_ && e.is_list_ == first.is_list_,
+                      "tensor(): expected a rectangular nested list, but "
+                      "found a sub-list of sizes ",
+                      e.sizes_, " next to one of sizes ", first.sizes_);
+    kind_ = promoteTypes(kind_, e.kind_);
+  }
+}
+TensorDataContainer::TensorDataContainer(const std::vector<bool> &v) {
+  is_list_ = true;
+  sizes_ = {int64_t(v.size())};
+  kind_ = kBool;
+  for (bool b : v)
+    elems_.push_back(TensorDataContainer(b));
+}
+void TensorDataContainer::fill(char *&dst, ScalarType dtype) const {
+  if (!is_list_) {
+    dispatch_dtype(dtype, "tensor", [&]<class T>() {
+      *reinterpret_cast<T *>(dst) = scalar_.to<T>();
+    });
+    dst += elementSize(dtype);
+    return;
+  }
+  for (const auto &e : elems_)
+    e.fill(dst, dtype);
+}
+} // namespace detail
+
+Tensor tensor(detail::TensorDataContainer data, const TensorOptions &options) {
+  TensorOptions o = options;
+  if (!o.has_dtype())
+    o = o.dtype(data.kind() == kDouble ? get_default_dtype() : data.kind());
+  Tensor t = empty(data.sizes(), o.requires_grad(false));
+  char *p = static_cast<char *>(t.data_ptr());
+  data.fill(p, t.dtype());
+  return finish(t, options);
+}
+
+} // namespace ember

@@ -1,0 +1,204 @@
+#pragma once
+/// The primitive functions that pointwise expressions in ops.yaml call
+/// (exp, erf, remainder, ...), for every compute type the CPU kernels use:
+/// float, double and the integer types (Half/BFloat16 compute in float).
+///
+/// Note [Pointwise semantics]
+/// These are the reference semantics of ember's pointwise ops, the ones the
+/// code generators must reproduce: NaN propagates through maximum/minimum and
+/// clamp; remainder takes the sign of the divisor (Python's %); integer
+/// division by zero raises (checked by the kernel before the loop runs, see
+/// PointwiseKernel.h); round is half-to-even.
+
+#include "eager/VecMath.h"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+namespace ember::pw {
+
+template <class T> constexpr bool is_fp = std::is_floating_point_v<T>;
+
+// Transcendentals: float uses ember's vectorizable implementations
+// (VecMath.h); double uses libm.
+#define EMBER_PW_UNARY_FP(name, fexpr)                                         \
+  inline float name(float x) { return fexpr; }                                 \
+  inline double name(double x) { return std::name(x); }
+EMBER_PW_UNARY_FP(exp, vm::exp(x))
+EMBER_PW_UNARY_FP(expm1, vm::expm1(x))
+EMBER_PW_UNARY_FP(log, vm::log(x))
+EMBER_PW_UNARY_FP(log1p, vm::log1p(x))
+EMBER_PW_UNARY_FP(tanh, vm::tanh(x))
+EMBER_PW_UNARY_FP(erf, vm::erf(x))
+EMBER_PW_UNARY_FP(exp2, std::exp2(x))
+EMBER_PW_UNARY_FP(log2, std::log2(x))
+EMBER_PW_UNARY_FP(log10, std::log10(x))
+EMBER_PW_UNARY_FP(sin, std::sin(x))
+EMBER_PW_UNARY_FP(cos, std::cos(x))
+EMBER_PW_UNARY_FP(tan, std::tan(x))
+EMBER_PW_UNARY_FP(asin, std::asin(x))
+EMBER_PW_UNARY_FP(acos, std::acos(x))
+EMBER_PW_UNARY_FP(atan, std::atan(x))
+EMBER_PW_UNARY_FP(sinh, std::sinh(x))
+EMBER_PW_UNARY_FP(cosh, std::cosh(x))
+EMBER_PW_UNARY_FP(erfc, std::erfc(x))
+EMBER_PW_UNARY_FP(sqrt, std::sqrt(x))
+#undef EMBER_PW_UNARY_FP
+
+inline float sigmoid(float x) { return vm::sigmoid(x); }
+inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+// Rounding: identity on integers.
+template <class T> T floor(T x) {
+  if constexpr (is_fp<T>)
+    return std::floor(x);
+  else
+    return x;
+}
+template <class T> T ceil(T x) {
+  if constexpr (is_fp<T>)
+    return std::ceil(x);
+  else
+    return x;
+}
+template <class T> T trunc(T x) {
+  if constexpr (is_fp<T>)
+    return std::trunc(x);
+  else
+    return x;
+}
+template <class T> T round_half_even(T x) {
+  if constexpr (is_fp<T>)
+    return std::nearbyint(x); // default rounding mode: half to even
+  else
+    return x;
+}
+
+template <class T> T abs(T x) {
+  if constexpr (is_fp<T>)
+    return std::fabs(x);
+  else if constexpr (std::is_same_v<T, bool> || std::is_unsigned_v<T>)
+    return x;
+  else
+    return x < 0 ? T(-x) : x;
+}
+
+/// -1, 0 or 1 (0 for NaN stays NaN for floats, as PyTorch).
+template <class T> T sign(T x) {
+  if constexpr (std::is_same_v<T, bool>)
+    return x;
+  else if constexpr (is_fp<T>)
+    return x != x ? x : T((T(0) < x) - (x < T(0)));
+  else
+    return T((T(0) < x) - (x < T(0)));
+}
+
+/// Nonzero test used by the logical ops.
+template <class T> bool truthy(T x) { return x != T(0); }
+
+template <class T> T bitwise_not(T x) {
+  if constexpr (std::is_same_v<T, bool>)
+    return !x;
+  else
+    return T(~x);
+}
+
+/// NaN-propagating maximum / minimum (torch.maximum).
+template <class T> T maximum(T a, T b) {
+  if constexpr (is_fp<T>)
+    return (a != a || b != b) ? a + b : (a > b ? a : b);
+  else
+    return a > b ? a : b;
+}
+template <class T> T minimum(T a, T b) {
+  if constexpr (is_fp<T>)
+    return (a != a || b != b) ? a + b : (a < b ? a : b);
+  else
+    return a < b ? a : b;
+}
+/// clamp bounds: NaN in x propagates; a NaN bound gives NaN (as PyTorch).
+template <class T> T clamp_min(T x, T lo) { return maximum(x, lo); }
+template <class T> T clamp_max(T x, T hi) { return minimum(x, hi); }
+
+template <class T> T atan2(T a, T b) { return std::atan2(a, b); }
+
+template <class T> T pow(T a, T b) {
+  if constexpr (is_fp<T>) {
+    return std::pow(a, b);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return a || !b;
+  } else {
+    // Integer power by squaring; negative exponents follow C integer
+    // division of 1 by the power (1 for base 1, +-1 for -1, else 0).
+    if (b < 0) {
+      if (a == 1)
+        return 1;
+      if (a == -1)
+        return (b & 1) ? T(-1) : T(1);
+      return 0;
+    }
+    using U = std::make_unsigned_t<T>;
+    U result = 1, base = U(a);
+    for (auto e = b; e; e >>= 1) {
+      if (e & 1)
+        result = U(result * base);
+      base = U(base * base);
+    }
+    return T(result);
+  }
+}
+
+/// C's fmod: the result takes the sign of the dividend.
+template <class T> T fmod(T a, T b) {
+  if constexpr (is_fp<T>)
+    return std::fmod(a, b);
+  else
+    return T(a % b);
+}
+/// Python's %: the result takes the sign of the divisor.
+template <class T> T remainder(T a, T b) {
+  if constexpr (is_fp<T>) {
+    T r = std::fmod(a, b);
+    if (r != 0 && ((r < 0) != (b < 0)))
+      r += b;
+    return r;
+  } else {
+    T r = T(a % b);
+    if (r != 0 && ((r < 0) != (b < 0)))
+      r = T(r + b);
+    return r;
+  }
+}
+template <class T> T div_trunc(T a, T b) {
+  if constexpr (is_fp<T>)
+    return std::trunc(a / b);
+  else
+    return T(a / b);
+}
+template <class T> T div_floor(T a, T b) {
+  if constexpr (is_fp<T>) {
+    // Python's floor division: consistent with remainder().
+    if (b == 0)
+      return a / b;
+    T mod = std::fmod(a, b);
+    T div = (a - mod) / b;
+    if (mod != 0 && ((b < 0) != (mod < 0)))
+      div -= T(1);
+    if (div != 0) {
+      T fl = std::floor(div);
+      if (div - fl > T(0.5))
+        fl += T(1);
+      return fl;
+    }
+    return std::copysign(T(0), a / b);
+  } else {
+    T q = T(a / b);
+    if ((a % b != 0) && ((a < 0) != (b < 0)))
+      q = T(q - 1);
+    return q;
+  }
+}
+
+} // namespace ember::pw

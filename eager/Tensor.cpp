@@ -1,0 +1,170 @@
+#include "eager/Tensor.h"
+#include "eager/Dtype.h"
+#include "eager/Factory.h"
+#include "eager/Indexing.h"
+#include "eager/WrapDim.h"
+#include "eager/generated/Functions.h"
+
+namespace ember {
+
+int64_t Tensor::size(int64_t d) const {
+  return sizes()[size_t(maybe_wrap_dim(d, dim(), false))];
+}
+int64_t Tensor::stride(int64_t d) const {
+  return strides()[size_t(maybe_wrap_dim(d, dim(), false))];
+}
+
+void check_data_ptr_dtype(ScalarType actual, ScalarType requested) {
+  EMBER_CHECK_TYPE(actual == requested, "expected scalar type ", requested,
+                   " but found ", actual,
+                   " (data_ptr<T>() must name the tensor's own dtype)");
+}
+
+Scalar Tensor::item() const {
+  EMBER_CHECK_VALUE(numel() == 1, "a Tensor with ", numel(),
+                    " elements cannot be converted to Scalar");
+  return dispatch_dtype(dtype(), "item", [&]<class T>() -> Scalar {
+    T v = *static_cast<const T *>(impl()->data());
+    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+      return Scalar(double(float(v)));
+    else
+      return Scalar(v);
+  });
+}
+
+std::string Tensor::toString() const {
+  static const char *names[] = {"Byte", "Char",   "Short", "Int",
+                                "Long", "Half",   "Float", "Double",
+                                "Bool", "BFloat16"};
+  return std::string(device().is_cuda() ? "CUDA" : "CPU") +
+         names[int(dtype())] + "Type";
+}
+
+// --- requires_grad ------------------------------------------------------------
+
+namespace {
+/// Holds requires_grad until the autograd layer installs its own meta.
+struct RequiresGradMeta final : AutogradMetaInterface {
+  bool rg = false;
+  bool requires_grad() const override { return rg; }
+  void set_requires_grad(bool r, TensorImpl *) override { rg = r; }
+  std::string grad_fn_name() const override { return ""; }
+};
+} // namespace
+
+bool Tensor::requires_grad() const {
+  auto *m = impl()->autograd_meta();
+  return m && m->requires_grad();
+}
+
+Tensor &Tensor::set_requires_grad(bool r) {
+  if (r)
+    EMBER_CHECK(isFloatingType(dtype()),
+                "only Tensors of floating point dtype can require gradients "
+                "(got ",
+                dtype(), ")");
+  auto *m = impl()->autograd_meta();
+  if (!m) {
+    if (!r)
+      return *this;
+    impl()->set_autograd_meta(std::make_unique<RequiresGradMeta>());
+    m = impl()->autograd_meta();
+  }
+  m->set_requires_grad(r, impl());
+  impl()->set_key(DispatchKey::Autograd, r);
+  return *this;
+}
+
+const Tensor &Tensor::requires_grad_(bool r) const {
+  const_cast<Tensor *>(this)->set_requires_grad(r);
+  return *this;
+}
+
+// --- conversions --------------------------------------------------------------
+
+Tensor Tensor::to(const TensorOptions &o, bool, bool copy) const {
+  ScalarType dt = o.has_dtype() ? o.dtype() : dtype();
+  Device dev = o.has_device() ? o.device() : device();
+  if (!copy && dt == dtype() && dev == device())
+    return *this;
+  return ember::_to_copy(*this, dt, dev);
+}
+Tensor Tensor::to(ScalarType t, bool nb, bool copy) const {
+  return to(TensorOptions(t), nb, copy);
+}
+Tensor Tensor::to(Device d, ScalarType t, bool nb, bool copy) const {
+  return to(TensorOptions(t).device(d), nb, copy);
+}
+Tensor Tensor::to(Device d, bool nb, bool copy) const {
+  return to(TensorOptions(d), nb, copy);
+}
+Tensor Tensor::to(const Tensor &other, bool nb, bool copy) const {
+  return to(other.options(), nb, copy);
+}
+
+Tensor Tensor::contiguous(MemoryFormat) const {
+  return is_contiguous() ? *this : clone();
+}
+
+// --- operators ----------------------------------------------------------------
+
+Tensor Tensor::operator-() const { return neg(); }
+Tensor Tensor::operator~() const { return bitwise_not(); }
+Tensor &Tensor::operator+=(const Tensor &o) {
+  add_(o);
+  return *this;
+}
+Tensor &Tensor::operator+=(const Scalar &o) {
+  add_(o);
+  return *this;
+}
+Tensor &Tensor::operator-=(const Tensor &o) {
+  sub_(o);
+  return *this;
+}
+Tensor &Tensor::operator-=(const Scalar &o) {
+  sub_(o);
+  return *this;
+}
+Tensor &Tensor::operator*=(const Tensor &o) {
+  mul_(o);
+  return *this;
+}
+Tensor &Tensor::operator*=(const Scalar &o) {
+  mul_(o);
+  return *this;
+}
+Tensor &Tensor::operator/=(const Tensor &o) {
+  div_(o);
+  return *this;
+}
+Tensor &Tensor::operator/=(const Scalar &o) {
+  div_(o);
+  return *this;
+}
+
+#define EMBER_DEFINE_OPERATOR(op, fn)                                          \
+  Tensor operator op(const Tensor &a, const Tensor &b) { return fn(a, b); }    \
+  Tensor operator op(const Tensor &a, const Scalar &b) {                       \
+    return fn(a, wrapped_scalar_tensor(b));                                    \
+  }                                                                            \
+  Tensor operator op(const Scalar &a, const Tensor &b) {                       \
+    return fn(wrapped_scalar_tensor(a), b);                                    \
+  }
+EMBER_DEFINE_OPERATOR(+, add)
+EMBER_DEFINE_OPERATOR(-, sub)
+EMBER_DEFINE_OPERATOR(*, mul)
+EMBER_DEFINE_OPERATOR(/, div)
+EMBER_DEFINE_OPERATOR(%, remainder)
+EMBER_DEFINE_OPERATOR(==, eq)
+EMBER_DEFINE_OPERATOR(!=, ne)
+EMBER_DEFINE_OPERATOR(<, lt)
+EMBER_DEFINE_OPERATOR(<=, le)
+EMBER_DEFINE_OPERATOR(>, gt)
+EMBER_DEFINE_OPERATOR(>=, ge)
+EMBER_DEFINE_OPERATOR(&, bitwise_and)
+EMBER_DEFINE_OPERATOR(|, bitwise_or)
+EMBER_DEFINE_OPERATOR(^, bitwise_xor)
+#undef EMBER_DEFINE_OPERATOR
+
+} // namespace ember

@@ -1,0 +1,172 @@
+#pragma once
+/// Tensor: the user's handle to a TensorImpl, with libtorch's methods.
+
+#include "eager/Scalar.h"
+#include "eager/TensorImpl.h"
+#include "eager/TensorOptions.h"
+#include "runtime/Generator.h"
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+namespace ember {
+
+class Tensor;
+using TensorList = ArrayRef<Tensor>;
+namespace indexing {
+class TensorIndex;
+}
+
+/// A refcounted handle; copies share the TensorImpl (as torch::Tensor).
+class Tensor {
+public:
+  Tensor() = default;
+  explicit Tensor(intrusive_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // --- identity and metadata -------------------------------------------
+  bool defined() const { return bool(impl_); }
+  TensorImpl *unsafeGetTensorImpl() const { return impl_.get(); }
+  const intrusive_ptr<TensorImpl> &getIntrusivePtr() const { return impl_; }
+  uint32_t use_count() const { return impl_.use_count(); }
+  bool is_same(const Tensor &o) const { return impl_ == o.impl_; }
+  void reset() { impl_.reset(); }
+
+  IntArrayRef sizes() const { return impl()->sizes(); }
+  IntArrayRef strides() const { return impl()->strides(); }
+  /// Size of dim d (negative d counts from the end).
+  int64_t size(int64_t d) const;
+  int64_t stride(int64_t d) const;
+  int64_t storage_offset() const { return impl()->storage_offset(); }
+  int64_t numel() const { return impl()->numel(); }
+  int64_t dim() const { return impl()->dim(); }
+  int64_t ndimension() const { return dim(); }
+  bool is_contiguous() const { return impl()->is_contiguous(); }
+  ScalarType scalar_type() const { return impl()->dtype(); }
+  ScalarType dtype() const { return impl()->dtype(); }
+  Device device() const { return impl()->device(); }
+  bool is_cpu() const { return device().is_cpu(); }
+  bool is_cuda() const { return device().is_cuda(); }
+  Layout layout() const { return kStrided; }
+  TensorOptions options() const {
+    return TensorOptions().dtype(dtype()).device(device());
+  }
+  size_t element_size() const { return impl()->itemsize(); }
+  size_t itemsize() const { return impl()->itemsize(); }
+  size_t nbytes() const { return size_t(numel()) * itemsize(); }
+  const Storage &storage() const { return impl()->storage(); }
+  /// True when both tensors view the same storage.
+  bool is_alias_of(const Tensor &o) const {
+    return storage().is_alias_of(o.storage());
+  }
+  bool is_floating_point() const { return isFloatingType(dtype()); }
+  bool is_signed() const { return isSignedType(dtype()); }
+  bool is_complex() const { return false; }
+  /// Version counter shared by every view of the storage.
+  uint32_t _version() const { return impl()->version(); }
+
+  /// Pointer to element 0, checked against T.
+  template <class T> T *data_ptr() const;
+  void *data_ptr() const { return impl()->data(); }
+  const void *const_data_ptr() const { return impl()->data(); }
+  template <class T> const T *const_data_ptr() const { return data_ptr<T>(); }
+
+  /// The value of a one-element tensor.
+  template <class T> T item() const { return item().to<T>(); }
+  Scalar item() const;
+
+  std::string toString() const; // "CPUFloatType"
+
+  // --- autograd (filled by the autograd layer) ---------------------------
+  bool requires_grad() const;
+  Tensor &set_requires_grad(bool r);
+  const Tensor &requires_grad_(bool r = true) const;
+
+  // --- conversions -------------------------------------------------------
+  Tensor to(ScalarType dtype, bool non_blocking = false,
+            bool copy = false) const;
+  Tensor to(Device device, ScalarType dtype, bool non_blocking = false,
+            bool copy = false) const;
+  Tensor to(Device device, bool non_blocking = false, bool copy = false) const;
+  Tensor to(const TensorOptions &options, bool non_blocking = false,
+            bool copy = false) const;
+  Tensor to(const Tensor &other, bool non_blocking = false,
+            bool copy = false) const;
+  Tensor cpu() const { return to(Device(kCPU)); }
+  Tensor toType(ScalarType t) const { return to(t); }
+  Tensor type_as(const Tensor &o) const { return to(o.dtype()); }
+  Tensor contiguous(MemoryFormat f = MemoryFormat::Contiguous) const;
+
+  // --- indexing (libtorch's operator[] and index / index_put_) -----------
+  Tensor operator[](int64_t i) const;
+  Tensor operator[](const Tensor &i) const;
+  Tensor index(ArrayRef<indexing::TensorIndex> indices) const;
+  Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
+  Tensor &index_put_(ArrayRef<indexing::TensorIndex> indices,
+                     const Tensor &rhs);
+  Tensor &index_put_(ArrayRef<indexing::TensorIndex> indices,
+                     const Scalar &v);
+  Tensor &index_put_(std::initializer_list<indexing::TensorIndex> indices,
+                     const Tensor &rhs);
+  Tensor &index_put_(std::initializer_list<indexing::TensorIndex> indices,
+                     const Scalar &v);
+
+  // --- C++ operators -----------------------------------------------------
+  Tensor operator-() const;
+  Tensor &operator+=(const Tensor &o);
+  Tensor &operator+=(const Scalar &o);
+  Tensor &operator-=(const Tensor &o);
+  Tensor &operator-=(const Scalar &o);
+  Tensor &operator*=(const Tensor &o);
+  Tensor &operator*=(const Scalar &o);
+  Tensor &operator/=(const Tensor &o);
+  Tensor &operator/=(const Scalar &o);
+  Tensor operator~() const;
+
+  // --- ops from the op table (eager/ops/ops.yaml) ------------------------
+#include "eager/generated/TensorMethods.inc"
+
+private:
+  TensorImpl *impl() const {
+    EMBER_CHECK(impl_, "This tensor is undefined (default-constructed); "
+                       "create it with a factory such as ember::zeros().");
+    return impl_.get();
+  }
+  intrusive_ptr<TensorImpl> impl_;
+};
+
+std::ostream &operator<<(std::ostream &os, const Tensor &t);
+
+// Binary operators with tensors and scalars on either side.
+#define EMBER_BINARY_OPERATOR(op)                                              \
+  Tensor operator op(const Tensor &a, const Tensor &b);                        \
+  Tensor operator op(const Tensor &a, const Scalar &b);                        \
+  Tensor operator op(const Scalar &a, const Tensor &b);
+EMBER_BINARY_OPERATOR(+)
+EMBER_BINARY_OPERATOR(-)
+EMBER_BINARY_OPERATOR(*)
+EMBER_BINARY_OPERATOR(/)
+EMBER_BINARY_OPERATOR(%)
+EMBER_BINARY_OPERATOR(==)
+EMBER_BINARY_OPERATOR(!=)
+EMBER_BINARY_OPERATOR(<)
+EMBER_BINARY_OPERATOR(<=)
+EMBER_BINARY_OPERATOR(>)
+EMBER_BINARY_OPERATOR(>=)
+EMBER_BINARY_OPERATOR(&)
+EMBER_BINARY_OPERATOR(|)
+EMBER_BINARY_OPERATOR(^)
+#undef EMBER_BINARY_OPERATOR
+
+/// Checks that T matches the tensor's dtype.
+void check_data_ptr_dtype(ScalarType actual, ScalarType requested);
+
+template <class T> T *Tensor::data_ptr() const {
+  check_data_ptr_dtype(dtype(), dtype_of<std::remove_const_t<T>>());
+  return static_cast<T *>(impl()->data());
+}
+
+} // namespace ember

@@ -1,0 +1,98 @@
+#pragma once
+/// TensorImpl: storage + the metadata that makes it a tensor (as c10's).
+
+#include "eager/ArrayRef.h"
+#include "eager/DispatchKey.h"
+#include "runtime/ScalarType.h"
+#include "runtime/Storage.h"
+
+#include <memory>
+#include <string>
+
+namespace ember {
+
+class TensorImpl;
+
+/// What autograd keeps on a tensor. The eager core only needs to know whether
+/// a tensor requires grad and the name of its grad_fn (for printing); the
+/// autograd layer derives from this.
+struct AutogradMetaInterface {
+  virtual ~AutogradMetaInterface() = default;
+  virtual bool requires_grad() const = 0;
+  virtual void set_requires_grad(bool requires_grad, TensorImpl *self) = 0;
+  /// "AddBackward0", or "" for tensors without a grad_fn.
+  virtual std::string grad_fn_name() const = 0;
+};
+
+class TensorImpl : public intrusive_ptr_target {
+public:
+  TensorImpl(Storage storage, ScalarType dtype, IntArrayRef sizes,
+             IntArrayRef strides, int64_t storage_offset);
+  /// A contiguous tensor over `storage`.
+  TensorImpl(Storage storage, ScalarType dtype, IntArrayRef sizes);
+
+  IntArrayRef sizes() const { return sizes_; }
+  IntArrayRef strides() const { return strides_; }
+  int64_t dim() const { return int64_t(sizes_.size()); }
+  int64_t numel() const { return numel_; }
+  int64_t storage_offset() const { return storage_offset_; }
+  ScalarType dtype() const { return dtype_; }
+  Device device() const { return storage_.device(); }
+  const Storage &storage() const { return storage_; }
+  bool is_contiguous() const { return is_contiguous_; }
+  DispatchKeySet key_set() const { return key_set_; }
+  size_t itemsize() const { return elementSize(dtype_); }
+
+  /// Address of element 0 (storage data + offset).
+  void *data() const {
+    return static_cast<char *>(storage_.data()) +
+           storage_offset_ * int64_t(itemsize());
+  }
+
+  /// Changes the view (used by the view ops and in-place metadata ops such
+  /// as squeeze_/t_/as_strided_). Strides may be any integers; bounds were
+  /// checked by the caller.
+  void set_sizes_and_strides(IntArrayRef sizes, IntArrayRef strides,
+                             int64_t storage_offset);
+  void set_storage(Storage s) { storage_ = std::move(s); }
+
+  uint32_t version() const {
+    return storage_.unsafeGetStorageImpl()->version.load(
+        std::memory_order_relaxed);
+  }
+  void bump_version() {
+    storage_.unsafeGetStorageImpl()->version.fetch_add(
+        1, std::memory_order_relaxed);
+  }
+
+  AutogradMetaInterface *autograd_meta() const { return autograd_meta_.get(); }
+  void set_autograd_meta(std::unique_ptr<AutogradMetaInterface> m);
+  /// Adds or removes a key from this tensor's own key set (Autograd,
+  /// Capture).
+  void set_key(DispatchKey k, bool on);
+
+  /// A wrapped number is a 0-dim tensor made from a C++ scalar in an op
+  /// (x + 2): it takes part in type promotion like a Python number.
+  bool is_wrapped_number() const { return wrapped_number_; }
+  void set_wrapped_number(bool w) { wrapped_number_ = w; }
+
+private:
+  void refresh();
+
+  Storage storage_;
+  DimVector sizes_, strides_;
+  int64_t storage_offset_ = 0;
+  int64_t numel_ = 1;
+  ScalarType dtype_;
+  bool is_contiguous_ = true;
+  bool wrapped_number_ = false;
+  DispatchKeySet key_set_;
+  std::unique_ptr<AutogradMetaInterface> autograd_meta_;
+};
+
+/// Row-major strides for `sizes`.
+DimVector contiguous_strides(IntArrayRef sizes);
+/// Product of sizes, checked for overflow.
+int64_t multiply_sizes(IntArrayRef sizes);
+
+} // namespace ember

@@ -1,0 +1,149 @@
+// copy_, fill_ and the conversions built on them.
+#include "eager/Dtype.h"
+#include "eager/Factory.h"
+#include "eager/TensorIterator.h"
+#include "eager/generated/NativeFunctions.h"
+#include "runtime/ThreadPool.h"
+
+#include <cstring>
+
+namespace ember::native {
+
+namespace {
+bool internalOverlap(const Tensor &t) {
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.size(d) > 1 && t.stride(d) == 0)
+      return true;
+  return false;
+}
+
+template <class To, class From> To convert(From v) {
+  if constexpr (std::is_same_v<To, bool>) {
+    if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>)
+      return static_cast<float>(v) != 0.0f;
+    else
+      return v != From(0);
+  } else if constexpr (std::is_same_v<From, Half> ||
+                     std::is_same_v<From, BFloat16>)
+    return To(static_cast<float>(v));
+  else if constexpr (std::is_same_v<To, Half> ||
+                     std::is_same_v<To, BFloat16>)
+    return To(static_cast<float>(v));
+  else
+    return static_cast<To>(v);
+}
+
+void copyKernel(const Tensor &dst, const Tensor &src) {
+  if (dst.numel() == 0)
+    return;
+  if (dst.dtype() == src.dtype() && dst.is_contiguous() &&
+      src.is_contiguous() && dst.sizes() == src.sizes()) {
+    char *d = static_cast<char *>(dst.data_ptr());
+    const char *s = static_cast<const char *>(src.data_ptr());
+    int64_t es = int64_t(dst.element_size());
+    parallel_for(0, dst.numel(), kGrainSize * 4, [&](int64_t b, int64_t e) {
+      std::memcpy(d + b * es, s + b * es, size_t((e - b) * es));
+    });
+    return;
+  }
+  Tensor s = src.dim() < dst.dim() || src.sizes() != dst.sizes()
+                 ? src.expand(dst.sizes())
+                 : src;
+  TensorIterator it = TensorIterator::build(dst, {s});
+  dispatch_dtype(dst.dtype(), "copy_", [&]<class D>() {
+    dispatch_dtype(src.dtype(), "copy_", [&]<class S>() {
+      it.for_each([](char **data, const int64_t *st, int64_t n) {
+        if (st[0] == int64_t(sizeof(D)) && st[1] == int64_t(sizeof(S))) {
+          D *o = reinterpret_cast<D *>(data[0]);
+          const S *i = reinterpret_cast<const S *>(data[1]);
+          for (int64_t k = 0; k < n; ++k)
+            o[k] = convert<D>(i[k]);
+          return;
+        }
+        for (int64_t k = 0; k < n; ++k)
+          *reinterpret_cast<D *>(data[0] + k * st[0]) = convert<D>(
+              *reinterpret_cast<const S *>(data[1] + k * st[1]));
+      });
+    });
+  });
+}
+} // namespace
+
+const Tensor &copy_(const Tensor &self, const Tensor &src, bool non_blocking) {
+  (void)non_blocking;
+  EMBER_CHECK(src.defined(), "copy_: the source tensor is undefined");
+  EMBER_CHECK(!internalOverlap(self),
+              "unsupported operation: more than one element of the written-to "
+              "tensor refers to a single memory location. Please clone() the "
+              "tensor before performing the operation.");
+  infer_size(self.sizes(), src.sizes()); // checks broadcastability
+  EMBER_CHECK(src.dim() <= self.dim() || src.numel() == self.numel(),
+              "copy_: the source of shape ", src.sizes(),
+              " can't be broadcast to the destination of shape ",
+              self.sizes());
+  for (int64_t i = 0; i < src.dim(); ++i) {
+    int64_t sd = src.size(src.dim() - 1 - i);
+    int64_t dd = i < self.dim() ? self.size(self.dim() - 1 - i) : 1;
+    EMBER_CHECK(sd == dd || sd == 1, "copy_: the source of shape ",
+                src.sizes(), " can't be broadcast to the destination of ",
+                "shape ", self.sizes());
+  }
+  Tensor s = src;
+  if (src.dim() > self.dim()) // leading 1s only (checked above)
+    s = src.reshape(self.sizes());
+  if (s.is_alias_of(self) && s.numel() > 0 && !s.is_same(self) &&
+      !(s.data_ptr() == self.data_ptr() && s.strides() == self.strides() &&
+        s.sizes() == self.sizes()))
+    s = s.clone(); // overlapping views: read everything before writing
+  if (!(s.data_ptr() == self.data_ptr() && s.dtype() == self.dtype() &&
+        s.sizes() == self.sizes() && s.strides() == self.strides()))
+    copyKernel(self, s);
+  self.unsafeGetTensorImpl()->bump_version();
+  return self;
+}
+
+const Tensor &fill_(const Tensor &self, const Scalar &value) {
+  EMBER_CHECK(!internalOverlap(self) || self.numel() <= 1,
+              "unsupported operation: more than one element of the written-to "
+              "tensor refers to a single memory location. Please clone() the "
+              "tensor before performing the operation.");
+  if (self.numel() > 0) {
+    TensorIterator it = TensorIterator::build(self, {});
+    dispatch_dtype(self.dtype(), "fill_", [&]<class T>() {
+      T v = value.to<T>();
+      it.for_each([v](char **data, const int64_t *st, int64_t n) {
+        if (st[0] == int64_t(sizeof(T))) {
+          T *o = reinterpret_cast<T *>(data[0]);
+          for (int64_t k = 0; k < n; ++k)
+            o[k] = v;
+          return;
+        }
+        for (int64_t k = 0; k < n; ++k)
+          *reinterpret_cast<T *>(data[0] + k * st[0]) = v;
+      });
+    });
+  }
+  self.unsafeGetTensorImpl()->bump_version();
+  return self;
+}
+
+const Tensor &zero_(const Tensor &self) { return self.fill_(0); }
+
+Tensor _to_copy(const Tensor &self, std::optional<ScalarType> dtype,
+                std::optional<Device> device) {
+  Device dev = device.value_or(self.device());
+  EMBER_CHECK(dev.is_cpu(), "to(", dev, "): this build of ember has no CUDA ",
+              "backend available");
+  Tensor out = empty(self.sizes(),
+                     TensorOptions(dtype.value_or(self.dtype())).device(dev));
+  copyKernel(out, self);
+  return out;
+}
+
+Tensor clone(const Tensor &self) {
+  Tensor out = empty(self.sizes(), self.options());
+  copyKernel(out, self);
+  return out;
+}
+
+} // namespace ember::native

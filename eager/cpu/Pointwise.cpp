@@ -1,0 +1,123 @@
+#include "eager/Factory.h"
+#include "eager/cpu/PointwiseKernel.h"
+
+namespace ember::native {
+
+namespace {
+// Note [In-place overlap]
+// An in-place op may write into `self` while reading an input that views the
+// same memory. Reading exactly the same elements (same view) is safe
+// elementwise; any other overlap (x.add_(x.t())) is computed into a
+// temporary and copied back, which gives the result of the functional op.
+// A `self` whose elements overlap each other (an expanded tensor) cannot be
+// written at all.
+bool sameView(const Tensor &a, const Tensor &b) {
+  return a.data_ptr() == b.data_ptr() && a.sizes() == b.sizes() &&
+         a.strides() == b.strides() && a.dtype() == b.dtype();
+}
+bool hasInternalOverlap(const Tensor &t) {
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.size(d) > 1 && t.stride(d) == 0)
+      return true;
+  return false;
+}
+} // namespace
+
+PointwisePlan plan_pointwise(const PointwiseSpec &spec,
+                             ArrayRef<const Tensor *> inputs,
+                             ArrayRef<const Scalar *> promoting,
+                             const Tensor *self_out) {
+  PointwisePlan plan;
+  // Dtypes: bool arguments do not take part in promotion.
+  SmallVector<const Tensor *, 4> promoted;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    EMBER_CHECK(inputs[i]->defined(), spec.name, ": argument ", i,
+                " is an undefined tensor");
+    if (!((spec.bool_args >> i) & 1u))
+      promoted.push_back(inputs[i]);
+  }
+  ScalarType result;
+  if (spec.promote == Promote::Bool) {
+    result = inputs[0]->dtype();
+  } else {
+    result = result_type(ArrayRef<const Tensor *>(promoted.data(),
+                                                  promoted.size()),
+                         promoting);
+    if (spec.promote == Promote::Float && !isFloatingType(result))
+      result = get_default_dtype();
+  }
+  if (!in_group(result, spec.dtypes)) {
+    if (result == kBool && spec.dtypes == DtypeGroup::NoBool)
+      throw TypeError(std::string("\"") + spec.name +
+                      "\" is not supported on bool tensors; convert them with "
+                      ".to(ember::kInt) or use the logical_* ops");
+    throw_unsupported_dtype(spec.name, result);
+  }
+  plan.compute = result;
+  ScalarType outType = (spec.promote == Promote::Compare ||
+                        spec.promote == Promote::Bool)
+                           ? kBool
+                           : result;
+
+  // Shapes and devices.
+  DimVector shape(inputs[0]->sizes());
+  Device device = inputs[0]->device();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor &t = *inputs[i];
+    if (i)
+      shape = infer_size(shape, t.sizes());
+    EMBER_CHECK(t.device() == device || t.dim() == 0, spec.name,
+                ": expected all tensors to be on the same device, but found ",
+                "at least two devices, ", device, " and ", t.device());
+  }
+
+  // Output.
+  if (self_out) {
+    const Tensor &self = *self_out;
+    EMBER_CHECK(IntArrayRef(shape) == self.sizes(), "output with shape ",
+                self.sizes(), " doesn't match the broadcast shape ", shape);
+    EMBER_CHECK(can_cast(outType, self.dtype()), "result type ", outType,
+                " can't be cast to the desired output type ", self.dtype());
+    EMBER_CHECK(!hasInternalOverlap(self),
+                "unsupported operation: more than one element of the "
+                "written-to tensor refers to a single memory location. Please "
+                "clone() the tensor before performing the operation.");
+    bool overlap = false;
+    for (const Tensor *t : inputs)
+      if (t->is_alias_of(self) && !sameView(*t, self) && t->numel() > 0)
+        overlap = true;
+    plan.result = self;
+    plan.inplace = true;
+    plan.copy_back = overlap || self.dtype() != outType;
+    plan.out = plan.copy_back
+                   ? empty(shape, TensorOptions(outType).device(device))
+                   : self;
+  } else {
+    plan.out = empty(shape, TensorOptions(outType).device(device));
+    plan.result = plan.out;
+  }
+
+  // Inputs in the loop's dtypes.
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ScalarType want = ((spec.bool_args >> i) & 1u) ? kBool : result;
+    const Tensor &t = *inputs[i];
+    plan.inputs.push_back(t.dtype() == want ? t : t.to(want));
+  }
+  if (spec.nonzero_divisor >= 0 && isIntegralType(result, true) &&
+      plan.out.numel() > 0) {
+    const Tensor &d = plan.inputs[size_t(spec.nonzero_divisor)];
+    EMBER_CHECK_VALUE(!d.eq(wrapped_scalar_tensor(Scalar(0))).any().item<bool>(),
+                      "ZeroDivisionError: ", spec.name,
+                      " of integer tensors by zero");
+  }
+  return plan;
+}
+
+void finish_pointwise(PointwisePlan &plan) {
+  if (plan.copy_back)
+    plan.result.copy_(plan.out); // copy_ bumps the version itself
+  else if (plan.inplace)
+    plan.result.unsafeGetTensorImpl()->bump_version();
+}
+
+} // namespace ember::native

@@ -1,0 +1,147 @@
+#pragma once
+/// The CPU kernel template of every pointwise op: type promotion,
+/// broadcasting, output allocation and in-place checks, then a loop over the
+/// op's functor (from PointwiseFunctors.h) with a vectorizable path for
+/// contiguous and scalar-broadcast operands.
+
+#include "eager/Dtype.h"
+#include "eager/TensorIterator.h"
+#include "eager/generated/Functions.h"
+
+#include <utility>
+
+namespace ember::native {
+
+enum class Promote : int8_t {
+  Default, ///< result_type of the inputs
+  Float,   ///< result_type, with integral results made the default float
+  Compare, ///< computed in result_type, output bool
+  Bool,    ///< computed in the input's dtype, output bool
+};
+
+struct PointwiseSpec {
+  const char *name;
+  Promote promote;
+  DtypeGroup dtypes;
+  unsigned bool_args;  ///< bit i: tensor input i is read as bool
+  int nonzero_divisor; ///< input that must hold no zero for integer dtypes
+};
+
+/// Everything before the loop: the output, the inputs converted to the
+/// compute dtype, and the iterator. Shared by every pointwise op.
+struct PointwisePlan {
+  ScalarType compute; ///< dtype of the (non-bool) inputs in the loop
+  Tensor out;         ///< where the loop writes
+  Tensor result;      ///< what the op returns (== out unless copied back)
+  std::vector<Tensor> inputs;
+  bool copy_back = false; ///< in-place into a dtype/alias the loop can't use
+  bool inplace = false;
+};
+PointwisePlan plan_pointwise(const PointwiseSpec &spec,
+                             ArrayRef<const Tensor *> inputs,
+                             ArrayRef<const Scalar *> promoting,
+                             const Tensor *self_out);
+void finish_pointwise(PointwisePlan &plan);
+
+namespace detail {
+
+template <class S, class Fn> struct LoopTypes {
+  using C = compute_t<S>;
+  template <size_t K>
+  using In = std::conditional_t<((Fn::bool_args >> K) & 1u) != 0, bool, S>;
+  template <size_t K>
+  using InC = std::conditional_t<((Fn::bool_args >> K) & 1u) != 0, bool, C>;
+};
+
+template <class O, class S, class Fn, size_t... K>
+inline void pointwise_loop(char **data, const int64_t *st, int64_t n,
+                           const Fn &f, std::index_sequence<K...>) {
+  using LT = LoopTypes<S, Fn>;
+  constexpr size_t N = sizeof...(K);
+  bool contiguous = st[0] == int64_t(sizeof(O)) &&
+                    ((st[K + 1] == int64_t(sizeof(typename LT::template In<K>))) && ...);
+  if (contiguous) {
+    O *out = reinterpret_cast<O *>(data[0]);
+    std::tuple<const typename LT::template In<K> *...> in(
+        reinterpret_cast<const typename LT::template In<K> *>(data[K + 1])...);
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = O(f(typename LT::template InC<K>(std::get<K>(in)[i])...));
+    return;
+  }
+  if constexpr (N == 2) {
+    // One operand broadcast (stride 0), the rest contiguous: hoist it.
+    using I0 = typename LT::template In<0>;
+    using I1 = typename LT::template In<1>;
+    using C0 = typename LT::template InC<0>;
+    using C1 = typename LT::template InC<1>;
+    O *out = reinterpret_cast<O *>(data[0]);
+    if (st[0] == int64_t(sizeof(O)) && st[1] == int64_t(sizeof(I0)) &&
+        st[2] == 0) {
+      const I0 *a = reinterpret_cast<const I0 *>(data[1]);
+      const C1 b = C1(*reinterpret_cast<const I1 *>(data[2]));
+      for (int64_t i = 0; i < n; ++i)
+        out[i] = O(f(C0(a[i]), b));
+      return;
+    }
+    if (st[0] == int64_t(sizeof(O)) && st[1] == 0 &&
+        st[2] == int64_t(sizeof(I1))) {
+      const C0 a = C0(*reinterpret_cast<const I0 *>(data[1]));
+      const I1 *b = reinterpret_cast<const I1 *>(data[2]);
+      for (int64_t i = 0; i < n; ++i)
+        out[i] = O(f(a, C1(b[i])));
+      return;
+    }
+  }
+  // General strided loop.
+  for (int64_t i = 0; i < n; ++i) {
+    *reinterpret_cast<O *>(data[0] + i * st[0]) = O(
+        f(typename LT::template InC<K>(*reinterpret_cast<const typename LT::template In<K> *>(
+            data[K + 1] + i * st[K + 1]))...));
+  }
+}
+
+} // namespace detail
+
+/// Runs a pointwise op. `make` returns the functor for a compute type:
+/// make.template operator()<C>().
+template <DtypeGroup G, class Make>
+Tensor run_pointwise(const PointwiseSpec &spec,
+                     ArrayRef<const Tensor *> inputs,
+                     ArrayRef<const Scalar *> promoting, const Tensor *self_out,
+                     Make &&make) {
+  PointwisePlan plan = plan_pointwise(spec, inputs, promoting, self_out);
+  if (plan.out.numel() != 0) {
+    TensorIterator it = TensorIterator::build(
+        plan.out, TensorList(plan.inputs));
+    bool bool_out = plan.out.dtype() == kBool && plan.compute != kBool;
+    dispatch_in<G>(plan.compute, spec.name, [&]<class S>() {
+      using C = compute_t<S>;
+      auto f = make.template operator()<C>();
+      using Fn = decltype(f);
+      auto run = [&]<class O>() {
+        it.for_each([&](char **data, const int64_t *st, int64_t n) {
+          detail::pointwise_loop<O, S>(data, st, n, f,
+                                       std::make_index_sequence<Fn::arity>{});
+        });
+      };
+      if (bool_out)
+        run.template operator()<bool>();
+      else
+        run.template operator()<S>();
+    });
+  }
+  finish_pointwise(plan);
+  return plan.result;
+}
+
+/// In-place form: returns the self reference.
+template <DtypeGroup G, class Make>
+const Tensor &run_pointwise(const PointwiseSpec &spec,
+                            ArrayRef<const Tensor *> inputs,
+                            ArrayRef<const Scalar *> promoting,
+                            const Tensor &self, Make &&make) {
+  run_pointwise<G>(spec, inputs, promoting, &self, std::forward<Make>(make));
+  return self;
+}
+
+} // namespace ember::native

@@ -1,0 +1,432 @@
+#!/usr/bin/env python3
+"""Generates ember's op bindings from ops.yaml (DESIGN.md, "One op table").
+
+Outputs (into --out/eager/generated/):
+  Functions.h          ember:: functions and ember::ops:: op handles
+  TensorMethods.inc    Tensor method declarations (included in class Tensor)
+  NativeFunctions.h    signatures the hand-written kernels must implement
+  PointwiseFunctors.h  one functor per pointwise op: its scalar expression
+  Ops.cpp              schemas, functions, methods, registrations
+  PointwiseKernels_N.cpp  CPU kernels of the pointwise ops, in shards
+"""
+import argparse
+import os
+import re
+import sys
+
+import yaml
+
+# --- schema parsing -------------------------------------------------------------
+
+
+class Arg:
+    def __init__(self, type_, name, default, kwonly, write):
+        self.type, self.name, self.default = type_, name, default
+        self.kwonly, self.write = kwonly, write
+
+
+def parse_type(t):
+    """'Tensor(a!)' -> ('Tensor', True); 'int[1]?' -> ('int[]?', False)."""
+    write = "!" in t
+    t = re.sub(r"\([a-z]!?\)", "", t)
+    t = re.sub(r"\[\d*\]", "[]", t)
+    return t, write
+
+
+def split_top(s):
+    out, depth, cur = [], 0, ""
+    for c in s:
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        if c == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += c
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+class Schema:
+    def __init__(self, text):
+        self.text = text
+        m = re.match(r"^([\w.]+)\((.*)\)\s*->\s*(.+)$", text)
+        if not m:
+            sys.exit(f"bad schema: {text}")
+        full, args, rets = m.groups()
+        self.name, _, self.overload = full.partition(".")
+        self.args = []
+        kwonly = False
+        for a in split_top(args):
+            if a == "*":
+                kwonly = True
+                continue
+            decl, _, default = a.partition("=")
+            ty, name = decl.rsplit(None, 1)
+            ty, write = parse_type(ty)
+            self.args.append(Arg(ty, name, default.strip() or None, kwonly, write))
+        rets = rets.strip()
+        if rets.startswith("("):
+            rets = rets[1:-1]
+        self.returns = [parse_type(r.split()[0]) for r in split_top(rets)]
+
+    @property
+    def cname(self):
+        """C++ identifier of the op: add.Tensor -> add_Tensor."""
+        return self.name + ("_" + self.overload if self.overload else "")
+
+    @property
+    def inplace(self):
+        return bool(self.args) and self.args[0].write
+
+
+CPP_ARG = {
+    "Tensor": "const Tensor &", "Tensor?": "const std::optional<Tensor> &",
+    "Tensor[]": "TensorList", "int": "int64_t", "int?": "std::optional<int64_t>",
+    "int[]": "IntArrayRef", "int[]?": "OptionalIntArrayRef", "float": "double",
+    "float?": "std::optional<double>", "bool": "bool",
+    "bool?": "std::optional<bool>", "Scalar": "const Scalar &",
+    "Scalar?": "const std::optional<Scalar> &", "str": "std::string_view",
+    "str?": "std::optional<std::string_view>",
+    "ScalarType?": "std::optional<ScalarType>", "ScalarType": "ScalarType",
+    "Device?": "std::optional<Device>", "Generator?": "std::optional<Generator>",
+}
+# The type the kernel's function pointer is called with (templates see these).
+CPP_CALL = {k: v.replace(" &", "&") for k, v in CPP_ARG.items()}
+
+
+def cpp_ret(schema):
+    if schema.inplace:
+        return "const Tensor &"
+    rs = schema.returns
+    one = {"Tensor": "Tensor", "Tensor[]": "std::vector<Tensor>", "bool": "bool",
+           "float": "double", "int": "int64_t", "Scalar": "Scalar"}
+    if len(rs) == 1:
+        return one[rs[0][0]]
+    return "std::tuple<" + ", ".join(one[r[0]] for r in rs) + ">"
+
+
+def cpp_default(a):
+    d = a.default
+    if d is None:
+        return ""
+    if d == "None":
+        return " = std::nullopt"
+    if d in ("True", "False"):
+        return " = " + d.lower()
+    if d.startswith("["):
+        return " = {" + d[1:-1] + "}"
+    if d.startswith("'"):
+        return ' = "' + d[1:-1] + '"'
+    return " = " + d
+
+
+def params(schema, skip_self=False, defaults=True):
+    out = []
+    for a in schema.args:
+        if skip_self and a.name == "self":
+            continue
+        t = CPP_ARG[a.type]
+        out.append(t + ("" if t.endswith("&") else " ") + a.name +
+                   (cpp_default(a) if defaults else ""))
+    return ", ".join(out)
+
+
+def names(schema):
+    return ", ".join(a.name for a in schema.args)
+
+
+def sig_type(schema):
+    ret = cpp_ret(schema).replace(" &", "&")
+    return ret, ", ".join(CPP_CALL[a.type] for a in schema.args)
+
+
+# --- pointwise ------------------------------------------------------------------
+
+LITERAL = re.compile(r"(?<![\w.])(\d+\.\d*(?:[eE][-+]?\d+)?|\d+(?:[eE][-+]?\d+)?)(?![\w.])")
+
+
+def functor(op, pw):
+    """The functor template: its expression over compute-type values."""
+    s = op.schema
+    bool_args = set(pw.get("bool_args", []))
+    tensors = [a for a in s.args if a.type == "Tensor"]
+    scalars = [a for a in s.args if a.type == "Scalar"]
+    expr = LITERAL.sub(lambda m: f"T({m.group(1)})", pw["expr"])
+    fields = "".join(f"  T {a.name};\n" for a in scalars)
+    ps = ", ".join(("bool " if a.name in bool_args else "T ") + a.name for a in tensors)
+    mask = sum(1 << i for i, a in enumerate(tensors) if a.name in bool_args)
+    return (f"/// {s.text}\n/// = {pw['expr']}\n"
+            f"template <class T> struct {s.cname}_op {{\n{fields}"
+            f"  static constexpr int arity = {len(tensors)};\n"
+            f"  /// Bit i set: tensor argument i is read as bool.\n"
+            f"  static constexpr unsigned bool_args = {mask};\n"
+            f"  auto operator()({ps}) const {{ return {expr}; }}\n}};\n")
+
+
+def pw_kernel(op, pw, inplace):
+    """The CPU kernel of a pointwise op (functional or in-place form)."""
+    s = op.schema
+    fnname = op.base.schema.cname if inplace else s.cname
+    bool_args = pw.get("bool_args", [])
+    tensors = [a for a in s.args if a.type == "Tensor"]
+    scalars = [a for a in s.args if a.type == "Scalar"]
+    promo = [a.name for a in scalars if a.name in pw.get("promote_scalars", [])]
+    mask = sum(1 << i for i, a in enumerate(tensors) if a.name in bool_args)
+    nzname = pw.get("nonzero_divisor")
+    nz = [a.name for a in tensors].index(nzname) if nzname else -1
+    name = s.cname
+    ret = "const Tensor &" if inplace else "Tensor"
+    init = ", ".join(f"{a.name}.to<T>()" for a in scalars)
+    promote = {"default": "Default", "float": "Float", "compare": "Compare",
+               "bool": "Bool"}[pw.get("promote", "default")]
+    dtypes = {"all": "All", "nobool": "NoBool", "integral": "Integral",
+              "float": "Float"}[pw.get("dtypes", "all")]
+    out = "self" if inplace else "nullptr"
+    return (
+        f"{ret} {name}({params(s, defaults=False)}) {{\n"
+        f"  static const PointwiseSpec spec{{\"{s.name}\", Promote::{promote}, "
+        f"DtypeGroup::{dtypes}, {mask}, {nz}}};\n"
+        f"  const Tensor *inputs[] = {{{', '.join('&' + a.name for a in tensors)}}};\n"
+        + (f"  const Scalar *promoting[] = {{{', '.join('&' + n for n in promo)}}};\n"
+           if promo else "")
+        + f"  return run_pointwise<DtypeGroup::{'Float' if promote == 'Float' else dtypes}>(spec, inputs, "
+        f"{'promoting' if promo else '{}'}, {out}, [&]<class T>() {{\n"
+        f"    return fn::{fnname}_op<T>{{{init}}};\n  }});\n}}\n")
+
+
+# --- ops ---------------------------------------------------------------------------
+
+
+class Op:
+    def __init__(self, entry, schema_text=None, kind=None):
+        self.entry = entry
+        self.schema = Schema(schema_text or entry["func"])
+        variants = entry.get("variants", "function")
+        self.variants = [v.strip() for v in variants.split(",")]
+        self.kind = kind  # pointwise | pointwise_inplace | scalar_overload | cpu | kernel | composite
+
+    @property
+    def dispatched(self):
+        return self.kind != "composite" and self.kind != "scalar_overload"
+
+    @property
+    def native(self):
+        e = self.entry
+        if self.kind in ("pointwise", "pointwise_inplace", "scalar_overload"):
+            return self.schema.cname
+        return e.get(self.kind)
+
+
+def expand(entries):
+    ops = []
+    for e in entries:
+        if "pointwise" in e:
+            pw = e["pointwise"]
+            base = Op(e, kind="pointwise")
+            ops.append(base)
+            s = base.schema
+            if pw.get("inplace"):
+                args = s.text[s.text.index("(") + 1:s.text.rindex(")")]
+                args = args.replace("Tensor self", "Tensor(a!) self", 1)
+                ov = "." + s.overload if s.overload else ""
+                ip = Op(dict(e, variants="method"),
+                        f"{s.name}_{ov}({args}) -> Tensor(a!)", "pointwise_inplace")
+                ip.base = base
+                ops.append(ip)
+            if pw.get("scalar_overload"):
+                args = s.text[s.text.index("(") + 1:s.text.rindex(")")]
+                args = args.replace("Tensor other", "Scalar other", 1)
+                sc = Op(e, f"{s.name}.Scalar({args}) -> Tensor", "scalar_overload")
+                sc.base = base
+                ops.append(sc)
+                if pw.get("inplace"):
+                    args2 = args.replace("Tensor self", "Tensor(a!) self", 1)
+                    sci = Op(dict(e, variants="method"),
+                             f"{s.name}_.Scalar({args2}) -> Tensor(a!)", "scalar_overload")
+                    sci.base = ops[-3]
+                    ops.append(sci)
+        else:
+            kinds = [k for k in ("cpu", "kernel", "composite") if k in e]
+            if len(kinds) != 1:
+                sys.exit(f"{e['func']}: exactly one of cpu/kernel/composite/pointwise")
+            ops.append(Op(e, kind=kinds[0]))
+    seen = set()
+    for o in ops:
+        n = o.schema.cname
+        if n in seen:
+            sys.exit(f"duplicate op {n}")
+        seen.add(n)
+    return ops
+
+
+def scalar_overload_body(op):
+    """name.Scalar: wraps `other` as a 0-dim wrapped-number tensor."""
+    s = op.schema
+    base = op.base.schema
+    call_args = ", ".join("wrapped_scalar_tensor(other)" if a.name == "other" else a.name
+                          for a in s.args)
+    fn = base.name + ("_" if s.inplace else "")
+    if s.inplace:
+        return f"  return self.{fn}({', '.join(call_args.split(', ')[1:])});\n"
+    return f"  return ember::{base.name}({call_args});\n"
+
+
+def generate(ops, out):
+    gen = os.path.join(out, "eager", "generated")
+    os.makedirs(gen, exist_ok=True)
+    files = {}
+
+    # Functions.h
+    h = ["// Generated by eager/ops/gen_ops.py from ops.yaml. Do not edit.",
+         "#pragma once", '#include "eager/Dispatcher.h"', "", "namespace ember {"]
+    h.append("namespace ops {")
+    h.append("/// The OperatorHandle of each dispatched op, by C++ name.")
+    for o in ops:
+        if o.dispatched:
+            h.append(f"const OperatorHandle &{o.schema.cname}();")
+    h.append("} // namespace ops\n")
+    for o in ops:
+        if "function" in o.variants:
+            h.append(f"/// {o.schema.text}")
+            h.append(f"{cpp_ret(o.schema)} {o.schema.name}({params(o.schema)});")
+    h.append("} // namespace ember")
+    files["Functions.h"] = "\n".join(h) + "\n"
+
+    # TensorMethods.inc
+    m = ["// Generated by eager/ops/gen_ops.py from ops.yaml. Do not edit."]
+    for o in ops:
+        if "method" in o.variants:
+            m.append(f"{cpp_ret(o.schema)} {o.schema.name}({params(o.schema, skip_self=True)}) const;")
+    files["TensorMethods.inc"] = "\n".join(m) + "\n"
+
+    # NativeFunctions.h
+    n = ["// Generated by eager/ops/gen_ops.py from ops.yaml. Do not edit.",
+         "// The kernels named in ops.yaml, with the signatures they must have.",
+         "#pragma once", '#include "eager/Dispatcher.h"', "", "namespace ember::native {"]
+    for o in ops:
+        if o.kind in ("cpu", "kernel", "composite", "pointwise", "pointwise_inplace"):
+            n.append(f"{cpp_ret(o.schema)} {o.native}({params(o.schema, defaults=False)});")
+    n.append("} // namespace ember::native")
+    files["NativeFunctions.h"] = "\n".join(n) + "\n"
+
+    # PointwiseFunctors.h
+    p = ["// Generated by eager/ops/gen_ops.py from ops.yaml. Do not edit.",
+         "// The scalar expression of every pointwise op, as a functor over its",
+         "// compute type T: the eager CPU kernels instantiate it with float,",
+         "// double and the integer types; code generators with their own T.",
+         "#pragma once", '#include "eager/PointwiseMath.h"', "",
+         "namespace ember::fn {", "using namespace ember::pw;"]
+    pw_ops = [o for o in ops if o.kind == "pointwise"]
+    for o in pw_ops:
+        p.append(functor(o, o.entry["pointwise"]))
+    p.append("} // namespace ember::fn")
+    p.append("")
+    p.append("/// X-macro over the pointwise ops: _(cname, arity).")
+    p.append("#define EMBER_FORALL_POINTWISE_OPS(_) \\")
+    for o in pw_ops:
+        ar = sum(1 for a in o.schema.args if a.type == "Tensor")
+        p.append(f"  _({o.schema.cname}, {ar}) \\")
+    p.append("")
+    files["PointwiseFunctors.h"] = "\n".join(p) + "\n"
+
+    # Pointwise kernels, sharded so the build parallelizes.
+    nshards = 4
+    kernels = [o for o in ops if o.kind in ("pointwise", "pointwise_inplace")]
+    for i in range(nshards):
+        k = ["// Generated by eager/ops/gen_ops.py from ops.yaml. Do not edit.",
+             '#include "eager/cpu/PointwiseKernel.h"',
+             '#include "eager/generated/NativeFunctions.h"',
+             '#include "eager/generated/PointwiseFunctors.h"', "",
+             "namespace ember::native {"]
+        for o in kernels[i::nshards]:
+            k.append(pw_kernel(o, o.entry["pointwise"], o.kind == "pointwise_inplace"))
+        k.append("} // namespace ember::native")
+        files[f"PointwiseKernels_{i}.cpp"] = "\n".join(k) + "\n"
+
+    # Ops.cpp
+    c = ["// Generated by eager/ops/gen_ops.py from ops.yaml. Do not edit.",
+         '#include "eager/generated/Functions.h"',
+         '#include "eager/generated/NativeFunctions.h"',
+         '#include "eager/OpsSupport.h"', "", "namespace ember {", "namespace {",
+         "struct OpTable {"]
+    disp = [o for o in ops if o.dispatched]
+    for o in disp:
+        c.append(f"  OperatorHandle *{o.schema.cname};")
+    c.append("  OpTable() {")
+    c.append("    auto &d = Dispatcher::singleton();")
+    for o in disp:
+        s = o.schema
+        c.append(f'    {s.cname} = &d.registerSchema("{s.text}");')
+        fnp = f"&native::{o.native}"
+        if o.kind == "kernel":
+            for key in ("CPU", "CUDA"):
+                c.append(f"    {s.cname}->setKernel(DispatchKey::{key}, "
+                         f"KernelFunction::makeFromUnboxed({fnp}));")
+        else:
+            c.append(f"    {s.cname}->setKernel(DispatchKey::CPU, "
+                     f"KernelFunction::makeFromUnboxed({fnp}));")
+    c.append("  }")
+    c.append("};")
+    c.append("const OpTable &table() {")
+    c.append("  static const OpTable *t = new OpTable();")
+    c.append("  return *t;")
+    c.append("}")
+    c.append("// Registers every op at load time, so the registry is complete")
+    c.append("// before main (modes and lookups by name see every op).")
+    c.append("const bool kRegistered = (table(), true);")
+    c.append("} // namespace\n")
+    c.append("namespace ops {")
+    for o in disp:
+        c.append(f"const OperatorHandle &{o.schema.cname}() {{ return *table().{o.schema.cname}; }}")
+    c.append("} // namespace ops\n")
+
+    def body(o):
+        s = o.schema
+        if o.kind == "scalar_overload":
+            return scalar_overload_body(o)
+        if o.kind == "composite":
+            return f"  return native::{o.native}({names(s)});\n"
+        ret, argt = sig_type(s)
+        return (f"  return table().{s.cname}->call<{ret}"
+                f"{', ' + argt if argt else ''}>({names(s)});\n")
+
+    for o in ops:
+        s = o.schema
+        if "function" in o.variants:
+            c.append(f"{cpp_ret(s)} {s.name}({params(s, defaults=False)}) {{\n{body(o)}}}")
+    for o in ops:
+        s = o.schema
+        if "method" in o.variants:
+            if not any(a.name == "self" and a.type == "Tensor" for a in s.args):
+                sys.exit(f"{s.text}: a method needs a Tensor argument named self")
+            rest = params(s, skip_self=True, defaults=False)
+            c.append(f"{cpp_ret(s)} Tensor::{s.name}({rest}) const {{")
+            c.append("  const Tensor &self = *this;")
+            c.append(body(o) + "}")
+    c.append("} // namespace ember")
+    files["Ops.cpp"] = "\n".join(c) + "\n"
+
+    for fname, text in files.items():
+        path = os.path.join(gen, fname)
+        old = open(path).read() if os.path.exists(path) else None
+        if old != text:  # keep timestamps: no needless rebuilds
+            with open(path, "w") as f:
+                f.write(text)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--yaml", required=True)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    with open(a.yaml) as f:
+        entries = yaml.safe_load(f)
+    generate(expand(entries), a.out)
+
+
+if __name__ == "__main__":
+    main()

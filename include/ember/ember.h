@@ -1,0 +1,13 @@
+#pragma once
+/// ember: the one umbrella header (#include <ember/ember.h>), as
+/// <torch/torch.h>.
+
+#include "eager/Dispatcher.h"
+#include "eager/Factory.h"
+#include "eager/Indexing.h"
+#include "eager/Tensor.h"
+#include "eager/TensorIterator.h"
+#include "eager/generated/Functions.h"
+#include "runtime/Allocator.h"
+#include "runtime/Generator.h"
+#include "runtime/ThreadPool.h"

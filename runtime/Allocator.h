@@ -1,0 +1,77 @@
+#pragma once
+/// Allocators and the memory statistics named like torch.cuda's.
+
+#include "runtime/Device.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace ember {
+
+/// An owning pointer to device memory with a type-erased deleter (like c10's
+/// DataPtr). `ctx` is what the deleter receives; for most allocators it is the
+/// pointer itself.
+class DataPtr {
+public:
+  using Deleter = void (*)(void *ctx);
+  DataPtr() = default;
+  DataPtr(void *data, void *ctx, Deleter deleter, Device device)
+      : data_(data), ctx_(ctx), deleter_(deleter), device_(device) {}
+  DataPtr(const DataPtr &) = delete;
+  DataPtr &operator=(const DataPtr &) = delete;
+  DataPtr(DataPtr &&o) noexcept { swap(o); }
+  DataPtr &operator=(DataPtr &&o) noexcept {
+    DataPtr(std::move(o)).swap(*this);
+    return *this;
+  }
+  ~DataPtr() {
+    if (deleter_)
+      deleter_(ctx_);
+  }
+  void swap(DataPtr &o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(ctx_, o.ctx_);
+    std::swap(deleter_, o.deleter_);
+    std::swap(device_, o.device_);
+  }
+  void *get() const { return data_; }
+  Device device() const { return device_; }
+
+private:
+  void *data_ = nullptr;
+  void *ctx_ = nullptr;
+  Deleter deleter_ = nullptr;
+  Device device_{kCPU};
+};
+
+class Allocator {
+public:
+  virtual ~Allocator() = default;
+  virtual DataPtr allocate(size_t nbytes) = 0;
+};
+
+/// Counters kept by a caching allocator; the names follow
+/// torch.cuda.memory_stats() ("allocated_bytes.all.current", ...).
+struct MemoryStats {
+  int64_t allocated_bytes = 0, allocated_bytes_peak = 0;
+  int64_t reserved_bytes = 0, reserved_bytes_peak = 0;
+  int64_t active_blocks = 0, active_blocks_peak = 0;
+  int64_t num_allocs = 0, num_frees = 0;
+  int64_t num_cache_hits = 0, num_device_allocs = 0, num_device_frees = 0;
+  std::map<std::string, int64_t> as_map() const;
+};
+
+/// The CPU allocator: 64-byte aligned blocks, cached by size class so that a
+/// training loop does not pay page faults for every fresh buffer (Note
+/// [CPU caching allocator]).
+Allocator *getCPUAllocator();
+
+/// Statistics and cache control for a device (CPU now; CUDA fills in later).
+MemoryStats memory_stats_of(Device d);
+void reset_peak_memory_stats(Device d);
+/// Returns every cached, unused block to the system.
+void empty_cache(Device d);
+
+} // namespace ember

@@ -1,0 +1,35 @@
+#pragma once
+/// The one registry of EMBER_* environment variables.
+///
+/// Every variable ember reads is listed in EMBER_FORALL_ENV_VARS with its
+/// meaning; reading one that is not listed is a bug, and an EMBER_* variable
+/// in the environment that is not listed is a user error (a typo would
+/// otherwise be silently ignored), reported on first use of the registry.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ember::env {
+
+// Note [Environment variables]
+// name, what it does. The README's table of variables mirrors this list.
+#define EMBER_FORALL_ENV_VARS(_)                                               \
+  _(EMBER_NUM_THREADS,                                                         \
+    "Threads in the intra-op pool (default: the number of cores). BLAS uses "  \
+    "the same count.")
+
+struct Var {
+  const char *name;
+  const char *description;
+};
+/// Every registered variable.
+const std::vector<Var> &registry();
+/// The value of a registered variable, or nullopt when unset. Throws
+/// ember::Error for an unregistered name or an unknown EMBER_* variable in the
+/// environment.
+std::optional<std::string> get(const char *name);
+/// get() parsed as an integer in [lo, hi], with a clear error otherwise.
+std::optional<long> get_int(const char *name, long lo, long hi);
+
+} // namespace ember::env

@@ -1,0 +1,184 @@
+#include "runtime/ThreadPool.h"
+#include "runtime/Env.h"
+#include "runtime/Error.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+extern "C" void openblas_set_num_threads(int) __attribute__((weak));
+
+namespace ember {
+namespace {
+
+thread_local bool tl_in_parallel = false;
+
+// Note [Thread pool]
+// Workers sleep on a condition variable between jobs (no spinning, so they
+// never compete with BLAS threads or the caller). A job is a range split in
+// `nchunks` equal chunks; workers and the caller claim chunks with an atomic
+// counter. The first exception thrown by a chunk is rethrown in the caller.
+class ThreadPool {
+public:
+  explicit ThreadPool(int n) { resize(n); }
+  ~ThreadPool() { stop(); }
+
+  int size() const { return nthreads_; }
+
+  void resize(int n) {
+    stop();
+    nthreads_ = n;
+    stop_ = false;
+    for (int i = 1; i < n; ++i)
+      workers_.emplace_back([this] { workerLoop(); });
+  }
+
+  void run(int64_t begin, int64_t end, int64_t nchunks,
+           const std::function<void(int64_t, int64_t)> &fn) {
+    std::lock_guard<std::mutex> runGuard(runMu_); // one job at a time
+    Job job{begin, end, nchunks, &fn};
+    {
+      std::unique_lock<std::mutex> lk(mu_);
+      // A worker still inside the previous job's work() must leave it before
+      // the counters are reset.
+      doneCv_.wait(lk, [&] { return active_ == 0; });
+      job_ = job;
+      next_.store(0);
+      pending_.store(nchunks);
+      error_ = nullptr;
+      ++generation_;
+    }
+    cv_.notify_all();
+    work(job);
+    std::unique_lock<std::mutex> lk(mu_);
+    doneCv_.wait(lk, [&] { return pending_.load() == 0 && active_ == 0; });
+    if (error_)
+      std::rethrow_exception(error_);
+  }
+
+private:
+  struct Job {
+    int64_t begin = 0, end = 0, nchunks = 0;
+    const std::function<void(int64_t, int64_t)> *fn = nullptr;
+  };
+
+  void work(const Job &job) {
+    tl_in_parallel = true;
+    int64_t len = job.end - job.begin;
+    for (;;) {
+      int64_t c = next_.fetch_add(1);
+      if (c >= job.nchunks)
+        break;
+      int64_t b = job.begin + len * c / job.nchunks;
+      int64_t e = job.begin + len * (c + 1) / job.nchunks;
+      try {
+        (*job.fn)(b, e);
+      } catch (...) {
+        std::lock_guard<std::mutex> g(mu_);
+        if (!error_)
+          error_ = std::current_exception();
+      }
+      if (pending_.fetch_sub(1) == 1) {
+        std::lock_guard<std::mutex> g(mu_);
+        doneCv_.notify_all();
+      }
+    }
+    tl_in_parallel = false;
+  }
+
+  void workerLoop() {
+    uint64_t seen = 0;
+    for (;;) {
+      Job job;
+      {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_.wait(lk, [&] { return stop_ || generation_ != seen; });
+        if (stop_)
+          return;
+        seen = generation_;
+        job = job_;
+        ++active_;
+      }
+      work(job);
+      std::lock_guard<std::mutex> g(mu_);
+      --active_;
+      doneCv_.notify_all();
+    }
+  }
+
+  void stop() {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto &t : workers_)
+      t.join();
+    workers_.clear();
+  }
+
+  int nthreads_ = 1;
+  std::vector<std::thread> workers_;
+  std::mutex mu_, runMu_;
+  std::condition_variable cv_, doneCv_;
+  Job job_;
+  std::atomic<int64_t> next_{0}, pending_{0};
+  std::exception_ptr error_;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+  int active_ = 0; // workers inside work()
+};
+
+int defaultThreads() {
+  if (auto n = env::get_int("EMBER_NUM_THREADS", 1, 1024))
+    return int(*n);
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+void syncBlas(int n) {
+  if (openblas_set_num_threads)
+    openblas_set_num_threads(n);
+}
+
+ThreadPool &pool() {
+  static ThreadPool *p = [] {
+    int n = defaultThreads();
+    syncBlas(n);
+    return new ThreadPool(n); // never destroyed: workers outlive statics
+  }();
+  return *p;
+}
+
+} // namespace
+
+int get_num_threads() { return pool().size(); }
+
+void set_num_threads(int n) {
+  EMBER_CHECK_VALUE(n >= 1, "set_num_threads: expected a positive number of ",
+                    "threads, got ", n);
+  EMBER_CHECK(!tl_in_parallel,
+              "set_num_threads cannot be called inside a parallel region");
+  pool().resize(n);
+  syncBlas(n);
+}
+
+namespace detail {
+bool in_parallel_region() { return tl_in_parallel; }
+
+void parallel_for_impl(int64_t begin, int64_t end, int64_t grain,
+                       const std::function<void(int64_t, int64_t)> &fn) {
+  int64_t n = end - begin;
+  int64_t nchunks = std::min<int64_t>(pool().size(), (n + grain - 1) / grain);
+  if (nchunks <= 1) {
+    fn(begin, end);
+    return;
+  }
+  pool().run(begin, end, nchunks, fn);
+}
+} // namespace detail
+
+} // namespace ember
