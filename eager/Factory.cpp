@@ -66,7 +66,7 @@ Tensor zeros(IntArrayRef size, const TensorOptions &options) {
   return finish(t, options);
 }
 Tensor ones(IntArrayRef size, const TensorOptions &options) {
-  return full(size, 1, options);
+  return full(size, 1, options.dtype(options.dtype()));
 }
 Tensor full(IntArrayRef size, const Scalar &value,
             const TensorOptions &options) {

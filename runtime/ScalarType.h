@@ -87,6 +87,20 @@ inline const char *toString(ScalarType t) {
     return "undefined";
   }
 }
+/// "Float", "Long", ...: the C++ enumerator name, as in PyTorch's messages
+/// ("result type Float can't be cast to the desired output type Long").
+inline const char *toTypeName(ScalarType t) {
+  switch (t) {
+#define EMBER_TNAME(ctype, Name, pyname)                                       \
+  case ScalarType::Name:                                                       \
+    return #Name;
+    EMBER_FORALL_SCALAR_TYPES(EMBER_TNAME)
+#undef EMBER_TNAME
+  default:
+    return "Undefined";
+  }
+}
+
 inline std::ostream &operator<<(std::ostream &os, ScalarType t) {
   return os << "ember." << toString(t);
 }

@@ -76,8 +76,9 @@ PointwisePlan plan_pointwise(const PointwiseSpec &spec,
     const Tensor &self = *self_out;
     EMBER_CHECK(IntArrayRef(shape) == self.sizes(), "output with shape ",
                 self.sizes(), " doesn't match the broadcast shape ", shape);
-    EMBER_CHECK(can_cast(outType, self.dtype()), "result type ", outType,
-                " can't be cast to the desired output type ", self.dtype());
+    EMBER_CHECK(can_cast(outType, self.dtype()), "result type ",
+                toTypeName(outType), " can't be cast to the desired output type ",
+                toTypeName(self.dtype()));
     EMBER_CHECK(!hasInternalOverlap(self),
                 "unsupported operation: more than one element of the "
                 "written-to tensor refers to a single memory location. Please "

@@ -30,6 +30,11 @@ Tensor div_mode(const Tensor &self, const Tensor &other,
                    std::string(*rounding_mode) + "'");
 }
 
+Tensor div_scalar_mode(const Tensor &self, const Scalar &other,
+                       std::optional<std::string_view> rounding_mode) {
+  return div_mode(self, wrapped_scalar_tensor(other), rounding_mode);
+}
+
 Tensor pow_tensor_scalar(const Tensor &self, const Scalar &exponent) {
   // Integer tensors raised to a negative integer power would be 0 or +-1
   // silently; PyTorch raises, so does ember.

@@ -216,7 +216,7 @@ Tensor transpose(const Tensor &self, int64_t dim0, int64_t dim1) {
 Tensor t(const Tensor &self) {
   EMBER_CHECK(self.dim() <= 2, "t() expects a tensor with <= 2 dimensions, ",
               "but self is ", self.dim(), "D");
-  return self.dim() < 2 ? self.transpose(0, 0) : self.transpose(0, 1);
+  return self.dim() < 2 ? transpose(self, 0, 0) : transpose(self, 0, 1);
 }
 
 Tensor permute(const Tensor &self, IntArrayRef dims) {

@@ -1,0 +1,135 @@
+// Eager-mode benchmarks of issue 2: per-op overhead on 1-element tensors,
+// large elementwise ops against the copy bandwidth measured in the same run,
+// and matmul against raw OpenBLAS sgemm in the same run.
+//
+// Run: build/bench/bench_eager --benchmark_repetitions=7
+//        --benchmark_report_aggregates_only=true
+#include <ember/ember.h>
+
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include <cstring>
+
+using namespace ember;
+
+namespace {
+
+// --- per-op overhead ---------------------------------------------------------
+
+void BM_Overhead_Add(benchmark::State &s) {
+  Tensor a = ones({1}), b = ones({1});
+  for (auto _ : s)
+    benchmark::DoNotOptimize(add(a, b));
+}
+BENCHMARK(BM_Overhead_Add);
+
+void BM_Overhead_Mul(benchmark::State &s) {
+  Tensor a = ones({1}), b = ones({1});
+  for (auto _ : s)
+    benchmark::DoNotOptimize(a * b);
+}
+BENCHMARK(BM_Overhead_Mul);
+
+void BM_Overhead_AddScalar(benchmark::State &s) {
+  Tensor a = ones({1});
+  for (auto _ : s)
+    benchmark::DoNotOptimize(a + 1);
+}
+BENCHMARK(BM_Overhead_AddScalar);
+
+void BM_Overhead_View(benchmark::State &s) {
+  Tensor a = ones({1});
+  for (auto _ : s)
+    benchmark::DoNotOptimize(a.view({1, 1}));
+}
+BENCHMARK(BM_Overhead_View);
+
+// --- bandwidth -------------------------------------------------------------------
+
+constexpr int64_t kN = 16 * 1024 * 1024; // 16M float32 = 64 MiB
+
+void setBytes(benchmark::State &s, int64_t bytesPerIter) {
+  s.SetBytesProcessed(s.iterations() * bytesPerIter);
+}
+
+/// The floor: a parallel memcpy of 64 MiB (read + write), on the same thread
+/// pool the kernels use.
+void BM_Copy_Memcpy(benchmark::State &s) {
+  Tensor a = randn({kN}), b = empty({kN});
+  const char *src = static_cast<const char *>(a.data_ptr());
+  char *dst = static_cast<char *>(b.data_ptr());
+  for (auto _ : s) {
+    parallel_for(0, kN, kGrainSize, [&](int64_t lo, int64_t hi) {
+      std::memcpy(dst + lo * 4, src + lo * 4, size_t(hi - lo) * 4);
+    });
+    benchmark::ClobberMemory();
+  }
+  setBytes(s, 2 * kN * 4);
+}
+BENCHMARK(BM_Copy_Memcpy)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_Elementwise_Add(benchmark::State &s) {
+  Tensor a = randn({kN}), b = randn({kN}), out = empty({kN});
+  for (auto _ : s)
+    benchmark::DoNotOptimize(add(a, b));
+  setBytes(s, 3 * kN * 4);
+}
+BENCHMARK(BM_Elementwise_Add)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_Elementwise_Mul(benchmark::State &s) {
+  Tensor a = randn({kN}), b = randn({kN});
+  for (auto _ : s)
+    benchmark::DoNotOptimize(mul(a, b));
+  setBytes(s, 3 * kN * 4);
+}
+BENCHMARK(BM_Elementwise_Mul)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_Elementwise_Gelu(benchmark::State &s) {
+  Tensor a = randn({kN});
+  for (auto _ : s)
+    benchmark::DoNotOptimize(gelu(a));
+  setBytes(s, 2 * kN * 4);
+}
+BENCHMARK(BM_Elementwise_Gelu)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_Elementwise_AddInPlace(benchmark::State &s) {
+  Tensor a = randn({kN}), b = randn({kN});
+  for (auto _ : s)
+    a.add_(b);
+  setBytes(s, 3 * kN * 4);
+}
+BENCHMARK(BM_Elementwise_AddInPlace)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// --- matmul ----------------------------------------------------------------------
+
+void BM_Mm_Ember(benchmark::State &s) {
+  int64_t n = s.range(0);
+  Tensor a = randn({n, n}), b = randn({n, n});
+  for (auto _ : s)
+    benchmark::DoNotOptimize(mm(a, b));
+  s.counters["GFLOP/s"] = benchmark::Counter(
+      double(s.iterations()) * 2.0 * double(n * n * n) / 1e9,
+      benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_Mm_Ember)->Arg(1024)->Arg(2048)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_Mm_RawSgemm(benchmark::State &s) {
+  int64_t n = s.range(0);
+  Tensor a = randn({n, n}), b = randn({n, n}), c = empty({n, n});
+  for (auto _ : s) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(n), int(n),
+                int(n), 1.0f, a.data_ptr<float>(), int(n),
+                b.data_ptr<float>(), int(n), 0.0f, c.data_ptr<float>(),
+                int(n));
+    benchmark::ClobberMemory();
+  }
+  s.counters["GFLOP/s"] = benchmark::Counter(
+      double(s.iterations()) * 2.0 * double(n * n * n) / 1e9,
+      benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_Mm_RawSgemm)->Arg(1024)->Arg(2048)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+} // namespace
+
+BENCHMARK_MAIN();
