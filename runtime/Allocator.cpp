@@ -44,26 +44,34 @@ size_t roundSize(size_t n) {
 }
 
 class CPUCachingAllocator final : public Allocator {
-  struct Block {
-    size_t size;
-  };
+  // Each block starts with a header of kAlign bytes holding its size class,
+  // so freeing needs no lookup table; the caller's pointer follows it.
+  static constexpr size_t kHeader = kAlign;
   std::mutex mu_;
-  std::unordered_map<size_t, std::vector<void *>> free_;
-  std::unordered_map<void *, size_t> live_; // ptr -> rounded size
+  std::unordered_map<size_t, std::vector<void *>> free_; // by size class
   MemoryStats stats_;
 
-  static void deleter(void *p) { instance().free(p); }
+  static size_t &sizeOf(void *user) {
+    return *reinterpret_cast<size_t *>(static_cast<char *>(user) - kHeader);
+  }
+  static void deleter(void *user) { instance().free(user); }
 
-  void free(void *p) {
+  void free(void *user) {
+    size_t sz = sizeOf(user);
     std::lock_guard<std::mutex> g(mu_);
-    auto it = live_.find(p);
-    EMBER_INTERNAL_ASSERT(it != live_.end());
-    size_t sz = it->second;
-    live_.erase(it);
     stats_.allocated_bytes -= int64_t(sz);
     stats_.active_blocks--;
     stats_.num_frees++;
-    free_[sz].push_back(p);
+    free_[sz].push_back(user);
+  }
+
+  void *fresh(size_t sz) {
+    void *raw = std::aligned_alloc(kAlign, sz + kHeader);
+    if (!raw)
+      return nullptr;
+    void *user = static_cast<char *>(raw) + kHeader;
+    sizeOf(user) = sz;
+    return user;
   }
 
 public:
@@ -84,25 +92,29 @@ public:
         p = it->second.back();
         it->second.pop_back();
         stats_.num_cache_hits++;
+        noteAlloc(sz);
       }
     }
     if (!p) {
-      p = std::aligned_alloc(kAlign, sz);
+      p = fresh(sz);
       if (!p) {
         empty_cache(); // retry once with the cache released
-        p = std::aligned_alloc(kAlign, sz);
+        p = fresh(sz);
       }
       EMBER_CHECK(p, "CPU out of memory: tried to allocate ", nbytes,
                   " bytes. Free tensors you no longer need, or call "
-                  "ember::cpu::empty_cache().");
+                  "ember::empty_cache(ember::kCPU).");
       std::lock_guard<std::mutex> g(mu_);
       stats_.reserved_bytes += int64_t(sz);
       stats_.num_device_allocs++;
       if (stats_.reserved_bytes > stats_.reserved_bytes_peak)
         stats_.reserved_bytes_peak = stats_.reserved_bytes;
+      noteAlloc(sz);
     }
-    std::lock_guard<std::mutex> g(mu_);
-    live_.emplace(p, sz);
+    return DataPtr(p, p, &deleter, Device(kCPU));
+  }
+
+  void noteAlloc(size_t sz) { // with mu_ held
     stats_.allocated_bytes += int64_t(sz);
     stats_.active_blocks++;
     stats_.num_allocs++;
@@ -110,14 +122,13 @@ public:
       stats_.allocated_bytes_peak = stats_.allocated_bytes;
     if (stats_.active_blocks > stats_.active_blocks_peak)
       stats_.active_blocks_peak = stats_.active_blocks;
-    return DataPtr(p, p, &deleter, Device(kCPU));
   }
 
   void empty_cache() {
     std::lock_guard<std::mutex> g(mu_);
     for (auto &[sz, list] : free_) {
-      for (void *p : list) {
-        std::free(p);
+      for (void *user : list) {
+        std::free(static_cast<char *>(user) - kHeader);
         stats_.reserved_bytes -= int64_t(sz);
         stats_.num_device_frees++;
       }

@@ -99,10 +99,20 @@ PointwisePlan plan_pointwise(const PointwiseSpec &spec,
   }
 
   // Inputs in the loop's dtypes.
+  plan.inputs.reserve(inputs.size());
+  plan.flat = plan.out.is_contiguous();
   for (size_t i = 0; i < inputs.size(); ++i) {
     ScalarType want = ((spec.bool_args >> i) & 1u) ? kBool : result;
     const Tensor &t = *inputs[i];
-    plan.inputs.push_back(t.dtype() == want ? t : t.to(want));
+    if (t.dtype() == want)
+      plan.inputs.push_back(t);
+    else if (t.numel() == 1 && t.dim() == 0)
+      plan.inputs.push_back(scalar_tensor(t.item(), TensorOptions(want)));
+    else
+      plan.inputs.push_back(t.to(want));
+    const Tensor &in = plan.inputs.back();
+    plan.flat = plan.flat && (in.numel() == 1 || (in.is_contiguous() &&
+                                                  in.sizes() == plan.out.sizes()));
   }
   if (spec.nonzero_divisor >= 0 && isIntegralType(result, true) &&
       plan.out.numel() > 0) {

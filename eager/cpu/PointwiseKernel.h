@@ -7,6 +7,7 @@
 #include "eager/Dtype.h"
 #include "eager/TensorIterator.h"
 #include "eager/generated/Functions.h"
+#include "runtime/ThreadPool.h"
 
 #include <utility>
 
@@ -36,6 +37,9 @@ struct PointwisePlan {
   std::vector<Tensor> inputs;
   bool copy_back = false; ///< in-place into a dtype/alias the loop can't use
   bool inplace = false;
+  /// Every input is contiguous with the output's shape or has one element,
+  /// and the output is contiguous: one flat loop, no TensorIterator.
+  bool flat = false;
 };
 PointwisePlan plan_pointwise(const PointwiseSpec &spec,
                              ArrayRef<const Tensor *> inputs,
@@ -110,19 +114,44 @@ Tensor run_pointwise(const PointwiseSpec &spec,
                      ArrayRef<const Scalar *> promoting, const Tensor *self_out,
                      Make &&make) {
   PointwisePlan plan = plan_pointwise(spec, inputs, promoting, self_out);
-  if (plan.out.numel() != 0) {
-    TensorIterator it = TensorIterator::build(
-        plan.out, TensorList(plan.inputs));
+  const int64_t numel = plan.out.numel();
+  if (numel != 0) {
     bool bool_out = plan.out.dtype() == kBool && plan.compute != kBool;
     dispatch_in<G>(plan.compute, spec.name, [&]<class S>() {
       using C = compute_t<S>;
       auto f = make.template operator()<C>();
       using Fn = decltype(f);
+      constexpr size_t N = size_t(Fn::arity);
       auto run = [&]<class O>() {
-        it.for_each([&](char **data, const int64_t *st, int64_t n) {
+        auto loop = [&](char **data, const int64_t *st, int64_t n) {
           detail::pointwise_loop<O, S>(data, st, n, f,
-                                       std::make_index_sequence<Fn::arity>{});
-        });
+                                       std::make_index_sequence<N>{});
+        };
+        if (plan.flat) {
+          // Note [Flat pointwise path]: contiguous operands (or one-element
+          // ones, read with stride 0) need no iterator; this is the path of
+          // small ops (per-op overhead) and of large contiguous ones.
+          char *base[N + 1];
+          int64_t st[N + 1];
+          base[0] = static_cast<char *>(plan.out.data_ptr());
+          st[0] = int64_t(sizeof(O));
+          for (size_t k = 0; k < N; ++k) {
+            const Tensor &t = plan.inputs[k];
+            base[k + 1] = static_cast<char *>(t.data_ptr());
+            st[k + 1] = t.numel() == numel ? int64_t(t.element_size()) : 0;
+          }
+          parallel_for(0, numel, TensorIterator::kDefaultGrain,
+                       [&](int64_t b, int64_t e) {
+                         char *ptrs[N + 1];
+                         for (size_t k = 0; k <= N; ++k)
+                           ptrs[k] = base[k] + b * st[k];
+                         loop(ptrs, st, e - b);
+                       });
+          return;
+        }
+        TensorIterator it =
+            TensorIterator::build(plan.out, TensorList(plan.inputs));
+        it.for_each(loop);
       };
       if (bool_out)
         run.template operator()<bool>();

@@ -5,6 +5,7 @@
 #include "eager/Dispatcher.h"
 #include "eager/Factory.h"
 #include "eager/Indexing.h"
+#include "eager/Print.h"
 #include "eager/Tensor.h"
 #include "eager/TensorIterator.h"
 #include "eager/generated/Functions.h"

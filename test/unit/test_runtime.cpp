@@ -1,0 +1,153 @@
+// runtime/: dtypes and promotion, half conversions, the caching allocator's
+// statistics, the thread pool, the environment registry, devices.
+#include "TestUtil.h"
+#include "runtime/Env.h"
+
+#include <atomic>
+#include <cstdlib>
+
+using namespace ember;
+using namespace ember::test;
+
+TEST(Runtime, PromotionTableSpotChecksAgainstPyTorch) {
+  // torch.promote_types(a, b) for pairs PyTorch users meet.
+  EXPECT_EQ(promoteTypes(kByte, kChar), kShort);
+  EXPECT_EQ(promoteTypes(kBool, kByte), kByte);
+  EXPECT_EQ(promoteTypes(kBool, kFloat), kFloat);
+  EXPECT_EQ(promoteTypes(kInt, kLong), kLong);
+  EXPECT_EQ(promoteTypes(kLong, kHalf), kHalf);
+  EXPECT_EQ(promoteTypes(kHalf, kBFloat16), kFloat);
+  EXPECT_EQ(promoteTypes(kBFloat16, kDouble), kDouble);
+  EXPECT_EQ(promoteTypes(kFloat, kDouble), kDouble);
+  EXPECT_EQ(promoteTypes(kChar, kLong), kLong);
+  EXPECT_EQ(promoteTypes(kShort, kBFloat16), kBFloat16);
+  // The table is symmetric, idempotent on the diagonal.
+  for (int a = 0; a < kNumScalarTypes; ++a) {
+    EXPECT_EQ(promoteTypes(ScalarType(a), ScalarType(a)), ScalarType(a));
+    for (int b = 0; b < kNumScalarTypes; ++b)
+      EXPECT_EQ(promoteTypes(ScalarType(a), ScalarType(b)),
+                promoteTypes(ScalarType(b), ScalarType(a)));
+  }
+}
+
+TEST(Runtime, ResultTypeRanksDimTensorsZeroDimAndScalars) {
+  Tensor i8 = ones({2}, kChar), f16 = ones({2}, kHalf);
+  Tensor zf64 = tensor(1.0, kDouble), zi64 = tensor(1);
+  EXPECT_EQ(result_type(i8, zi64), kChar);     // 0-dim int: same category
+  EXPECT_EQ(result_type(i8, zf64), kDouble);   // 0-dim float: higher category
+  EXPECT_EQ(result_type(f16, zf64), kHalf);
+  EXPECT_EQ(result_type(i8, Scalar(1.5)), kFloat); // default dtype
+  EXPECT_EQ(result_type(zi64, Scalar(1.5)), kFloat);
+  EXPECT_EQ(result_type(zi64, zf64), kDouble);
+  EXPECT_EQ(result_type(ones({2}, kBool), Scalar(true)), kBool);
+  EXPECT_EQ(result_type(ones({2}, kBool), Scalar(3)), kLong);
+  set_default_dtype(kDouble);
+  EXPECT_EQ(result_type(i8, Scalar(1.5)), kDouble);
+  EXPECT_EQ(tensor({1.5}).dtype(), kDouble);
+  set_default_dtype(kFloat);
+  EXPECT_EMBER_ERROR(set_default_dtype(kLong), "only floating dtypes");
+}
+
+TEST(Runtime, HalfAndBFloat16RoundToNearestEven) {
+  EXPECT_EQ(float(Half(1.0f)), 1.0f);
+  EXPECT_EQ(float(Half(65504.0f)), 65504.0f);
+  EXPECT_TRUE(std::isinf(float(Half(65520.0f)))); // rounds up to inf
+  EXPECT_EQ(float(Half(65519.0f)), 65504.0f);
+  EXPECT_EQ(float(Half(5.960464477539063e-8f)), 5.960464477539063e-8f);
+  EXPECT_EQ(float(Half(1.0f + 1.0f / 2048)), 1.0f); // tie -> even
+  EXPECT_EQ(float(Half(1.0f + 3.0f / 2048)), 1.0f + 2.0f / 1024);
+  EXPECT_TRUE(std::isnan(float(Half(std::nanf("")))));
+  EXPECT_EQ(float(Half(-0.0f)), -0.0f);
+  EXPECT_TRUE(std::signbit(float(Half(-0.0f))));
+  EXPECT_EQ(float(BFloat16(1.0f)), 1.0f);
+  EXPECT_EQ(float(BFloat16(1.00390625f)), 1.0f); // tie -> even
+  EXPECT_EQ(float(BFloat16(1.01171875f)), 1.015625f);
+  EXPECT_TRUE(std::isnan(float(BFloat16(std::nanf("")))));
+  // Every half value round-trips.
+  for (uint32_t b = 0; b < 0x10000; ++b) {
+    Half h(uint16_t(b), Half::from_bits_t{});
+    float f = h;
+    if (!std::isnan(f))
+      EXPECT_EQ(Half(f).x, uint16_t(b)) << b;
+  }
+}
+
+TEST(Runtime, CachingAllocatorStatistics) {
+  Device cpu(kCPU);
+  empty_cache(cpu);
+  reset_peak_memory_stats(cpu);
+  MemoryStats before = memory_stats_of(cpu);
+  {
+    Tensor a = empty({1024, 1024}); // 4 MiB
+    MemoryStats during = memory_stats_of(cpu);
+    EXPECT_EQ(during.allocated_bytes - before.allocated_bytes, 4 << 20);
+    EXPECT_GE(during.allocated_bytes_peak, during.allocated_bytes);
+  }
+  MemoryStats after = memory_stats_of(cpu);
+  EXPECT_EQ(after.allocated_bytes, before.allocated_bytes);
+  EXPECT_GE(after.reserved_bytes, before.reserved_bytes + (4 << 20)); // cached
+  int64_t hits = after.num_cache_hits;
+  { Tensor b = empty({1024, 1024}); } // reuses the cached block
+  EXPECT_EQ(memory_stats_of(cpu).num_cache_hits, hits + 1);
+  empty_cache(cpu);
+  EXPECT_EQ(memory_stats_of(cpu).reserved_bytes,
+            memory_stats_of(cpu).allocated_bytes);
+  auto m = memory_stats_of(cpu).as_map();
+  EXPECT_TRUE(m.count("allocated_bytes.all.current"));
+  EXPECT_TRUE(m.count("reserved_bytes.all.peak"));
+  // 64-byte alignment.
+  for (int64_t n : {1, 7, 100, 5000, 123457})
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(empty({n}).data_ptr()) % 64, 0u);
+  EXPECT_EMBER_ERROR(memory_stats_of(Device(kCUDA, 0)), "no allocator");
+}
+
+TEST(Runtime, ThreadPoolCoversTheRangeOnceAndPropagatesErrors) {
+  int saved = get_num_threads();
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    EXPECT_EQ(get_num_threads(), threads);
+    std::vector<std::atomic<int>> hit(100000);
+    parallel_for(0, 100000, 1000, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i)
+        hit[size_t(i)]++;
+    });
+    for (auto &h : hit)
+      ASSERT_EQ(h.load(), 1);
+  }
+  EXPECT_THROW(parallel_for(0, 100000, 10,
+                            [](int64_t b, int64_t) {
+                              if (b > 0)
+                                throw ValueError("chunk failed");
+                            }),
+               ValueError);
+  // Nested parallel_for runs serially instead of deadlocking.
+  std::atomic<int64_t> sum{0};
+  parallel_for(0, 4, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      parallel_for(0, 1000, 10,
+                   [&](int64_t lo, int64_t hi) { sum += hi - lo; });
+  });
+  EXPECT_EQ(sum.load(), 4000);
+  set_num_threads(saved);
+  EXPECT_EMBER_ERROR(set_num_threads(0), "positive number of threads");
+}
+
+TEST(Runtime, EnvironmentRegistryRejectsUnknownNames) {
+  const auto &vars = env::registry();
+  EXPECT_FALSE(vars.empty());
+  EXPECT_EQ(std::string(vars[0].name), "EMBER_NUM_THREADS");
+  // Unknown EMBER_* variables are reported on first use; the registry has
+  // already been read in this process, so check the parse of a value.
+  setenv("EMBER_NUM_THREADS", "abc", 1);
+  EXPECT_EMBER_ERROR(env::get_int("EMBER_NUM_THREADS", 1, 64),
+                     "is not an integer");
+  unsetenv("EMBER_NUM_THREADS");
+}
+
+TEST(Runtime, Devices) {
+  EXPECT_EQ(Device("cpu"), Device(kCPU));
+  EXPECT_EQ(Device("cuda:1").index(), 1);
+  EXPECT_EQ(Device("cuda:1").str(), "cuda:1");
+  EXPECT_EMBER_ERROR(Device("tpu"), "Expected one of cpu, cuda");
+  EXPECT_EMBER_ERROR(Device("cuda:x"), "Invalid device string");
+}
