@@ -58,7 +58,7 @@ TEST(Dispatch, EveryOpIsRegisteredWithItsSchema) {
   EXPECT_EQ(&add, &ops::add_Tensor());
   EXPECT_TRUE(add.hasKernel(DispatchKey::CPU));
   EXPECT_EQ(&d.findSchemaOrThrow("ember::relu"), &ops::relu());
-  EXPECT_EMBER_ERROR(d.findSchemaOrThrow("ember::add"), "ambiguous");
+  EXPECT_EMBER_ERROR(d.findSchemaOrThrow("ember::lerp"), "ambiguous");
   EXPECT_EMBER_ERROR(d.findSchemaOrThrow("ember::no_such_op"),
                      "no op named 'ember::no_such_op'");
 }
@@ -186,9 +186,10 @@ TEST(Dispatch, CustomOpsAreCallableAndSeenByModes) {
     TorchDispatchModeGuard g(logger);
     scale.call(x, 3.0);
   }
-  ASSERT_GE(logger.log.size(), 1u);
+  // The mode sees the custom op; the ops its kernel runs happen below the
+  // mode (as in PyTorch, where func(*args) runs with the mode popped).
+  ASSERT_EQ(logger.log.size(), 1u);
   EXPECT_EQ(logger.log[0], "scale [3]");
-  EXPECT_EQ(logger.log[1], "mul [3] []"); // the kernel's own op, below
   EXPECT_EMBER_ERROR(lib.def("scale(Tensor x) -> Tensor"), "already defined");
   EXPECT_EMBER_ERROR(Library("ember"), "reserved");
   EXPECT_EMBER_ERROR(
