@@ -33,8 +33,15 @@ public:
                     decltype(std::declval<const C &>().data())>>,
                 T>>>
   ArrayRef(const C &c) : data_(c.data()), size_(c.size()) {}
+  // Like c10::ArrayRef: the list lives until the end of the full expression,
+  // so `f({1, 2})` is safe and `IntArrayRef a = {1, 2};` dangles (GCC warns
+  // about the latter in general; the warning is silenced for this one
+  // constructor, whose uses are calls).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winit-list-lifetime"
   constexpr ArrayRef(const std::initializer_list<T> &l)
       : data_(l.begin() == l.end() ? nullptr : l.begin()), size_(l.size()) {}
+#pragma GCC diagnostic pop
 
   const T *data() const { return data_; }
   size_t size() const { return size_; }

@@ -5,6 +5,9 @@
 #include <cstdint>
 #include <cstring>
 #include <ostream>
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
 
 namespace ember {
 
@@ -31,6 +34,9 @@ struct Half {
   operator float() const { return to_float(x); }
 
   static uint16_t from_float(float f) {
+#if defined(__F16C__)
+    return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
+#endif
     // Round to nearest even, handling subnormals, inf and NaN.
     uint32_t u = detail::f32_bits(f);
     uint32_t sign = (u >> 16) & 0x8000u;
@@ -50,6 +56,9 @@ struct Half {
     return static_cast<uint16_t>(sign | (mag >> 13));
   }
   static float to_float(uint16_t h) {
+#if defined(__F16C__)
+    return _cvtsh_ss(h);
+#endif
     uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
     uint32_t exp = (h >> 10) & 0x1fu;
     uint32_t man = h & 0x3ffu;

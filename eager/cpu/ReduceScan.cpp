@@ -1,0 +1,242 @@
+// Ops along one dim that keep the input's shape: cumsum, cumprod, softmax,
+// log_softmax. They run over the [A, N, B] layout of ReduceUtils.h: rows
+// (B == 1) or tiles of columns with the inner loop over b.
+#include "eager/VecMath.h"
+#include "eager/cpu/ReduceUtils.h"
+#include "eager/generated/NativeFunctions.h"
+
+namespace ember::native {
+
+using namespace reduce;
+
+namespace {
+
+// --- cumsum, cumprod --------------------------------------------------------
+
+/// y[a, n, b] = x[a, 0, b] op ... op x[a, n, b], accumulated in acc_t<T>.
+template <class T, bool Prod>
+void scan_kernel(const T *x, T *y, int64_t A, int64_t N, int64_t B) {
+  using Acc = acc_t<T>;
+  auto op = [](Acc a, T v) {
+    Acc w = Acc(compute_t<T>(v));
+    return Prod ? acc_mul(a, w) : acc_add(a, w);
+  };
+  const Acc id = Prod ? Acc(1) : Acc(0);
+  if (B == 1) {
+    parallel_for(0, A, std::max<int64_t>(1, kGrainSize / N),
+                 [&](int64_t a0, int64_t a1) {
+                   for (int64_t a = a0; a < a1; ++a) {
+                     const T *xr = x + a * N;
+                     T *yr = y + a * N;
+                     Acc acc = id;
+                     for (int64_t n = 0; n < N; ++n) {
+                       acc = op(acc, xr[n]);
+                       yr[n] = cast_to<T>(acc);
+                     }
+                   }
+                 });
+    return;
+  }
+  int64_t tb = column_tile(A, B), nt = (B + tb - 1) / tb;
+  parallel_for(0, A * nt, std::max<int64_t>(1, kGrainSize / (N * tb)),
+               [&](int64_t u0, int64_t u1) {
+                 Acc acc[kMaxTile];
+                 for (int64_t u = u0; u < u1; ++u) {
+                   int64_t a = u / nt, b0 = (u % nt) * tb;
+                   int64_t nb = std::min(tb, B - b0);
+                   std::fill(acc, acc + nb, id);
+                   for (int64_t n = 0; n < N; ++n) {
+                     int64_t base = (a * N + n) * B + b0;
+                     for (int64_t b = 0; b < nb; ++b) {
+                       acc[b] = op(acc[b], x[base + b]);
+                       y[base + b] = cast_to<T>(acc[b]);
+                     }
+                   }
+                 }
+               });
+}
+
+template <bool Prod>
+Tensor scan_op(const Tensor &self, int64_t dim, std::optional<ScalarType> dtype,
+               const char *op) {
+  int64_t d = maybe_wrap_dim(dim, self.dim());
+  // int64 for integers and bool unless dtype says otherwise (as PyTorch).
+  ScalarType out_t = dtype ? *dtype
+                     : isIntegralType(self.dtype(), /*includeBool=*/true)
+                         ? kLong
+                         : self.dtype();
+  Tensor out = empty(self.sizes(), TensorOptions(out_t));
+  if (self.numel() == 0)
+    return out;
+  Layout l = dim_layout(self.to(out_t), d);
+  dispatch_dtype(out_t, op, [&]<class T>() {
+    scan_kernel<T, Prod>(l.data<T>(), out.data_ptr<T>(), l.A, l.N, l.B);
+  });
+  return out;
+}
+
+// --- softmax, log_softmax ---------------------------------------------------
+
+// Note [Softmax kernel]
+// Softmax over a contiguous row runs three vectorizable passes over data that
+// stays in cache for rows up to L2 size: the max (kLanes partial maxima), the
+// exponentials of x - max (written to the output for softmax) with their sum
+// (kLanes partial sums in the compute type, as PyTorch), and the
+// normalisation: y *= 1 / sum, or y = x - max - log(sum) for log_softmax.
+// Subtracting the max keeps exp from overflowing. A NaN anywhere in the row
+// makes the sum NaN, hence every output NaN (as PyTorch); a row of -inf gives
+// NaN (0/0) like PyTorch. For a dim other than the last, the same passes run
+// over tiles of columns, vectorized across the inner dim.
+
+template <class C> inline C exp_c(C v) {
+  if constexpr (std::is_same_v<C, float>)
+    return vm::exp(v);
+  else
+    return std::exp(v);
+}
+
+template <class C, bool Log> void softmax_row(const C *x, C *y, int64_t N) {
+  C ml[kLanes];
+  for (int j = 0; j < kLanes; ++j)
+    ml[j] = -std::numeric_limits<C>::infinity();
+  int64_t i = 0;
+  for (; i + kLanes <= N; i += kLanes)
+    for (int j = 0; j < kLanes; ++j)
+      ml[j] = x[i + j] > ml[j] ? x[i + j] : ml[j];
+  for (; i < N; ++i)
+    ml[0] = x[i] > ml[0] ? x[i] : ml[0];
+  C m = ml[0];
+  for (int j = 1; j < kLanes; ++j)
+    m = ml[j] > m ? ml[j] : m;
+
+  C sl[kLanes] = {};
+  i = 0;
+  for (; i + kLanes <= N; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) {
+      C e = exp_c<C>(x[i + j] - m);
+      if constexpr (!Log)
+        y[i + j] = e;
+      sl[j] += e;
+    }
+  for (; i < N; ++i) {
+    C e = exp_c<C>(x[i] - m);
+    if constexpr (!Log)
+      y[i] = e;
+    sl[0] += e;
+  }
+  for (int w = kLanes / 2; w > 0; w /= 2)
+    for (int j = 0; j < w; ++j)
+      sl[j] += sl[j + w];
+
+  if constexpr (Log) {
+    C ls = std::log(sl[0]);
+    for (int64_t k = 0; k < N; ++k)
+      y[k] = (x[k] - m) - ls;
+  } else {
+    C inv = C(1) / sl[0];
+    for (int64_t k = 0; k < N; ++k)
+      y[k] *= inv;
+  }
+}
+
+/// Softmax of nb columns (x, y point at [a, 0, b0]; rows B apart).
+template <class C, bool Log>
+void softmax_cols(const C *x, C *y, int64_t N, int64_t B, int64_t nb) {
+  C m[kMaxTile], s[kMaxTile];
+  std::fill(m, m + nb, -std::numeric_limits<C>::infinity());
+  std::fill(s, s + nb, C(0));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t b = 0; b < nb; ++b)
+      m[b] = x[n * B + b] > m[b] ? x[n * B + b] : m[b];
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t b = 0; b < nb; ++b) {
+      C e = exp_c<C>(x[n * B + b] - m[b]);
+      if constexpr (!Log)
+        y[n * B + b] = e;
+      s[b] += e;
+    }
+  if constexpr (Log) {
+    for (int64_t b = 0; b < nb; ++b)
+      s[b] = std::log(s[b]);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t b = 0; b < nb; ++b)
+        y[n * B + b] = (x[n * B + b] - m[b]) - s[b];
+  } else {
+    for (int64_t b = 0; b < nb; ++b)
+      s[b] = C(1) / s[b];
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t b = 0; b < nb; ++b)
+        y[n * B + b] *= s[b];
+  }
+}
+
+template <class C, bool Log>
+void softmax_kernel(const C *x, C *y, int64_t A, int64_t N, int64_t B) {
+  if (B == 1) {
+    parallel_for(0, A, std::max<int64_t>(1, kGrainSize / N),
+                 [&](int64_t a0, int64_t a1) {
+                   for (int64_t a = a0; a < a1; ++a)
+                     softmax_row<C, Log>(x + a * N, y + a * N, N);
+                 });
+    return;
+  }
+  int64_t tb = column_tile(A, B), nt = (B + tb - 1) / tb;
+  parallel_for(0, A * nt, std::max<int64_t>(1, kGrainSize / (N * tb)),
+               [&](int64_t u0, int64_t u1) {
+                 for (int64_t u = u0; u < u1; ++u) {
+                   int64_t a = u / nt, b0 = (u % nt) * tb;
+                   int64_t off = a * N * B + b0;
+                   softmax_cols<C, Log>(x + off, y + off, N, B,
+                                        std::min(tb, B - b0));
+                 }
+               });
+}
+
+template <bool Log>
+Tensor softmax_op(const Tensor &self, int64_t dim,
+                  std::optional<ScalarType> dtype, const char *op) {
+  Tensor x = dtype ? self.to(*dtype) : self;
+  ScalarType out_t = x.dtype();
+  EMBER_CHECK_TYPE(isFloatingType(out_t), op,
+                   "(): expected a floating point input, but got dtype ",
+                   toString(out_t),
+                   " (pass dtype=ember::kFloat to compute in float)");
+  int64_t d = maybe_wrap_dim(dim, x.dim());
+  // float16 / bfloat16 compute in float (Note [Reduced precision compute]).
+  ScalarType compute = isReducedFloatingType(out_t) ? kFloat : out_t;
+  Tensor out = empty(x.sizes(), TensorOptions(compute));
+  if (x.numel() != 0) {
+    Layout l = dim_layout(x.to(compute), d);
+    if (compute == kFloat)
+      softmax_kernel<float, Log>(l.data<float>(), out.data_ptr<float>(), l.A,
+                                 l.N, l.B);
+    else
+      softmax_kernel<double, Log>(l.data<double>(), out.data_ptr<double>(), l.A,
+                                  l.N, l.B);
+  }
+  return out.to(out_t);
+}
+
+} // namespace
+
+Tensor cumsum(const Tensor &self, int64_t dim,
+              std::optional<ScalarType> dtype) {
+  return scan_op<false>(self, dim, dtype, "cumsum");
+}
+
+Tensor cumprod(const Tensor &self, int64_t dim,
+               std::optional<ScalarType> dtype) {
+  return scan_op<true>(self, dim, dtype, "cumprod");
+}
+
+Tensor softmax(const Tensor &self, int64_t dim,
+               std::optional<ScalarType> dtype) {
+  return softmax_op<false>(self, dim, dtype, "softmax");
+}
+
+Tensor log_softmax(const Tensor &self, int64_t dim,
+                   std::optional<ScalarType> dtype) {
+  return softmax_op<true>(self, dim, dtype, "log_softmax");
+}
+
+} // namespace ember::native
