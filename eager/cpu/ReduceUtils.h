@@ -384,35 +384,48 @@ void run_reduce(const R &r, const T *x, int64_t A, int64_t N, int64_t B) {
   nc = (N + rows_per_chunk - 1) / rows_per_chunk;
   int64_t tb = column_tile(A * nc, B);
   int64_t nt = (B + tb - 1) / tb;
-  int64_t nout = A * B;
-  // Partial results of chunks 1.. (chunk 0 folds in place, then the rest
-  // are combined into it in chunk order).
-  std::unique_ptr<Acc[]> part(new Acc[size_t(nout * nc)]);
   int64_t grain = std::max<int64_t>(
       1, kGrainSize / std::max<int64_t>(rows_per_chunk * tb, 1));
+  auto tile = [&](int64_t u, int64_t &a, int64_t &b0, int64_t &nb) {
+    a = u / nt;
+    b0 = (u % nt) * tb;
+    nb = std::min(tb, B - b0);
+  };
+  if (nc == 1) {
+    parallel_for(0, A * nt, grain, [&](int64_t u0, int64_t u1) {
+      std::unique_ptr<Acc[]> acc(new Acc[size_t(tb)]);
+      for (int64_t u = u0; u < u1; ++u) {
+        int64_t a, b0, nb;
+        tile(u, a, b0, nb);
+        for (int64_t b = 0; b < nb; ++b)
+          acc[b] = r.init();
+        fold_cols(r, x + a * N * B + b0, B, 0, N, nb, a * B + b0, acc.get());
+        for (int64_t b = 0; b < nb; ++b)
+          r.finish(a * B + b0 + b, acc[b]);
+      }
+    });
+    return;
+  }
+  // Split along N (few outputs: A * B < kSplitBelow * kSplitTile): partial
+  // results per chunk, combined in chunk order.
+  int64_t nout = A * B;
+  std::unique_ptr<Acc[]> part(new Acc[size_t(nout * nc)]);
   parallel_for(0, A * nt * nc, grain, [&](int64_t w0, int64_t w1) {
     for (int64_t w = w0; w < w1; ++w) {
-      int64_t c = w % nc, u = w / nc;
-      int64_t a = u / nt, b0 = (u % nt) * tb, nb = std::min(tb, B - b0);
+      int64_t c = w % nc, a, b0, nb;
+      tile(w / nc, a, b0, nb);
       Acc *acc = part.get() + c * nout + a * B + b0;
       for (int64_t b = 0; b < nb; ++b)
         acc[b] = r.init();
       fold_cols(r, x + a * N * B + b0, B, c * rows_per_chunk,
                 std::min(N, (c + 1) * rows_per_chunk), nb, a * B + b0, acc);
-      if (nc == 1)
-        for (int64_t b = 0; b < nb; ++b)
-          r.finish(a * B + b0 + b, acc[b]);
     }
   });
-  if (nc > 1) {
-    parallel_for(0, nout, kGrainSize, [&](int64_t o0, int64_t o1) {
-      for (int64_t o = o0; o < o1; ++o) {
-        Acc acc = part[size_t(o)];
-        for (int64_t c = 1; c < nc; ++c)
-          acc = r.combine(acc, part[size_t(c * nout + o)]);
-        r.finish(o, acc);
-      }
-    });
+  for (int64_t o = 0; o < nout; ++o) {
+    Acc acc = part[size_t(o)];
+    for (int64_t c = 1; c < nc; ++c)
+      acc = r.combine(acc, part[size_t(c * nout + o)]);
+    r.finish(o, acc);
   }
 }
 

@@ -15,13 +15,6 @@ namespace {
 
 using Shape = std::vector<int64_t>;
 
-int64_t numelOf(const Shape &s) {
-  int64_t n = 1;
-  for (int64_t v : s)
-    n *= v;
-  return n;
-}
-
 /// Row-major coordinates of flat index i.
 Shape unravel(int64_t i, const Shape &s) {
   Shape c(s.size());
@@ -304,7 +297,6 @@ TEST(Triangle, MatchesReference) {
     for (const Shape &s : {Shape{4, 5}, Shape{2, 3, 4}, Shape{5, 2}}) {
       Tensor x = noncontiguous(random(s, dt, 13));
       auto vx = values(x);
-      int64_t R = s[s.size() - 2], C = s.back();
       for (int64_t k = -3; k <= 4; ++k) {
         Tensor lo = ref(s, [&](const Shape &c) {
           int64_t i = c[c.size() - 2], j = c.back();
@@ -317,8 +309,6 @@ TEST(Triangle, MatchesReference) {
         EXPECT_TRUE(same(x.tril(k), lo)) << dt << " k " << k;
         EXPECT_TRUE(same(triu(x, k), up)) << dt << " k " << k;
         EXPECT_EQ(x.tril(k).dtype(), dt);
-        (void)R;
-        (void)C;
       }
     }
   }
