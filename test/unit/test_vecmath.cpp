@@ -159,7 +159,7 @@ EMBER_VM_EVAL(sigmoid)
 
 double ref_sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
-// Every 97th bit pattern where the function does work (6M points each) and
+// Every 97th bit pattern where the function does work (3M-6M points) and
 // every 997th elsewhere (4M) for the public functions; the unfused variant,
 // which this machine's builds do not use, at a tenth of the density.
 #define EMBER_VM_SWEEP_TEST(Name, name, ref, lo, hi, bound)                    \

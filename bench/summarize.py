@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Turns Google Benchmark JSON (with repetitions) into a markdown table of
+medians and ranges, plus the in-run ratios the issue's targets are stated in."""
+import json
+import statistics
+import sys
+from collections import defaultdict
+
+data = json.load(open(sys.argv[1]))
+runs = defaultdict(list)
+for b in data["benchmarks"]:
+    if b.get("run_type") != "iteration":
+        continue
+    runs[b["run_name"]].append(b)
+
+ctx = data["context"]
+print("# bench_eager results\n")
+print(f"- machine: {ctx.get('host_name', '?')}, {ctx['num_cpus']} CPUs at "
+      f"{ctx['mhz_per_cpu']} MHz, caches "
+      + ", ".join(f"L{c['level']} {c['size'] // 1024} KiB" for c in ctx["caches"]))
+print(f"- date: {ctx['date']}; library build: {ctx['library_build_type']}")
+print("- method: Google Benchmark, 7 repetitions; median [min, max] over the "
+      "repetitions; real time\n")
+print("| benchmark | time (median [min, max]) | rate (median) |")
+print("|---|---|---|")
+med = {}
+for name, rs in runs.items():
+    unit = rs[0]["time_unit"]
+    ts = [r["real_time"] for r in rs]
+    m = statistics.median(ts)
+    rate = ""
+    if "bytes_per_second" in rs[0]:
+        gbs = statistics.median(r["bytes_per_second"] for r in rs) / 1e9
+        rate = f"{gbs:.2f} GB/s"
+        med[name] = gbs
+    elif "GFLOP/s" in rs[0]:
+        g = statistics.median(r["GFLOP/s"] for r in rs)
+        rate = f"{g:.1f} GFLOP/s"
+        med[name] = g
+    else:
+        med[name] = m
+    print(f"| {name} | {m:.3f} [{min(ts):.3f}, {max(ts):.3f}] {unit} | {rate} |")
+
+print("\n## In-run ratios\n")
+copy = med.get("BM_Copy_Memcpy/real_time")
+if copy:
+    for k in ("BM_Elementwise_Add", "BM_Elementwise_Mul", "BM_Elementwise_Gelu",
+              "BM_Elementwise_AddInPlace"):
+        v = med.get(k + "/real_time")
+        if v:
+            print(f"- {k}: {v / copy * 100:.0f}% of the copy bandwidth "
+                  f"({v:.2f} vs {copy:.2f} GB/s; target >= 80%)")
+for n in (1024, 2048):
+    e = med.get(f"BM_Mm_Ember/{n}/real_time")
+    r = med.get(f"BM_Mm_RawSgemm/{n}/real_time")
+    if e and r:
+        print(f"- mm {n}^3: ember {e:.1f} vs raw sgemm {r:.1f} GFLOP/s = "
+              f"{e / r * 100:.1f}% (target: within 5%)")
+for k in ("BM_Overhead_Add", "BM_Overhead_Mul", "BM_Overhead_AddScalar",
+          "BM_Overhead_View"):
+    v = med.get(k)
+    if v:
+        print(f"- {k}: {v:.0f} ns per op (target for add: <= 500 ns)")
