@@ -4,6 +4,7 @@
 
 #include "runtime/ScalarType.h"
 
+#include <string>
 #include <type_traits>
 
 namespace ember {
@@ -76,6 +77,24 @@ decltype(auto) dispatch_floating(ScalarType t, const char *op, F &&body) {
     return body.template operator()<BFloat16>();
   default:
     throw_unsupported_dtype(op, t);
+  }
+}
+
+/// Calls body.template operator()<U>() with U an unsigned integer type of the
+/// given element size: ops that only move elements need no arithmetic.
+template <class F> void dispatch_by_size(size_t es, F &&body) {
+  switch (es) {
+  case 1:
+    return body.template operator()<uint8_t>();
+  case 2:
+    return body.template operator()<uint16_t>();
+  case 4:
+    return body.template operator()<uint32_t>();
+  case 8:
+    return body.template operator()<uint64_t>();
+  default:
+    throw Error("dispatch_by_size: no unsigned type of " +
+                std::to_string(es) + " bytes");
   }
 }
 

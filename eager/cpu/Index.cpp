@@ -25,23 +25,6 @@ namespace ember::native {
 
 namespace {
 
-/// Calls body.template operator()<U>() with U an unsigned integer type of the
-/// given element size: ops that only move elements need no arithmetic.
-template <class F> void dispatch_by_size(size_t es, F &&body) {
-  switch (es) {
-  case 1:
-    return body.template operator()<uint8_t>();
-  case 2:
-    return body.template operator()<uint16_t>();
-  case 4:
-    return body.template operator()<uint32_t>();
-  case 8:
-    return body.template operator()<uint64_t>();
-  default:
-    EMBER_INTERNAL_ASSERT(false);
-  }
-}
-
 /// Row-major walk over positions [begin, end) of `shape`, calling fn(offs)
 /// with, for each of K operands, the element offset sum(coord[d] *
 /// strides[k][d]).

@@ -94,6 +94,31 @@ inline Tensor from_fn(IntArrayRef shape,
   return t;
 }
 
+/// Row-major coordinates of flat index i in `s`, and back.
+using Shape = std::vector<int64_t>;
+inline Shape unravel(int64_t i, const Shape &s) {
+  Shape c(s.size());
+  for (int64_t d = int64_t(s.size()) - 1; d >= 0; --d) {
+    c[size_t(d)] = i % s[size_t(d)];
+    i /= s[size_t(d)];
+  }
+  return c;
+}
+inline int64_t ravel(const Shape &c, const Shape &s) {
+  int64_t i = 0;
+  for (size_t d = 0; d < s.size(); ++d)
+    i = i * s[d] + c[d];
+  return i;
+}
+inline Shape shapeOf(const Tensor &t) {
+  return Shape(t.sizes().begin(), t.sizes().end());
+}
+/// A float64 reference tensor of `shape` from f(coordinates).
+inline Tensor ref(const Shape &shape,
+                  const std::function<double(const Shape &)> &f) {
+  return from_fn(shape, [&](int64_t i) { return f(unravel(i, shape)); });
+}
+
 /// Expects `stmt` to throw ember::Error (or a subclass) whose message
 /// contains `substr`.
 #define EXPECT_EMBER_ERROR(stmt, substr)                                       \

@@ -67,8 +67,9 @@ TEST(Runtime, HalfAndBFloat16RoundToNearestEven) {
   for (uint32_t b = 0; b < 0x10000; ++b) {
     Half h(uint16_t(b), Half::from_bits_t{});
     float f = h;
-    if (!std::isnan(f))
+    if (!std::isnan(f)) {
       EXPECT_EQ(Half(f).x, uint16_t(b)) << b;
+    }
   }
 }
 

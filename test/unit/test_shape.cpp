@@ -13,34 +13,6 @@ using namespace ember::test;
 
 namespace {
 
-using Shape = std::vector<int64_t>;
-
-/// Row-major coordinates of flat index i.
-Shape unravel(int64_t i, const Shape &s) {
-  Shape c(s.size());
-  for (int64_t d = int64_t(s.size()) - 1; d >= 0; --d) {
-    c[size_t(d)] = i % s[size_t(d)];
-    i /= s[size_t(d)];
-  }
-  return c;
-}
-
-int64_t ravel(const Shape &c, const Shape &s) {
-  int64_t i = 0;
-  for (size_t d = 0; d < s.size(); ++d)
-    i = i * s[d] + c[d];
-  return i;
-}
-
-Shape shapeOf(const Tensor &t) {
-  return Shape(t.sizes().begin(), t.sizes().end());
-}
-
-/// A float64 reference tensor of `shape` from f(coords).
-Tensor ref(const Shape &shape, const std::function<double(const Shape &)> &f) {
-  return from_fn(shape, [&](int64_t i) { return f(unravel(i, shape)); });
-}
-
 const std::vector<ScalarType> kAllTypes = {kFloat, kDouble,   kLong, kInt,
                                            kHalf,  kBFloat16, kBool};
 const std::vector<ScalarType> kNumTypes = {kFloat, kDouble, kLong,
