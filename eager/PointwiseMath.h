@@ -19,13 +19,18 @@
 
 namespace ember::pw {
 
+// Every primitive is forced inline: a call left in a kernel's inner loop
+// stops GCC from vectorising it (large kernels otherwise exceed GCC's
+// inlining budget; see Note [Vectorizable float math]).
+#define EMBER_PW_INLINE inline __attribute__((always_inline))
+
 template <class T> constexpr bool is_fp = std::is_floating_point_v<T>;
 
 // Transcendentals: float uses ember's vectorizable implementations
 // (VecMath.h); double uses libm.
 #define EMBER_PW_UNARY_FP(name, fexpr)                                         \
-  inline float name(float x) { return fexpr; }                                 \
-  inline double name(double x) { return std::name(x); }
+  EMBER_PW_INLINE float name(float x) { return fexpr; }                        \
+  EMBER_PW_INLINE double name(double x) { return std::name(x); }
 EMBER_PW_UNARY_FP(exp, vm::exp(x))
 EMBER_PW_UNARY_FP(expm1, vm::expm1(x))
 EMBER_PW_UNARY_FP(log, vm::log(x))
@@ -47,36 +52,36 @@ EMBER_PW_UNARY_FP(erfc, std::erfc(x))
 EMBER_PW_UNARY_FP(sqrt, std::sqrt(x))
 #undef EMBER_PW_UNARY_FP
 
-inline float sigmoid(float x) { return vm::sigmoid(x); }
-inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+EMBER_PW_INLINE float sigmoid(float x) { return vm::sigmoid(x); }
+EMBER_PW_INLINE double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
 // Rounding: identity on integers.
-template <class T> T floor(T x) {
+template <class T> EMBER_PW_INLINE T floor(T x) {
   if constexpr (is_fp<T>)
     return std::floor(x);
   else
     return x;
 }
-template <class T> T ceil(T x) {
+template <class T> EMBER_PW_INLINE T ceil(T x) {
   if constexpr (is_fp<T>)
     return std::ceil(x);
   else
     return x;
 }
-template <class T> T trunc(T x) {
+template <class T> EMBER_PW_INLINE T trunc(T x) {
   if constexpr (is_fp<T>)
     return std::trunc(x);
   else
     return x;
 }
-template <class T> T round_half_even(T x) {
+template <class T> EMBER_PW_INLINE T round_half_even(T x) {
   if constexpr (is_fp<T>)
     return std::nearbyint(x); // default rounding mode: half to even
   else
     return x;
 }
 
-template <class T> T abs(T x) {
+template <class T> EMBER_PW_INLINE T abs(T x) {
   if constexpr (is_fp<T>)
     return std::fabs(x);
   else if constexpr (std::is_same_v<T, bool> || std::is_unsigned_v<T>)
@@ -86,7 +91,7 @@ template <class T> T abs(T x) {
 }
 
 /// -1, 0 or 1 (0 for NaN stays NaN for floats, as PyTorch).
-template <class T> T sign(T x) {
+template <class T> EMBER_PW_INLINE T sign(T x) {
   if constexpr (std::is_same_v<T, bool>)
     return x;
   else if constexpr (is_fp<T>)
@@ -96,9 +101,9 @@ template <class T> T sign(T x) {
 }
 
 /// Nonzero test used by the logical ops.
-template <class T> bool truthy(T x) { return x != T(0); }
+template <class T> EMBER_PW_INLINE bool truthy(T x) { return x != T(0); }
 
-template <class T> T bitwise_not(T x) {
+template <class T> EMBER_PW_INLINE T bitwise_not(T x) {
   if constexpr (std::is_same_v<T, bool>)
     return !x;
   else
@@ -106,25 +111,25 @@ template <class T> T bitwise_not(T x) {
 }
 
 /// NaN-propagating maximum / minimum (torch.maximum).
-template <class T> T maximum(T a, T b) {
+template <class T> EMBER_PW_INLINE T maximum(T a, T b) {
   if constexpr (is_fp<T>)
     return (a != a || b != b) ? a + b : (a > b ? a : b);
   else
     return a > b ? a : b;
 }
-template <class T> T minimum(T a, T b) {
+template <class T> EMBER_PW_INLINE T minimum(T a, T b) {
   if constexpr (is_fp<T>)
     return (a != a || b != b) ? a + b : (a < b ? a : b);
   else
     return a < b ? a : b;
 }
 /// clamp bounds: NaN in x propagates; a NaN bound gives NaN (as PyTorch).
-template <class T> T clamp_min(T x, T lo) { return maximum(x, lo); }
-template <class T> T clamp_max(T x, T hi) { return minimum(x, hi); }
+template <class T> EMBER_PW_INLINE T clamp_min(T x, T lo) { return maximum(x, lo); }
+template <class T> EMBER_PW_INLINE T clamp_max(T x, T hi) { return minimum(x, hi); }
 
-template <class T> T atan2(T a, T b) { return std::atan2(a, b); }
+template <class T> EMBER_PW_INLINE T atan2(T a, T b) { return std::atan2(a, b); }
 
-template <class T> T pow(T a, T b) {
+template <class T> EMBER_PW_INLINE T pow(T a, T b) {
   if constexpr (is_fp<T>) {
     return std::pow(a, b);
   } else if constexpr (std::is_same_v<T, bool>) {
@@ -151,14 +156,14 @@ template <class T> T pow(T a, T b) {
 }
 
 /// C's fmod: the result takes the sign of the dividend.
-template <class T> T fmod(T a, T b) {
+template <class T> EMBER_PW_INLINE T fmod(T a, T b) {
   if constexpr (is_fp<T>)
     return std::fmod(a, b);
   else
     return T(a % b);
 }
 /// Python's %: the result takes the sign of the divisor.
-template <class T> T remainder(T a, T b) {
+template <class T> EMBER_PW_INLINE T remainder(T a, T b) {
   if constexpr (is_fp<T>) {
     T r = std::fmod(a, b);
     if (r != 0 && ((r < 0) != (b < 0)))
@@ -171,13 +176,13 @@ template <class T> T remainder(T a, T b) {
     return r;
   }
 }
-template <class T> T div_trunc(T a, T b) {
+template <class T> EMBER_PW_INLINE T div_trunc(T a, T b) {
   if constexpr (is_fp<T>)
     return std::trunc(a / b);
   else
     return T(a / b);
 }
-template <class T> T div_floor(T a, T b) {
+template <class T> EMBER_PW_INLINE T div_floor(T a, T b) {
   if constexpr (is_fp<T>) {
     // Python's floor division: consistent with remainder().
     if (b == 0)

@@ -164,7 +164,8 @@ def functor(op, pw):
             f"  static constexpr int arity = {len(tensors)};\n"
             f"  /// Bit i set: tensor argument i is read as bool.\n"
             f"  static constexpr unsigned bool_args = {mask};\n"
-            f"  auto operator()({ps}) const {{ return {expr}; }}\n}};\n")
+            f"  [[gnu::always_inline]] auto operator()({ps}) const {{\n"
+            f"    return {expr};\n  }}\n}};\n")
 
 
 def pw_kernel(op, pw, inplace):
