@@ -76,6 +76,30 @@ Tensor clamp_tensor(const Tensor &self, const std::optional<Tensor> &min,
   return r;
 }
 
+const Tensor &clamp_(const Tensor &self, const std::optional<Scalar> &min,
+                     const std::optional<Scalar> &max) {
+  EMBER_CHECK(min || max, "torch.clamp: At least one of 'min' or 'max' must ",
+              "not be None");
+  if (min)
+    self.clamp_min_(*min);
+  if (max)
+    self.clamp_max_(*max);
+  return self;
+}
+
+const Tensor &clamp__tensor(const Tensor &self,
+                            const std::optional<Tensor> &min,
+                            const std::optional<Tensor> &max) {
+  bool hasMin = min && min->defined(), hasMax = max && max->defined();
+  EMBER_CHECK(hasMin || hasMax, "torch.clamp: At least one of 'min' or 'max' ",
+              "must not be None");
+  if (hasMin)
+    self.clamp_min_(*min);
+  if (hasMax)
+    self.clamp_max_(*max);
+  return self;
+}
+
 Tensor masked_fill_tensor(const Tensor &self, const Tensor &mask,
                           const Tensor &value) {
   EMBER_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional ",

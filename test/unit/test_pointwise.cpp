@@ -391,3 +391,20 @@ TEST(Pointwise, Errors) {
   EXPECT_EMBER_ERROR(ones({2}).clamp(std::optional<Scalar>(), std::optional<Scalar>()), "At least one of 'min' or 'max'");
   EXPECT_EMBER_ERROR(Tensor() + ones({1}), "undefined");
 }
+
+TEST(Pointwise, ClampInPlace) {
+  Tensor a = random({4, 5}, kFloat, 3);
+  Tensor x = a.clone();
+  x.clamp_(-0.5, 0.5);
+  EXPECT_TRUE(close(x, a.clamp(-0.5, 0.5)));
+  Tensor y = a.clone();
+  y.clamp_(std::nullopt, 0.25);
+  EXPECT_TRUE(close(y, a.clamp_max(0.25)));
+  Tensor lo = random({5}, kFloat, 4);
+  Tensor z = a.clone();
+  z.clamp_(lo, std::optional<Tensor>());
+  EXPECT_TRUE(close(z, a.maximum(lo)));
+  EXPECT_EMBER_ERROR(a.clone().clamp_(std::optional<Scalar>(),
+                                      std::optional<Scalar>()),
+                     "At least one of 'min' or 'max'");
+}

@@ -654,3 +654,13 @@ TEST(Parallel, LargeInputsIndependentOfThreadCount) {
   auto [ev1, ei1] = refSort(x, 1, true);
   EXPECT_TRUE(same(one[4], ei1));
 }
+
+TEST(Shape, PadConstant) {
+  Tensor x = arange(6, kFloat).view({2, 3});
+  Tensor p = pad(x, {1, 2}, "constant", 9.0);
+  EXPECT_EQ(p.sizes(), IntArrayRef({2, 6}));
+  EXPECT_TRUE(close(p, tensor({{9.0, 0.0, 1.0, 2.0, 9.0, 9.0},
+                               {9.0, 3.0, 4.0, 5.0, 9.0, 9.0}})));
+  EXPECT_TRUE(close(pad(x, {0, 0, 1, 0}), constant_pad_nd(x, {0, 0, 1, 0})));
+  EXPECT_EMBER_ERROR(pad(x, {1, 1}, "reflect"), "mode 'reflect' is not");
+}
