@@ -45,7 +45,8 @@ void BM_Overhead_View(benchmark::State &s) {
 }
 BENCHMARK(BM_Overhead_View);
 
-// --- bandwidth -------------------------------------------------------------------
+// --- bandwidth
+// -------------------------------------------------------------------
 
 constexpr int64_t kN = 16 * 1024 * 1024; // 16M float32 = 64 MiB
 
@@ -99,36 +100,46 @@ void BM_Elementwise_AddInPlace(benchmark::State &s) {
     a.add_(b);
   setBytes(s, 3 * kN * 4);
 }
-BENCHMARK(BM_Elementwise_AddInPlace)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Elementwise_AddInPlace)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
-// --- matmul ----------------------------------------------------------------------
+// --- matmul
+// ----------------------------------------------------------------------
 
 void BM_Mm_Ember(benchmark::State &s) {
   int64_t n = s.range(0);
   Tensor a = randn({n, n}), b = randn({n, n});
   for (auto _ : s)
     benchmark::DoNotOptimize(mm(a, b));
-  s.counters["GFLOP/s"] = benchmark::Counter(
-      double(s.iterations()) * 2.0 * double(n * n * n) / 1e9,
-      benchmark::Counter::kIsRate);
+  s.counters["GFLOP/s"] =
+      benchmark::Counter(double(s.iterations()) * 2.0 * double(n * n * n) / 1e9,
+                         benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_Mm_Ember)->Arg(1024)->Arg(2048)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Mm_Ember)
+    ->Arg(1024)
+    ->Arg(2048)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 void BM_Mm_RawSgemm(benchmark::State &s) {
   int64_t n = s.range(0);
   Tensor a = randn({n, n}), b = randn({n, n}), c = empty({n, n});
   for (auto _ : s) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(n), int(n),
-                int(n), 1.0f, a.data_ptr<float>(), int(n),
-                b.data_ptr<float>(), int(n), 0.0f, c.data_ptr<float>(),
-                int(n));
+                int(n), 1.0f, a.data_ptr<float>(), int(n), b.data_ptr<float>(),
+                int(n), 0.0f, c.data_ptr<float>(), int(n));
     benchmark::ClobberMemory();
   }
-  s.counters["GFLOP/s"] = benchmark::Counter(
-      double(s.iterations()) * 2.0 * double(n * n * n) / 1e9,
-      benchmark::Counter::kIsRate);
+  s.counters["GFLOP/s"] =
+      benchmark::Counter(double(s.iterations()) * 2.0 * double(n * n * n) / 1e9,
+                         benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_Mm_RawSgemm)->Arg(1024)->Arg(2048)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Mm_RawSgemm)
+    ->Arg(1024)
+    ->Arg(2048)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 } // namespace
 

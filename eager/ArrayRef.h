@@ -28,10 +28,10 @@ public:
   template <size_t N>
   constexpr ArrayRef(const T (&a)[N]) : data_(a), size_(N) {}
   template <class C, class = decltype(std::declval<const C &>().data()),
-            class = std::enable_if_t<std::is_same_v<
-                std::remove_const_t<std::remove_pointer_t<
-                    decltype(std::declval<const C &>().data())>>,
-                T>>>
+            class = std::enable_if_t<
+                std::is_same_v<std::remove_const_t<std::remove_pointer_t<
+                                   decltype(std::declval<const C &>().data())>>,
+                               T>>>
   ArrayRef(const C &c) : data_(c.data()), size_(c.size()) {}
   // Like c10::ArrayRef: the list lives until the end of the full expression,
   // so `f({1, 2})` is safe and `IntArrayRef a = {1, 2};` dangles (GCC warns
@@ -223,8 +223,7 @@ private:
 
 using DimVector = SmallVector<int64_t, 6>;
 
-template <class T>
-std::ostream &operator<<(std::ostream &os, ArrayRef<T> a) {
+template <class T> std::ostream &operator<<(std::ostream &os, ArrayRef<T> a) {
   os << "[";
   for (size_t i = 0; i < a.size(); ++i)
     os << (i ? ", " : "") << a[i];

@@ -55,9 +55,7 @@ public:
     bits_ |= o.bits_;
     return *this;
   }
-  constexpr bool operator==(DispatchKeySet o) const {
-    return bits_ == o.bits_;
-  }
+  constexpr bool operator==(DispatchKeySet o) const { return bits_ == o.bits_; }
   /// The highest-priority key; undefined on an empty set.
   DispatchKey highest() const {
     return static_cast<DispatchKey>(31 - __builtin_clz(bits_));

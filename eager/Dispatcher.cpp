@@ -126,9 +126,9 @@ private:
         break;
       }
     }
-    static const char *known[] = {"Tensor", "int",    "float",      "bool",
-                                  "Scalar", "str",    "ScalarType", "Device",
-                                  "Generator", "Layout", "MemoryFormat"};
+    static const char *known[] = {
+        "Tensor",     "int",    "float",     "bool",   "Scalar",      "str",
+        "ScalarType", "Device", "Generator", "Layout", "MemoryFormat"};
     std::string base = type.substr(0, type.find_first_of("[?"));
     if (std::find_if(std::begin(known), std::end(known), [&](const char *k) {
           return base == k;
@@ -246,9 +246,9 @@ std::string FunctionSchema::str() const {
 // ---------------------------------------------------------------------------
 
 const char *IValue::tagName() const {
-  static const char *names[] = {"None",    "Tensor",   "int",       "float",
-                                "bool",    "int[]",    "float[]",   "Tensor[]",
-                                "str",     "ScalarType", "Device", "Generator"};
+  static const char *names[] = {"None", "Tensor",     "int",     "float",
+                                "bool", "int[]",      "float[]", "Tensor[]",
+                                "str",  "ScalarType", "Device",  "Generator"};
   static_assert(sizeof(names) / sizeof(names[0]) ==
                 std::variant_size_v<IValue::Payload>);
   return names[v_.index()];
@@ -338,9 +338,8 @@ void OperatorHandle::noKernel(DispatchKeySet ks) const {
           std::string(available.empty() ? "" : ", ") + toString(DispatchKey(k));
   throw NotImplementedError(
       "Could not run '" + name_ + "' with arguments from the '" +
-      toString(ks.highest()) +
-      "' backend: the op has kernels only for [" + available +
-      "]. Move the tensors to a supported device.");
+      toString(ks.highest()) + "' backend: the op has kernels only for [" +
+      available + "]. Move the tensors to a supported device.");
 }
 
 void OperatorHandle::callBoxed(Stack &stack) const {
@@ -387,9 +386,9 @@ OperatorHandle &Dispatcher::registerSchema(const std::string &schema,
                                            const std::string &default_ns) {
   FunctionSchema fs = FunctionSchema::parse(schema, default_ns);
   std::string name = fs.qualified_name();
-  EMBER_CHECK(!ops_.count(name), "op ", name,
-              " is already defined (schema: ", ops_.count(name) ?
-              ops_.at(name)->schema().str() : "", "); choose another name or "
+  EMBER_CHECK(!ops_.count(name), "op ", name, " is already defined (schema: ",
+              ops_.count(name) ? ops_.at(name)->schema().str() : "",
+              "); choose another name or "
               "overload");
   auto op = std::make_unique<OperatorHandle>(std::move(fs));
   OperatorHandle &ref = *op;
@@ -421,8 +420,8 @@ OperatorHandle &Dispatcher::findSchemaOrThrow(const std::string &name) const {
   if (count == 1)
     return *only;
   if (count > 1)
-    throw Error("op name '" + name + "' is ambiguous; name an overload: " +
-                overloads);
+    throw Error("op name '" + name +
+                "' is ambiguous; name an overload: " + overloads);
   throw Error("no op named '" + name +
               "' is registered. Custom ops must be defined with "
               "ember::Library(\"ns\").def(schema) before use, and names are "
@@ -512,8 +511,8 @@ Library &Library::def(const std::string &schema) {
 }
 
 OperatorHandle &Library::resolve(const std::string &name) {
-  std::string q = name.find("::") == std::string::npos ? ns_ + "::" + name
-                                                       : name;
+  std::string q =
+      name.find("::") == std::string::npos ? ns_ + "::" + name : name;
   return Dispatcher::singleton().findSchemaOrThrow(q);
 }
 

@@ -114,8 +114,8 @@ template <> struct PopResult<void> {
 };
 template <class... Ts> struct PopResult<std::tuple<Ts...>> {
   static std::tuple<Ts...> get(Stack &s) {
-    EMBER_CHECK(s.size() == sizeof...(Ts), "a boxed kernel returned ",
-                s.size(), " values where ", sizeof...(Ts), " were expected");
+    EMBER_CHECK(s.size() == sizeof...(Ts), "a boxed kernel returned ", s.size(),
+                " values where ", sizeof...(Ts), " were expected");
     return get(s, std::index_sequence_for<Ts...>{});
   }
   template <size_t... I>

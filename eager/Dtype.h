@@ -16,7 +16,8 @@ bool in_group(ScalarType t, DtypeGroup g);
 [[noreturn]] void throw_unsupported_dtype(const char *op, ScalarType t);
 
 /// Calls body.template operator()<T>() with T the C++ type of `t`.
-template <class F> decltype(auto) dispatch_dtype(ScalarType t, const char *op, F &&body) {
+template <class F>
+decltype(auto) dispatch_dtype(ScalarType t, const char *op, F &&body) {
   switch (t) {
 #define EMBER_DISPATCH_CASE(ctype, Name, pyname)                               \
   case ScalarType::Name:                                                       \
@@ -93,21 +94,15 @@ template <class F> void dispatch_by_size(size_t es, F &&body) {
   case 8:
     return body.template operator()<uint64_t>();
   default:
-    throw Error("dispatch_by_size: no unsigned type of " +
-                std::to_string(es) + " bytes");
+    throw Error("dispatch_by_size: no unsigned type of " + std::to_string(es) +
+                " bytes");
   }
 }
 
 /// The type arithmetic on T is done in: float for the 16-bit floats.
-template <class T> struct ComputeTypeOf {
-  using type = T;
-};
-template <> struct ComputeTypeOf<Half> {
-  using type = float;
-};
-template <> struct ComputeTypeOf<BFloat16> {
-  using type = float;
-};
+template <class T> struct ComputeTypeOf { using type = T; };
+template <> struct ComputeTypeOf<Half> { using type = float; };
+template <> struct ComputeTypeOf<BFloat16> { using type = float; };
 template <class T> using compute_t = typename ComputeTypeOf<T>::type;
 
 /// The type sums of T accumulate in: double for floats, int64 for integers.

@@ -10,8 +10,7 @@ namespace ember {
 
 namespace {
 void checkDevice(const TensorOptions &o) {
-  EMBER_CHECK(o.device().is_cpu(),
-              "Tensor on device ", o.device(),
+  EMBER_CHECK(o.device().is_cpu(), "Tensor on device ", o.device(),
               " requested, but this build of ember has no CUDA backend "
               "available (ember::cuda::is_available() is false). Use "
               "ember::kCPU.");
@@ -55,9 +54,9 @@ Tensor empty_strided(IntArrayRef size, IntArrayRef stride,
   ScalarType dt = options.dtype();
   Storage st = Storage::allocate(size_t(empty_ ? 0 : span) * elementSize(dt),
                                  getCPUAllocator());
-  return finish(Tensor(make_intrusive<TensorImpl>(std::move(st), dt, size,
-                                                  stride, 0)),
-                options);
+  return finish(
+      Tensor(make_intrusive<TensorImpl>(std::move(st), dt, size, stride, 0)),
+      options);
 }
 
 Tensor zeros(IntArrayRef size, const TensorOptions &options) {
@@ -126,8 +125,8 @@ Tensor arange(const Scalar &start, const Scalar &end, const Scalar &step,
   EMBER_CHECK_VALUE(st != 0, "arange: step must be nonzero");
   EMBER_CHECK_VALUE((st > 0 && e >= s) || (st < 0 && e <= s),
                     "arange: upper bound and larger bound inconsistent with "
-                    "step sign (start=", start, ", end=", end, ", step=",
-                    step, ")");
+                    "step sign (start=",
+                    start, ", end=", end, ", step=", step, ")");
   int64_t n = integral ? (end.toLong() - start.toLong() + step.toLong() -
                           (step.toLong() > 0 ? 1 : -1)) /
                              step.toLong()
@@ -204,9 +203,7 @@ Tensor rand(IntArrayRef size, const TensorOptions &o) {
 Tensor rand(IntArrayRef size, std::optional<Generator> gen,
             const TensorOptions &o) {
   return fillRandom(size, o, gen, "rand", DtypeGroup::Float,
-                    [](GeneratorImpl *g) {
-                      return Generator::uniform(g);
-                    });
+                    [](GeneratorImpl *g) { return Generator::uniform(g); });
 }
 Tensor randn(IntArrayRef size, const TensorOptions &o) {
   return randn(size, std::nullopt, o);
@@ -256,7 +253,8 @@ Tensor randperm(int64_t n, std::optional<Generator> gen,
   return finish(t, options);
 }
 
-// --- from memory ----------------------------------------------------------------
+// --- from memory
+// ----------------------------------------------------------------
 
 Tensor from_blob(void *data, IntArrayRef sizes, IntArrayRef strides,
                  const TensorOptions &options) {
@@ -274,9 +272,9 @@ Tensor from_blob(void *data, IntArrayRef sizes, IntArrayRef strides,
   ScalarType dt = options.dtype();
   Storage st = Storage::borrow(
       data, empty_ ? 0 : size_t(span + 1) * elementSize(dt), Device(kCPU));
-  return finish(Tensor(make_intrusive<TensorImpl>(std::move(st), dt, sizes,
-                                                  strides, 0)),
-                options);
+  return finish(
+      Tensor(make_intrusive<TensorImpl>(std::move(st), dt, sizes, strides, 0)),
+      options);
 }
 Tensor from_blob(void *data, IntArrayRef sizes, const TensorOptions &o) {
   return from_blob(data, sizes, contiguous_strides(sizes), o);
@@ -286,9 +284,9 @@ Tensor from_blob(void *data, IntArrayRef sizes,
                  const TensorOptions &options) {
   checkDevice(options);
   ScalarType dt = options.dtype();
-  Storage st = Storage::borrow(
-      data, size_t(multiply_sizes(sizes)) * elementSize(dt), Device(kCPU),
-      deleter);
+  Storage st =
+      Storage::borrow(data, size_t(multiply_sizes(sizes)) * elementSize(dt),
+                      Device(kCPU), deleter);
   return finish(Tensor(make_intrusive<TensorImpl>(std::move(st), dt, sizes)),
                 options);
 }
@@ -306,14 +304,14 @@ Tensor wrapped_scalar_tensor(const Scalar &s) {
   // The value keeps its full precision (float64 / int64) and the
   // wrapped-number flag makes it promote like a Python scalar.
   Tensor t = empty({}, TensorOptions(s.type()));
-  dispatch_dtype(t.dtype(), "wrapped_scalar_tensor", [&]<class T>() {
-    *t.data_ptr<T>() = s.to<T>();
-  });
+  dispatch_dtype(t.dtype(), "wrapped_scalar_tensor",
+                 [&]<class T>() { *t.data_ptr<T>() = s.to<T>(); });
   t.unsafeGetTensorImpl()->set_wrapped_number(true);
   return t;
 }
 
-// --- tensor() ---------------------------------------------------------------------
+// --- tensor()
+// ---------------------------------------------------------------------
 
 namespace detail {
 TensorDataContainer::TensorDataContainer(

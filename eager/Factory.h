@@ -101,7 +101,8 @@ public:
 
 private:
   TensorDataContainer() = default;
-  template <class T> static TensorDataContainer fromVector(const std::vector<T> &v) {
+  template <class T>
+  static TensorDataContainer fromVector(const std::vector<T> &v) {
     TensorDataContainer c;
     c.is_list_ = true;
     c.sizes_ = {int64_t(v.size())};

@@ -13,11 +13,10 @@ namespace ember {
 
 class IValue {
 public:
-  using Payload =
-      std::variant<std::monostate, Tensor, int64_t, double, bool,
-                   std::vector<int64_t>, std::vector<double>,
-                   std::vector<Tensor>, std::string, ScalarType, Device,
-                   Generator>;
+  using Payload = std::variant<std::monostate, Tensor, int64_t, double, bool,
+                               std::vector<int64_t>, std::vector<double>,
+                               std::vector<Tensor>, std::string, ScalarType,
+                               Device, Generator>;
 
   IValue() = default;
   IValue(std::nullopt_t) {}

@@ -124,10 +124,16 @@ template <class T> EMBER_PW_INLINE T minimum(T a, T b) {
     return a < b ? a : b;
 }
 /// clamp bounds: NaN in x propagates; a NaN bound gives NaN (as PyTorch).
-template <class T> EMBER_PW_INLINE T clamp_min(T x, T lo) { return maximum(x, lo); }
-template <class T> EMBER_PW_INLINE T clamp_max(T x, T hi) { return minimum(x, hi); }
+template <class T> EMBER_PW_INLINE T clamp_min(T x, T lo) {
+  return maximum(x, lo);
+}
+template <class T> EMBER_PW_INLINE T clamp_max(T x, T hi) {
+  return minimum(x, hi);
+}
 
-template <class T> EMBER_PW_INLINE T atan2(T a, T b) { return std::atan2(a, b); }
+template <class T> EMBER_PW_INLINE T atan2(T a, T b) {
+  return std::atan2(a, b);
+}
 
 template <class T> EMBER_PW_INLINE T pow(T a, T b) {
   if constexpr (is_fp<T>) {

@@ -21,9 +21,9 @@ public:
   Scalar(Half v) : Scalar(double(float(v))) {}
   Scalar(BFloat16 v) : Scalar(double(float(v))) {}
   Scalar(bool v) : tag_(Tag::Bool) { v_.i = v; }
-  template <class I, std::enable_if_t<std::is_integral_v<I> &&
-                                          !std::is_same_v<I, bool>,
-                                      int> = 0>
+  template <class I,
+            std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>,
+                             int> = 0>
   Scalar(I v) : tag_(Tag::Int) {
     v_.i = static_cast<int64_t>(v);
   }

@@ -33,14 +33,14 @@ Scalar Tensor::item() const {
 }
 
 std::string Tensor::toString() const {
-  static const char *names[] = {"Byte", "Char",   "Short", "Int",
-                                "Long", "Half",   "Float", "Double",
-                                "Bool", "BFloat16"};
+  static const char *names[] = {"Byte", "Char",  "Short",  "Int",  "Long",
+                                "Half", "Float", "Double", "Bool", "BFloat16"};
   return std::string(device().is_cuda() ? "CUDA" : "CPU") +
          names[int(dtype())] + "Type";
 }
 
-// --- requires_grad ------------------------------------------------------------
+// --- requires_grad
+// ------------------------------------------------------------
 
 namespace {
 /// Holds requires_grad until the autograd layer installs its own meta.
@@ -80,7 +80,8 @@ const Tensor &Tensor::requires_grad_(bool r) const {
   return *this;
 }
 
-// --- conversions --------------------------------------------------------------
+// --- conversions
+// --------------------------------------------------------------
 
 Tensor Tensor::to(const TensorOptions &o, bool, bool copy) const {
   ScalarType dt = o.has_dtype() ? o.dtype() : dtype();
@@ -106,7 +107,8 @@ Tensor Tensor::contiguous(MemoryFormat) const {
   return is_contiguous() ? *this : clone();
 }
 
-// --- operators ----------------------------------------------------------------
+// --- operators
+// ----------------------------------------------------------------
 
 Tensor Tensor::operator-() const { return neg(); }
 Tensor Tensor::operator~() const { return bitwise_not(); }

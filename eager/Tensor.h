@@ -107,8 +107,7 @@ public:
   Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
   Tensor &index_put_(ArrayRef<indexing::TensorIndex> indices,
                      const Tensor &rhs);
-  Tensor &index_put_(ArrayRef<indexing::TensorIndex> indices,
-                     const Scalar &v);
+  Tensor &index_put_(ArrayRef<indexing::TensorIndex> indices, const Scalar &v);
   Tensor &index_put_(std::initializer_list<indexing::TensorIndex> indices,
                      const Tensor &rhs);
   Tensor &index_put_(std::initializer_list<indexing::TensorIndex> indices,

@@ -12,10 +12,10 @@ DimVector infer_size(IntArrayRef a, IntArrayRef b) {
   for (size_t i = 0; i < n; ++i) {
     int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    EMBER_CHECK(da == db || da == 1 || db == 1,
-                "The size of tensor a (", da, ") must match the size of ",
-                "tensor b (", db, ") at non-singleton dimension ", i,
-                " (shapes ", a, " and ", b, " do not broadcast)");
+    EMBER_CHECK(da == db || da == 1 || db == 1, "The size of tensor a (", da,
+                ") must match the size of ", "tensor b (", db,
+                ") at non-singleton dimension ", i, " (shapes ", a, " and ", b,
+                " do not broadcast)");
     out[i] = da == 1 ? db : da;
   }
   return out;
@@ -157,9 +157,8 @@ void TensorIterator::serial_for_each(const Loop &loop, int64_t begin,
 void TensorIterator::for_each(const Loop &loop, int64_t grain) const {
   if (numel_ == 0)
     return;
-  parallel_for(0, numel_, grain, [&](int64_t b, int64_t e) {
-    serial_for_each(loop, b, e);
-  });
+  parallel_for(0, numel_, grain,
+               [&](int64_t b, int64_t e) { serial_for_each(loop, b, e); });
 }
 
 // ---------------------------------------------------------------------------

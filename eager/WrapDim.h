@@ -15,8 +15,8 @@ inline int64_t maybe_wrap_dim(int64_t dim, int64_t ndim,
   EMBER_CHECK_INDEX(n > 0, "dimension specified as ", dim,
                     " but tensor has no dimensions");
   EMBER_CHECK_INDEX(dim >= -n && dim < n,
-                    "Dimension out of range (expected to be in range of [",
-                    -n, ", ", n - 1, "], but got ", dim, ")");
+                    "Dimension out of range (expected to be in range of [", -n,
+                    ", ", n - 1, "], but got ", dim, ")");
   return dim < 0 ? dim + n : dim;
 }
 

@@ -45,9 +45,8 @@ int main() {
             << x.dtype() << ", device " << x.device() << "\n";
   int64_t i = 1, j = 2;
   int64_t off = x.storage_offset() + i * x.stride(0) + j * x.stride(1);
-  std::cout << "x[1, 2] = " << x.index({i, j}).item<int64_t>()
-            << " = storage[" << off << "] = " << x.data_ptr<int64_t>()[off]
-            << "\n";
+  std::cout << "x[1, 2] = " << x.index({i, j}).item<int64_t>() << " = storage["
+            << off << "] = " << x.data_ptr<int64_t>()[off] << "\n";
 
   section("2. Storage and views");
   Tensor y = x.index({1, Slice()});

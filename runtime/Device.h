@@ -40,9 +40,7 @@ struct Device {
   bool operator!=(const Device &o) const { return !(*this == o); }
 };
 
-inline const char *toString(DeviceType t) {
-  return t == kCPU ? "cpu" : "cuda";
-}
+inline const char *toString(DeviceType t) { return t == kCPU ? "cpu" : "cuda"; }
 inline std::ostream &operator<<(std::ostream &os, DeviceType t) {
   return os << toString(t);
 }

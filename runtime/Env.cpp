@@ -63,8 +63,8 @@ std::optional<long> get_int(const char *name, long lo, long hi) {
     return std::nullopt;
   char *end = nullptr;
   long v = std::strtol(s->c_str(), &end, 10);
-  EMBER_CHECK(!s->empty() && *end == '\0' && v >= lo && v <= hi, name, "='",
-              *s, "' is not an integer in [", lo, ", ", hi, "]");
+  EMBER_CHECK(!s->empty() && *end == '\0' && v >= lo && v <= hi, name, "='", *s,
+              "' is not an integer in [", lo, ", ", hi, "]");
   return v;
 }
 

@@ -46,10 +46,9 @@ struct Half {
                                    (mag > 0x7f800000u ? 0x200u : 0u));
     if (mag >= 0x477ff000u) // overflows to inf after rounding
       return static_cast<uint16_t>(sign | 0x7c00u);
-    if (mag < 0x38800000u) { // subnormal or zero in half
+    if (mag < 0x38800000u) {                  // subnormal or zero in half
       float a = detail::bits_f32(mag) + 0.5f; // 0.5 = 2^-1: aligns to 2^-24
-      return static_cast<uint16_t>(sign |
-                                   (detail::f32_bits(a) - 0x3f000000u));
+      return static_cast<uint16_t>(sign | (detail::f32_bits(a) - 0x3f000000u));
     }
     uint32_t odd = (mag >> 13) & 1u;
     mag += 0xc8000fffu + odd; // rebias exponent (-112 << 23) and round

@@ -33,8 +33,7 @@ ScalarType promoteTypes(ScalarType a, ScalarType b) {
 static std::atomic<ScalarType> g_default_dtype{kFloat};
 ScalarType get_default_dtype() { return g_default_dtype.load(); }
 void set_default_dtype(ScalarType t) {
-  EMBER_CHECK_TYPE(t == kFloat || t == kDouble || t == kHalf ||
-                       t == kBFloat16,
+  EMBER_CHECK_TYPE(t == kFloat || t == kDouble || t == kHalf || t == kBFloat16,
                    "set_default_dtype: only floating dtypes are supported as "
                    "the default, got ",
                    t);

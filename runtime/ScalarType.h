@@ -47,9 +47,7 @@ constexpr int kNumScalarTypes = static_cast<int>(ScalarType::NumOptions);
 /// The C++ type of a dtype: CppType<kFloat> is float.
 template <ScalarType S> struct CppTypeOf;
 #define EMBER_CPPTYPE(ctype, Name, pyname)                                     \
-  template <> struct CppTypeOf<ScalarType::Name> {                             \
-    using type = ctype;                                                        \
-  };
+  template <> struct CppTypeOf<ScalarType::Name> { using type = ctype; };
 EMBER_FORALL_SCALAR_TYPES(EMBER_CPPTYPE)
 #undef EMBER_CPPTYPE
 template <ScalarType S> using CppType = typename CppTypeOf<S>::type;
@@ -116,9 +114,7 @@ inline bool isIntegralType(ScalarType t, bool includeBool) {
   return t == kByte || t == kChar || t == kShort || t == kInt || t == kLong ||
          (includeBool && t == kBool);
 }
-inline bool isSignedType(ScalarType t) {
-  return t != kByte && t != kBool;
-}
+inline bool isSignedType(ScalarType t) { return t != kByte && t != kBool; }
 
 /// PyTorch's promoteTypes: the smallest dtype both a and b convert to safely
 /// (within ember's lattice, where int with float gives the float).
@@ -131,7 +127,7 @@ void set_default_dtype(ScalarType t);
 /// The category used by type promotion: bool < integral < floating.
 enum class TypeCategory : int8_t { Bool = 0, Integral = 1, Floating = 2 };
 inline TypeCategory categoryOf(ScalarType t) {
-  return t == kBool ? TypeCategory::Bool
+  return t == kBool          ? TypeCategory::Bool
          : isFloatingType(t) ? TypeCategory::Floating
                              : TypeCategory::Integral;
 }

@@ -41,8 +41,7 @@ public:
   explicit intrusive_ptr(T *p) : p_(p) { retain(); }
   intrusive_ptr(const intrusive_ptr &o) : p_(o.p_) { retain(); }
   intrusive_ptr(intrusive_ptr &&o) noexcept : p_(o.p_) { o.p_ = nullptr; }
-  template <class U>
-  intrusive_ptr(const intrusive_ptr<U> &o) : p_(o.get()) {
+  template <class U> intrusive_ptr(const intrusive_ptr<U> &o) : p_(o.get()) {
     retain();
   }
   ~intrusive_ptr() { release(); }

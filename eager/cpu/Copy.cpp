@@ -24,10 +24,9 @@ template <class To, class From> To convert(From v) {
     else
       return v != From(0);
   } else if constexpr (std::is_same_v<From, Half> ||
-                     std::is_same_v<From, BFloat16>)
+                       std::is_same_v<From, BFloat16>)
     return To(static_cast<float>(v));
-  else if constexpr (std::is_same_v<To, Half> ||
-                     std::is_same_v<To, BFloat16>)
+  else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>)
     return To(static_cast<float>(v));
   else
     return static_cast<To>(v);
@@ -61,8 +60,8 @@ void copyKernel(const Tensor &dst, const Tensor &src) {
           return;
         }
         for (int64_t k = 0; k < n; ++k)
-          *reinterpret_cast<D *>(data[0] + k * st[0]) = convert<D>(
-              *reinterpret_cast<const S *>(data[1] + k * st[1]));
+          *reinterpret_cast<D *>(data[0] + k * st[0]) =
+              convert<D>(*reinterpret_cast<const S *>(data[1] + k * st[1]));
       });
     });
   });
@@ -79,14 +78,13 @@ const Tensor &copy_(const Tensor &self, const Tensor &src, bool non_blocking) {
   infer_size(self.sizes(), src.sizes()); // checks broadcastability
   EMBER_CHECK(src.dim() <= self.dim() || src.numel() == self.numel(),
               "copy_: the source of shape ", src.sizes(),
-              " can't be broadcast to the destination of shape ",
-              self.sizes());
+              " can't be broadcast to the destination of shape ", self.sizes());
   for (int64_t i = 0; i < src.dim(); ++i) {
     int64_t sd = src.size(src.dim() - 1 - i);
     int64_t dd = i < self.dim() ? self.size(self.dim() - 1 - i) : 1;
-    EMBER_CHECK(sd == dd || sd == 1, "copy_: the source of shape ",
-                src.sizes(), " can't be broadcast to the destination of ",
-                "shape ", self.sizes());
+    EMBER_CHECK(sd == dd || sd == 1, "copy_: the source of shape ", src.sizes(),
+                " can't be broadcast to the destination of ", "shape ",
+                self.sizes());
   }
   Tensor s = src;
   if (src.dim() > self.dim()) // leading 1s only (checked above)

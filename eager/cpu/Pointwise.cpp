@@ -40,9 +40,8 @@ PointwisePlan plan_pointwise(const PointwiseSpec &spec,
   if (spec.promote == Promote::Bool) {
     result = inputs[0]->dtype();
   } else {
-    result = result_type(ArrayRef<const Tensor *>(promoted.data(),
-                                                  promoted.size()),
-                         promoting);
+    result = result_type(
+        ArrayRef<const Tensor *>(promoted.data(), promoted.size()), promoting);
     if (spec.promote == Promote::Float && !isFloatingType(result))
       result = get_default_dtype();
   }
@@ -54,10 +53,10 @@ PointwisePlan plan_pointwise(const PointwiseSpec &spec,
     throw_unsupported_dtype(spec.name, result);
   }
   plan.compute = result;
-  ScalarType outType = (spec.promote == Promote::Compare ||
-                        spec.promote == Promote::Bool)
-                           ? kBool
-                           : result;
+  ScalarType outType =
+      (spec.promote == Promote::Compare || spec.promote == Promote::Bool)
+          ? kBool
+          : result;
 
   // Shapes and devices.
   DimVector shape(inputs[0]->sizes());
@@ -76,9 +75,9 @@ PointwisePlan plan_pointwise(const PointwiseSpec &spec,
     const Tensor &self = *self_out;
     EMBER_CHECK(IntArrayRef(shape) == self.sizes(), "output with shape ",
                 self.sizes(), " doesn't match the broadcast shape ", shape);
-    EMBER_CHECK(can_cast(outType, self.dtype()), "result type ",
-                toTypeName(outType), " can't be cast to the desired output type ",
-                toTypeName(self.dtype()));
+    EMBER_CHECK(
+        can_cast(outType, self.dtype()), "result type ", toTypeName(outType),
+        " can't be cast to the desired output type ", toTypeName(self.dtype()));
     EMBER_CHECK(!hasInternalOverlap(self),
                 "unsupported operation: more than one element of the "
                 "written-to tensor refers to a single memory location. Please "
@@ -111,15 +110,16 @@ PointwisePlan plan_pointwise(const PointwiseSpec &spec,
     else
       plan.inputs.push_back(t.to(want));
     const Tensor &in = plan.inputs.back();
-    plan.flat = plan.flat && (in.numel() == 1 || (in.is_contiguous() &&
-                                                  in.sizes() == plan.out.sizes()));
+    plan.flat =
+        plan.flat && (in.numel() == 1 ||
+                      (in.is_contiguous() && in.sizes() == plan.out.sizes()));
   }
   if (spec.nonzero_divisor >= 0 && isIntegralType(result, true) &&
       plan.out.numel() > 0) {
     const Tensor &d = plan.inputs[size_t(spec.nonzero_divisor)];
-    EMBER_CHECK_VALUE(!d.eq(wrapped_scalar_tensor(Scalar(0))).any().item<bool>(),
-                      "ZeroDivisionError: ", spec.name,
-                      " of integer tensors by zero");
+    EMBER_CHECK_VALUE(
+        !d.eq(wrapped_scalar_tensor(Scalar(0))).any().item<bool>(),
+        "ZeroDivisionError: ", spec.name, " of integer tensors by zero");
   }
   return plan;
 }

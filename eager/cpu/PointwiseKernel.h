@@ -62,8 +62,9 @@ inline void pointwise_loop(char **data, const int64_t *st, int64_t n,
                            const Fn &f, std::index_sequence<K...>) {
   using LT = LoopTypes<S, Fn>;
   constexpr size_t N = sizeof...(K);
-  bool contiguous = st[0] == int64_t(sizeof(O)) &&
-                    ((st[K + 1] == int64_t(sizeof(typename LT::template In<K>))) && ...);
+  bool contiguous =
+      st[0] == int64_t(sizeof(O)) &&
+      ((st[K + 1] == int64_t(sizeof(typename LT::template In<K>))) && ...);
   if (contiguous) {
     O *out = reinterpret_cast<O *>(data[0]);
     std::tuple<const typename LT::template In<K> *...> in(
@@ -98,9 +99,10 @@ inline void pointwise_loop(char **data, const int64_t *st, int64_t n,
   }
   // General strided loop.
   for (int64_t i = 0; i < n; ++i) {
-    *reinterpret_cast<O *>(data[0] + i * st[0]) = O(
-        f(typename LT::template InC<K>(*reinterpret_cast<const typename LT::template In<K> *>(
-            data[K + 1] + i * st[K + 1]))...));
+    *reinterpret_cast<O *>(data[0] + i * st[0]) =
+        O(f(typename LT::template InC<K>(
+            *reinterpret_cast<const typename LT::template In<K> *>(
+                data[K + 1] + i * st[K + 1]))...));
   }
 }
 
@@ -109,8 +111,7 @@ inline void pointwise_loop(char **data, const int64_t *st, int64_t n,
 /// Runs a pointwise op. `make` returns the functor for a compute type:
 /// make.template operator()<C>().
 template <DtypeGroup G, class Make>
-Tensor run_pointwise(const PointwiseSpec &spec,
-                     ArrayRef<const Tensor *> inputs,
+Tensor run_pointwise(const PointwiseSpec &spec, ArrayRef<const Tensor *> inputs,
                      ArrayRef<const Scalar *> promoting, const Tensor *self_out,
                      Make &&make) {
   PointwisePlan plan = plan_pointwise(spec, inputs, promoting, self_out);

@@ -21,9 +21,8 @@ Tensor makeView(const Tensor &self, IntArrayRef sizes, IntArrayRef strides,
 // are contiguous with each other; otherwise it has no expression in strides,
 // and the error suggests reshape() (which copies). Same algorithm as
 // PyTorch's computeStride.
-std::optional<DimVector> computeStride(IntArrayRef oldSize,
-                                       IntArrayRef oldStride,
-                                       IntArrayRef newSize) {
+std::optional<DimVector>
+computeStride(IntArrayRef oldSize, IntArrayRef oldStride, IntArrayRef newSize) {
   DimVector newStride(newSize.size());
   if (oldSize.empty()) {
     std::fill(newStride.begin(), newStride.end(), 1);
@@ -91,8 +90,8 @@ DimVector infer_view_size(IntArrayRef shape, int64_t numel) {
 Tensor as_strided(const Tensor &self, IntArrayRef size, IntArrayRef stride,
                   std::optional<int64_t> storage_offset) {
   EMBER_CHECK(size.size() == stride.size(), "as_strided: mismatch in length ",
-              "of strides and shape (", size.size(), " sizes, ",
-              stride.size(), " strides)");
+              "of strides and shape (", size.size(), " sizes, ", stride.size(),
+              " strides)");
   int64_t off = storage_offset.value_or(self.storage_offset());
   EMBER_CHECK(off >= 0, "as_strided: negative storage offset ", off);
   int64_t maxIdx = off;
@@ -247,8 +246,10 @@ Tensor expand(const Tensor &self, IntArrayRef size, bool implicit) {
   for (size_t i = 0; i < n; ++i) {
     if (i < off) {
       EMBER_CHECK(size[i] >= 0, "expand: the expanded size of the tensor (",
-                  size[i], ") isn't allowed in a leading, non-existing "
-                  "dimension ", i);
+                  size[i],
+                  ") isn't allowed in a leading, non-existing "
+                  "dimension ",
+                  i);
       sz[i] = size[i];
       st[i] = 0;
       continue;
@@ -281,8 +282,7 @@ Tensor narrow(const Tensor &self, int64_t dim, int64_t start, int64_t length) {
   if (start < 0)
     start += size;
   EMBER_CHECK(length >= 0 && start + length <= size, "start (", start,
-              ") + length (", length, ") exceeds dimension size (", size,
-              ").");
+              ") + length (", length, ") exceeds dimension size (", size, ").");
   return self.slice(d, start, start + length, 1);
 }
 
@@ -292,8 +292,7 @@ Tensor select(const Tensor &self, int64_t dim, int64_t index) {
   int64_t d = maybe_wrap_dim(dim, self.dim());
   int64_t size = self.size(d);
   EMBER_CHECK_INDEX(index >= -size && index < size, "index ", index,
-                    " is out of bounds for dimension ", d, " with size ",
-                    size);
+                    " is out of bounds for dimension ", d, " with size ", size);
   if (index < 0)
     index += size;
   DimVector sz(self.sizes()), st(self.strides());
@@ -331,12 +330,10 @@ Tensor diagonal(const Tensor &self, int64_t offset, int64_t dim1,
               dim2);
   int64_t len, off = self.storage_offset();
   if (offset >= 0) {
-    len = std::max<int64_t>(
-        std::min(self.size(a), self.size(b) - offset), 0);
+    len = std::max<int64_t>(std::min(self.size(a), self.size(b) - offset), 0);
     off += offset * self.stride(b);
   } else {
-    len = std::max<int64_t>(
-        std::min(self.size(a) + offset, self.size(b)), 0);
+    len = std::max<int64_t>(std::min(self.size(a) + offset, self.size(b)), 0);
     off -= offset * self.stride(a);
   }
   if (len == 0)
@@ -370,8 +367,7 @@ Tensor unfold(const Tensor &self, int64_t dimension, int64_t size,
   return makeView(self, sz, st, self.storage_offset());
 }
 
-std::vector<Tensor> split(const Tensor &self, int64_t split_size,
-                          int64_t dim) {
+std::vector<Tensor> split(const Tensor &self, int64_t split_size, int64_t dim) {
   EMBER_CHECK(self.dim() != 0, "split expects at least a 1-dimensional ",
               "tensor");
   int64_t d = maybe_wrap_dim(dim, self.dim());
@@ -417,8 +413,8 @@ std::vector<Tensor> split_with_sizes(const Tensor &self,
 std::vector<Tensor> chunk(const Tensor &self, int64_t chunks, int64_t dim) {
   EMBER_CHECK(self.dim() > 0, "chunk expects at least a 1-dimensional ",
               "tensor");
-  EMBER_CHECK(chunks > 0, "chunk expects `chunks` to be greater than 0, got: ",
-              chunks);
+  EMBER_CHECK(chunks > 0,
+              "chunk expects `chunks` to be greater than 0, got: ", chunks);
   int64_t d = maybe_wrap_dim(dim, self.dim());
   int64_t size = self.size(d);
   int64_t each = (size + chunks - 1) / chunks;

@@ -68,8 +68,8 @@ TEST(Dispatch, BoxedCallsMatchUnboxed) {
   Stack out = call_op("ember::add.Tensor", {a, b, 2});
   ASSERT_EQ(out.size(), 1u);
   EXPECT_TRUE(close(out[0].toTensor(), a + 2 * b));
-  Stack mx = call_op("ember::max.dim", {arange(6, kFloat).view({2, 3}), 1,
-                                        false});
+  Stack mx =
+      call_op("ember::max.dim", {arange(6, kFloat).view({2, 3}), 1, false});
   ASSERT_EQ(mx.size(), 2u);
   EXPECT_TRUE(close(mx[1].toTensor(), tensor({2, 2})));
   auto typed = find_op<Tensor(const Tensor &, const Tensor &, const Scalar &)>(
@@ -94,9 +94,9 @@ TEST(Dispatch, ModeLogsEveryOpOfAnMLPForward) {
     y = linear(linear(x, w1, b1).relu(), w2, b2);
   }
   EXPECT_TRUE(close(y, expected));
-  std::vector<std::string> want = {
-      "t [16, 8]",    "addmm [16] [4, 8] [8, 16]", "relu [4, 16]",
-      "t [2, 16]",    "addmm [2] [4, 16] [16, 2]"};
+  std::vector<std::string> want = {"t [16, 8]", "addmm [16] [4, 8] [8, 16]",
+                                   "relu [4, 16]", "t [2, 16]",
+                                   "addmm [2] [4, 16] [16, 2]"};
   EXPECT_EQ(logger.log, want);
   // Outside the guard nothing is logged.
   (void)(x + 1);
@@ -192,12 +192,11 @@ TEST(Dispatch, CustomOpsAreCallableAndSeenByModes) {
   EXPECT_EQ(logger.log[0], "scale [3]");
   EXPECT_EMBER_ERROR(lib.def("scale(Tensor x) -> Tensor"), "already defined");
   EXPECT_EMBER_ERROR(Library("ember"), "reserved");
-  EXPECT_EMBER_ERROR(
-      (lib.impl("scale", kCPU, +[](const Tensor &x) { return x; })),
-      "wrong signature");
-  EXPECT_EMBER_ERROR(
-      (find_op<Tensor(const Tensor &, double)>("mylib::nope")),
-      "no op named 'mylib::nope'");
+  EXPECT_EMBER_ERROR((lib.impl(
+                         "scale", kCPU, +[](const Tensor &x) { return x; })),
+                     "wrong signature");
+  EXPECT_EMBER_ERROR((find_op<Tensor(const Tensor &, double)>("mylib::nope")),
+                     "no op named 'mylib::nope'");
 }
 
 TEST(Dispatch, MissingBackendKernelErrors) {

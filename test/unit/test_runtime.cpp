@@ -33,8 +33,8 @@ TEST(Runtime, PromotionTableSpotChecksAgainstPyTorch) {
 TEST(Runtime, ResultTypeRanksDimTensorsZeroDimAndScalars) {
   Tensor i8 = ones({2}, kChar), f16 = ones({2}, kHalf);
   Tensor zf64 = tensor(1.0, kDouble), zi64 = tensor(1);
-  EXPECT_EQ(result_type(i8, zi64), kChar);     // 0-dim int: same category
-  EXPECT_EQ(result_type(i8, zf64), kDouble);   // 0-dim float: higher category
+  EXPECT_EQ(result_type(i8, zi64), kChar);   // 0-dim int: same category
+  EXPECT_EQ(result_type(i8, zf64), kDouble); // 0-dim float: higher category
   EXPECT_EQ(result_type(f16, zf64), kHalf);
   EXPECT_EQ(result_type(i8, Scalar(1.5)), kFloat); // default dtype
   EXPECT_EQ(result_type(zi64, Scalar(1.5)), kFloat);

@@ -100,8 +100,8 @@ TEST(TensorCore, ViewOps) {
   EXPECT_TRUE(close(m.diagonal(1), tensor({1, 5})));
   EXPECT_TRUE(close(m.diagonal(-1), tensor({3, 7})));
   EXPECT_TRUE(m.diagonal().is_alias_of(m));
-  EXPECT_TRUE(close(arange(6).as_strided({2, 2}, {1, 2}, 1),
-                    tensor({{1, 3}, {2, 4}})));
+  EXPECT_TRUE(
+      close(arange(6).as_strided({2, 2}, {1, 2}, 1), tensor({{1, 3}, {2, 4}})));
   Tensor u = arange(7).unfold(0, 3, 2);
   EXPECT_TRUE(close(u, tensor({{0, 1, 2}, {2, 3, 4}, {4, 5, 6}})));
   auto parts = arange(7).split(3);
@@ -173,8 +173,9 @@ TEST(TensorCore, ItemAndDataPtr) {
   EXPECT_FLOAT_EQ(tensor(1.5, kHalf).item<float>(), 1.5f);
   EXPECT_EMBER_ERROR(tensor({1, 2}).item<int64_t>(),
                      "a Tensor with 2 elements cannot be converted to Scalar");
-  EXPECT_EMBER_ERROR(tensor({1, 2}).data_ptr<float>(),
-                     "expected scalar type ember.float32 but found ember.int64");
+  EXPECT_EMBER_ERROR(
+      tensor({1, 2}).data_ptr<float>(),
+      "expected scalar type ember.float32 but found ember.int64");
 }
 
 TEST(TensorCore, Factories) {
