@@ -1,6 +1,7 @@
 #include "eager/Factory.h"
 #include "eager/Dtype.h"
 #include "eager/generated/Functions.h"
+#include "runtime/Cuda.h"
 
 #include <cmath>
 #include <mutex>
@@ -11,9 +12,10 @@ namespace ember {
 namespace {
 void checkDevice(const TensorOptions &o) {
   EMBER_CHECK(o.device().is_cpu(), "Tensor on device ", o.device(),
-              " requested, but this build of ember has no CUDA backend "
-              "available (ember::cuda::is_available() is false). Use "
-              "ember::kCPU.");
+              " requested, but ember has no CUDA backend yet (and "
+              "ember::cuda::is_available() is ",
+              cuda::is_available() ? "true" : "false",
+              " on this machine). Use ember::kCPU.");
 }
 Tensor finish(Tensor t, const TensorOptions &o) {
   if (o.requires_grad())

@@ -36,6 +36,7 @@ Tensor scale_kernel(const Tensor &x, double a) { return x * a; }
 } // namespace
 
 int main() {
+  std::cout << std::boolalpha;
   section("1. The tensor data structure (TensorImpl)");
   Tensor x = tensor({{1, 2, 3}, {4, 5, 6}});
   std::cout << x << "\n";

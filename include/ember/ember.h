@@ -10,5 +10,6 @@
 #include "eager/TensorIterator.h"
 #include "eager/generated/Functions.h"
 #include "runtime/Allocator.h"
+#include "runtime/Cuda.h"
 #include "runtime/Generator.h"
 #include "runtime/ThreadPool.h"

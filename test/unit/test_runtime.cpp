@@ -152,3 +152,14 @@ TEST(Runtime, Devices) {
   EXPECT_EMBER_ERROR(Device("tpu"), "Expected one of cpu, cuda");
   EXPECT_EMBER_ERROR(Device("cuda:x"), "Invalid device string");
 }
+
+TEST(Runtime, CudaAvailabilityIsProbedAtRunTime) {
+  // The driver is loaded with dlopen: this works on machines without one
+  // (where it reports no device) and with one.
+  int n = cuda::device_count();
+  EXPECT_GE(n, 0);
+  EXPECT_EQ(cuda::is_available(), n > 0);
+  if (!cuda::is_available())
+    std::printf("[ INFO     ] no CUDA driver or device on this machine\n");
+  EXPECT_EMBER_ERROR(zeros({2}, Device(kCUDA, 0)), "no CUDA backend yet");
+}
