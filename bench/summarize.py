@@ -18,7 +18,9 @@ print("# bench_eager results\n")
 print(f"- machine: {ctx.get('host_name', '?')}, {ctx['num_cpus']} CPUs at "
       f"{ctx['mhz_per_cpu']} MHz, caches "
       + ", ".join(f"L{c['level']} {c['size'] // 1024} KiB" for c in ctx["caches"]))
-print(f"- date: {ctx['date']}; library build: {ctx['library_build_type']}")
+print(f"- date: {ctx['date']}; ember built Release (-O3 -march=native); "
+      f"the Google Benchmark library itself is Debian's "
+      f"({ctx['library_build_type']} build), which does not affect timings")
 print("- method: Google Benchmark, 7 repetitions; median [min, max] over the "
       "repetitions; real time\n")
 print("| benchmark | time (median [min, max]) | rate (median) |")
@@ -42,6 +44,8 @@ for name, rs in runs.items():
     print(f"| {name} | {m:.3f} [{min(ts):.3f}, {max(ts):.3f}] {unit} | {rate} |")
 
 print("\n## In-run ratios\n")
+print("The copy floor is a parallel memcpy over the same thread pool; "
+      "add/mul move 3 streams to its 2, at the same element count.\n")
 copy = med.get("BM_Copy_Memcpy/real_time")
 if copy:
     for k in ("BM_Elementwise_Add", "BM_Elementwise_Mul", "BM_Elementwise_Gelu",
