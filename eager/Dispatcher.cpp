@@ -48,26 +48,16 @@ public:
       fs.overload = qual.substr(dot + 1);
     expect('(');
     bool kwonly = false;
-    skipWs();
-    if (peek() != ')') {
-      for (;;) {
-        skipWs();
-        if (peek() == '*') {
-          ++i_;
-          kwonly = true;
-        } else {
-          Argument a = argument(true);
-          a.kwarg_only = kwonly;
-          fs.arguments.push_back(std::move(a));
-        }
-        skipWs();
-        if (peek() == ',') {
-          ++i_;
-          continue;
-        }
-        break;
+    commaList([&] {
+      if (peek() == '*') {
+        ++i_;
+        kwonly = true;
+        return;
       }
-    }
+      Argument a = argument(true);
+      a.kwarg_only = kwonly;
+      fs.arguments.push_back(std::move(a));
+    });
     expect(')');
     skipWs();
     expect('-');
@@ -75,18 +65,7 @@ public:
     skipWs();
     if (peek() == '(') {
       ++i_;
-      skipWs();
-      if (peek() != ')') {
-        for (;;) {
-          fs.returns.push_back(argument(false));
-          skipWs();
-          if (peek() == ',') {
-            ++i_;
-            continue;
-          }
-          break;
-        }
-      }
+      commaList([&] { fs.returns.push_back(argument(false)); });
       expect(')');
     } else {
       fs.returns.push_back(argument(false));
@@ -98,6 +77,22 @@ public:
   }
 
 private:
+  /// Parses `item (, item)*` up to a closing ')' (which is not consumed); an
+  /// empty list is allowed.
+  template <class F> void commaList(F &&item) {
+    skipWs();
+    if (peek() == ')')
+      return;
+    for (;;) {
+      skipWs();
+      item();
+      skipWs();
+      if (peek() != ',')
+        return;
+      ++i_;
+    }
+  }
+
   Argument argument(bool named) {
     Argument a;
     skipWs();

@@ -119,6 +119,20 @@ inline Tensor ref(const Shape &shape,
   return from_fn(shape, [&](int64_t i) { return f(unravel(i, shape)); });
 }
 
+/// Runs `run` (which returns tensors) with 1 and with 4 threads and expects
+/// bit-identical results: kernels split work by shape, not thread count.
+template <class F> void expect_same_across_thread_counts(F &&run) {
+  int saved = get_num_threads();
+  set_num_threads(1);
+  std::vector<Tensor> one = run();
+  set_num_threads(4);
+  std::vector<Tensor> four = run();
+  set_num_threads(saved);
+  ASSERT_EQ(one.size(), four.size());
+  for (size_t k = 0; k < one.size(); ++k)
+    EXPECT_TRUE(close(one[k], four[k], 0, 0)) << "result " << k;
+}
+
 /// Expects `stmt` to throw ember::Error (or a subclass) whose message
 /// contains `substr`.
 #define EXPECT_EMBER_ERROR(stmt, substr)                                       \
