@@ -48,10 +48,19 @@ Tensor pow_scalar_tensor(const Scalar &self, const Tensor &exponent) {
   return ember::pow(wrapped_scalar_tensor(self), exponent);
 }
 
+namespace {
+/// clamp's one rule for every form: at least one bound must be given.
+void checkClampBounds(bool hasMin, bool hasMax) {
+  EMBER_CHECK(hasMin || hasMax, "torch.clamp: At least one of 'min' or 'max' ",
+              "must not be None");
+}
+/// A Tensor? bound: given and defined.
+bool present(const std::optional<Tensor> &t) { return t && t->defined(); }
+} // namespace
+
 Tensor clamp(const Tensor &self, const std::optional<Scalar> &min,
              const std::optional<Scalar> &max) {
-  EMBER_CHECK(min || max, "torch.clamp: At least one of 'min' or 'max' must ",
-              "not be None");
+  checkClampBounds(min.has_value(), max.has_value());
   if (min && max) {
     // min then max, promoting with both bounds (as PyTorch's clamp).
     const Tensor *ts[] = {&self};
@@ -65,9 +74,8 @@ Tensor clamp(const Tensor &self, const std::optional<Scalar> &min,
 
 Tensor clamp_tensor(const Tensor &self, const std::optional<Tensor> &min,
                     const std::optional<Tensor> &max) {
-  bool hasMin = min && min->defined(), hasMax = max && max->defined();
-  EMBER_CHECK(hasMin || hasMax, "torch.clamp: At least one of 'min' or 'max' ",
-              "must not be None");
+  bool hasMin = present(min), hasMax = present(max);
+  checkClampBounds(hasMin, hasMax);
   Tensor r = self;
   if (hasMin)
     r = ember::clamp_min(r, *min);
@@ -78,8 +86,7 @@ Tensor clamp_tensor(const Tensor &self, const std::optional<Tensor> &min,
 
 const Tensor &clamp_(const Tensor &self, const std::optional<Scalar> &min,
                      const std::optional<Scalar> &max) {
-  EMBER_CHECK(min || max, "torch.clamp: At least one of 'min' or 'max' must ",
-              "not be None");
+  checkClampBounds(min.has_value(), max.has_value());
   if (min)
     self.clamp_min_(*min);
   if (max)
@@ -90,9 +97,8 @@ const Tensor &clamp_(const Tensor &self, const std::optional<Scalar> &min,
 const Tensor &clamp__tensor(const Tensor &self,
                             const std::optional<Tensor> &min,
                             const std::optional<Tensor> &max) {
-  bool hasMin = min && min->defined(), hasMax = max && max->defined();
-  EMBER_CHECK(hasMin || hasMax, "torch.clamp: At least one of 'min' or 'max' ",
-              "must not be None");
+  bool hasMin = present(min), hasMax = present(max);
+  checkClampBounds(hasMin, hasMax);
   if (hasMin)
     self.clamp_min_(*min);
   if (hasMax)
