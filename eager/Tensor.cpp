@@ -39,47 +39,6 @@ std::string Tensor::toString() const {
          names[int(dtype())] + "Type";
 }
 
-// --- requires_grad
-// ------------------------------------------------------------
-
-namespace {
-/// Holds requires_grad until the autograd layer installs its own meta.
-struct RequiresGradMeta final : AutogradMetaInterface {
-  bool rg = false;
-  bool requires_grad() const override { return rg; }
-  void set_requires_grad(bool r, TensorImpl *) override { rg = r; }
-  std::string grad_fn_name() const override { return ""; }
-};
-} // namespace
-
-bool Tensor::requires_grad() const {
-  auto *m = impl()->autograd_meta();
-  return m && m->requires_grad();
-}
-
-Tensor &Tensor::set_requires_grad(bool r) {
-  if (r)
-    EMBER_CHECK(isFloatingType(dtype()),
-                "only Tensors of floating point dtype can require gradients "
-                "(got ",
-                dtype(), ")");
-  auto *m = impl()->autograd_meta();
-  if (!m) {
-    if (!r)
-      return *this;
-    impl()->set_autograd_meta(std::make_unique<RequiresGradMeta>());
-    m = impl()->autograd_meta();
-  }
-  m->set_requires_grad(r, impl());
-  impl()->set_key(DispatchKey::Autograd, r);
-  return *this;
-}
-
-const Tensor &Tensor::requires_grad_(bool r) const {
-  const_cast<Tensor *>(this)->set_requires_grad(r);
-  return *this;
-}
-
 // --- conversions
 // --------------------------------------------------------------
 

@@ -6,6 +6,8 @@
 #include "eager/TensorOptions.h"
 #include "runtime/Generator.h"
 
+#include <functional>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -17,6 +19,9 @@ namespace ember {
 
 class Tensor;
 using TensorList = ArrayRef<Tensor>;
+namespace autograd {
+struct Node;
+}
 namespace indexing {
 class TensorIndex;
 }
@@ -80,10 +85,61 @@ public:
 
   std::string toString() const; // "CPUFloatType"
 
-  // --- autograd (filled by the autograd layer) ---------------------------
+  // --- autograd (eager/autograd/) ----------------------------------------
   bool requires_grad() const;
   Tensor &set_requires_grad(bool r);
   const Tensor &requires_grad_(bool r = true) const;
+  /// The gradient accumulated by backward() (undefined until one reaches
+  /// this tensor; only leaves and tensors that retain_grad() get one).
+  const Tensor &grad() const;
+  /// The gradient, assignable (optimizers and zero_grad use it).
+  Tensor &mutable_grad() const;
+  /// True for tensors not produced by a recorded op (user-created tensors,
+  /// and every tensor that does not require grad).
+  bool is_leaf() const;
+  /// The node that produced this tensor (null for leaves).
+  const std::shared_ptr<autograd::Node> &grad_fn() const;
+  /// Which output of grad_fn() this tensor is.
+  uint32_t output_nr() const;
+  /// Makes backward() fill grad() of this non-leaf tensor too.
+  void retain_grad() const;
+  bool retains_grad() const;
+  /// Computes the gradient of this tensor with respect to the leaves of its
+  /// graph and accumulates it into their grad(). `gradient` may be omitted
+  /// for a one-element tensor. retain_graph defaults to create_graph.
+  void backward(const Tensor &gradient = {},
+                std::optional<bool> retain_graph = std::nullopt,
+                bool create_graph = false,
+                std::optional<TensorList> inputs = std::nullopt) const;
+  /// A tensor sharing this one's data, outside of any graph.
+  Tensor detach() const;
+  /// Detaches this tensor from its graph, in place.
+  const Tensor &detach_() const;
+  /// The same data, without autograd history (as libtorch's .data()).
+  Tensor data() const { return detach(); }
+  /// Registers a hook called with this tensor's gradient during backward.
+  /// The hook may return a tensor that replaces the gradient
+  /// (Tensor(Tensor)) or observe it (void(Tensor)). Returns a handle for
+  /// remove_hook().
+  template <class Hook> unsigned register_hook(Hook &&hook) const {
+    if constexpr (std::is_void_v<std::invoke_result_t<Hook, Tensor>>)
+      return _register_hook([h = std::forward<Hook>(hook)](const Tensor &g) {
+        h(g);
+        return Tensor();
+      });
+    else
+      return _register_hook(
+          std::function<Tensor(const Tensor &)>(std::forward<Hook>(hook)));
+  }
+  unsigned _register_hook(std::function<Tensor(const Tensor &)> hook) const;
+  void remove_hook(unsigned handle) const;
+  /// Whether this tensor is a view of another (and which: the root base).
+  bool is_view() const { return bool(impl()->view_base()); }
+  Tensor _base() const {
+    return is_view() ? Tensor(impl()->view_base()) : Tensor();
+  }
+  /// Whether this tensor was created in InferenceMode.
+  bool is_inference() const { return impl()->is_inference(); }
 
   // --- conversions -------------------------------------------------------
   Tensor to(ScalarType dtype, bool non_blocking = false,

@@ -1,4 +1,5 @@
 #include "eager/TensorImpl.h"
+#include "eager/autograd/GradMode.h"
 
 namespace ember {
 
@@ -33,6 +34,7 @@ TensorImpl::TensorImpl(Storage storage, ScalarType dtype, IntArrayRef sizes,
                        IntArrayRef strides, int64_t storage_offset)
     : storage_(std::move(storage)), sizes_(sizes), strides_(strides),
       storage_offset_(storage_offset), dtype_(dtype),
+      inference_(InferenceMode::is_enabled()),
       key_set_(backendKey(storage_.device())) {
   refresh();
 }

@@ -55,6 +55,18 @@ public:
   void set_sizes_and_strides(IntArrayRef sizes, IntArrayRef strides,
                              int64_t storage_offset);
   void set_storage(Storage s) { storage_ = std::move(s); }
+  /// Makes this impl hold `src`'s data (storage, dtype, device, sizes,
+  /// strides, offset) while keeping its identity, so every handle to it sees
+  /// the new data, and its autograd meta (libtorch's Tensor::set_data; used
+  /// by nn::Module::to).
+  void set_data_from(const TensorImpl &src) {
+    storage_ = src.storage_;
+    dtype_ = src.dtype_;
+    view_base_ = src.view_base_;
+    set_key(DispatchKey::CPU, !src.device().is_cuda());
+    set_key(DispatchKey::CUDA, src.device().is_cuda());
+    set_sizes_and_strides(src.sizes(), src.strides(), src.storage_offset());
+  }
 
   uint32_t version() const {
     return storage_.unsafeGetStorageImpl()->version.load(
@@ -71,6 +83,15 @@ public:
   /// Capture).
   void set_key(DispatchKey k, bool on);
 
+  /// The root base of a view (the tensor whose storage this one views),
+  /// or null. Set by the view ops; used by autograd to rebase in-place ops.
+  const intrusive_ptr<TensorImpl> &view_base() const { return view_base_; }
+  void set_view_base(intrusive_ptr<TensorImpl> base) {
+    view_base_ = std::move(base);
+  }
+  /// Created in InferenceMode.
+  bool is_inference() const { return inference_; }
+
   /// A wrapped number is a 0-dim tensor made from a C++ scalar in an op
   /// (x + 2): it takes part in type promotion like a Python number.
   bool is_wrapped_number() const { return wrapped_number_; }
@@ -86,6 +107,8 @@ private:
   ScalarType dtype_;
   bool is_contiguous_ = true;
   bool wrapped_number_ = false;
+  bool inference_ = false;
+  intrusive_ptr<TensorImpl> view_base_;
   DispatchKeySet key_set_;
   std::unique_ptr<AutogradMetaInterface> autograd_meta_;
 };

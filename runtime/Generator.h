@@ -24,6 +24,14 @@ struct GeneratorImpl : intrusive_ptr_target {
   std::mutex mutex;
 };
 
+/// A snapshot of a generator's state (Generator::get_state / set_state).
+struct GeneratorState {
+  uint64_t seed = 0;
+  std::mt19937_64 engine;
+  bool has_next_normal = false;
+  double next_normal = 0;
+};
+
 /// A handle to a generator (torch::Generator). Copies share state.
 class Generator {
 public:
@@ -37,6 +45,20 @@ public:
     impl_->set_seed(seed);
   }
   uint64_t current_seed() const { return impl_->seed_; }
+  /// The state, to restore later with set_state (checkpoint replays
+  /// dropout masks this way).
+  GeneratorState get_state() const {
+    std::lock_guard<std::mutex> g(impl_->mutex);
+    return {impl_->seed_, impl_->engine_, impl_->has_next_normal_,
+            impl_->next_normal_};
+  }
+  void set_state(const GeneratorState &s) {
+    std::lock_guard<std::mutex> g(impl_->mutex);
+    impl_->seed_ = s.seed;
+    impl_->engine_ = s.engine;
+    impl_->has_next_normal_ = s.has_next_normal;
+    impl_->next_normal_ = s.next_normal;
+  }
   GeneratorImpl *get() const { return impl_.get(); }
 
   /// A uniform 64-bit value. Callers hold the mutex for a batch of draws.

@@ -2,6 +2,7 @@
 /// ember: the one umbrella header (#include <ember/ember.h>), as
 /// <torch/torch.h>.
 
+#include "ember/autograd.h"
 #include "eager/Dispatcher.h"
 #include "eager/Factory.h"
 #include "eager/Indexing.h"

@@ -1,0 +1,147 @@
+#include "eager/autograd/BuiltinNodes.h"
+#include "eager/Factory.h"
+#include "eager/autograd/GradMode.h"
+#include "eager/autograd/Variable.h"
+#include "eager/generated/Functions.h"
+
+namespace ember::autograd {
+
+Tensor sum_to(const Tensor &t, IntArrayRef shape) {
+  if (t.sizes() == shape)
+    return t;
+  int64_t lead = t.dim() - int64_t(shape.size());
+  DimVector dims;
+  for (int64_t d = 0; d < lead; ++d)
+    dims.push_back(d);
+  for (int64_t d = lead; d < t.dim(); ++d)
+    if (shape[size_t(d - lead)] == 1 && t.size(d) != 1)
+      dims.push_back(d);
+  Tensor r = dims.empty() ? t : t.sum(IntArrayRef(dims), /*keepdim=*/true);
+  if (lead > 0 || r.sizes() != shape)
+    r = r.view(shape);
+  return r;
+}
+
+AccumulateGrad::AccumulateGrad(Tensor v) : variable(std::move(v)) {
+  add_input_metadata(variable);
+}
+
+variable_list AccumulateGrad::apply(variable_list &&grads) {
+  Tensor g = std::move(grads.at(0));
+  if (!g.defined())
+    return {};
+  Tensor &dst = variable.mutable_grad();
+  if (GradMode::is_enabled()) {
+    // create_graph: keep the gradient's own history (out of place).
+    dst = dst.defined() ? dst + g : g;
+  } else if (!dst.defined()) {
+    // Take the incoming buffer when nothing else can see it; else copy, so
+    // a later in-place accumulation never writes through an alias.
+    bool exclusive = g.use_count() == 1 && !g.is_view() && g.is_contiguous() &&
+                     !g.requires_grad();
+    dst = exclusive ? g : g.detach().clone();
+  } else if (dst.requires_grad()) {
+    dst = dst + g;
+  } else {
+    dst.add_(g);
+  }
+  return {};
+}
+
+bool AccumulateGrad::has_grad_hooks() const {
+  AutogradMeta *m = get_meta(variable);
+  return m && !m->leaf_hooks_.empty();
+}
+
+void AccumulateGrad::run_grad_hooks(variable_list &grads) const {
+  auto hooks = get_meta(variable)->leaf_hooks_; // a hook may remove hooks
+  for (const auto &[id, fn] : hooks) {
+    if (!grads.at(0).defined())
+      break;
+    Tensor r = fn(grads[0]);
+    if (r.defined())
+      grads[0] = r;
+  }
+}
+
+GraphRoot::GraphRoot(edge_list roots, variable_list grads)
+    : Node(std::move(roots)), grads_(std::move(grads)) {
+  // Runs first: the highest sequence number.
+  sequence_nr_ = UINT64_MAX;
+}
+
+variable_list NotImplemented::apply(variable_list &&) {
+  throw NotImplementedError("the derivative for '" + op_ +
+                            "' is not implemented.");
+}
+
+namespace {
+/// Elements of storage that a tensor of geometry g spans from its offset.
+int64_t extent(const Geometry &g) {
+  int64_t e = 1;
+  for (size_t i = 0; i < g.sizes.size(); ++i) {
+    if (g.sizes[i] == 0)
+      return 0;
+    e += (g.sizes[i] - 1) * g.strides[i];
+  }
+  return e;
+}
+
+/// A zero buffer laid out like the storage of `base` (offset 0 = base's
+/// first element), with the base and the view as strided views into it.
+struct StorageLike {
+  Tensor buffer, base, view;
+  StorageLike(const Geometry &b, const Geometry &v, const TensorOptions &o) {
+    int64_t n = std::max(extent(b), v.offset - b.offset + extent(v));
+    buffer = zeros({n}, o);
+    base = buffer.as_strided(b.sizes, b.strides, 0);
+    view = buffer.as_strided(v.sizes, v.strides, v.offset - b.offset);
+  }
+};
+
+/// Sums a view's gradient over its expanded (stride 0) dimensions so it can
+/// be written through the view with copy_.
+std::pair<Tensor, Geometry> collapse_expanded(Tensor g, Geometry v) {
+  for (size_t d = 0; d < v.sizes.size(); ++d)
+    if (v.strides[d] == 0 && v.sizes[d] > 1) {
+      g = g.sum(IntArrayRef{int64_t(d)}, /*keepdim=*/true);
+      v.sizes[d] = 1;
+    }
+  return {g, v};
+}
+} // namespace
+
+variable_list AsStridedBackward0::apply(variable_list &&grads) {
+  auto [g, v] = collapse_expanded(grads.at(0), view_);
+  StorageLike s(base_, v, g.options());
+  s.view.copy_(g);
+  return {s.base};
+}
+
+CopySlices::CopySlices(const Tensor &base, Geometry view,
+                       std::shared_ptr<Node> fn)
+    : base_(Geometry::of(base)), view_(std::move(view)), fn_(std::move(fn)) {
+  // Edge 0: the base's previous history; then fn's edges past its first
+  // (which pointed at the view's previous history, now part of the base's).
+  add_next_edge(gradient_edge(base));
+  for (size_t i = 1; i < fn_->num_outputs(); ++i)
+    add_next_edge(fn_->next_edge(i));
+}
+
+variable_list CopySlices::apply(variable_list &&grads) {
+  const Tensor &g = grads.at(0);
+  StorageLike s(base_, view_, g.options());
+  s.base.copy_(g);
+  variable_list r = (*fn_)({s.view.clone()});
+  variable_list out(num_outputs());
+  if (r.at(0).defined())
+    s.view.copy_(r[0]);
+  else
+    s.view.zero_();
+  out[0] = s.base;
+  for (size_t i = 1; i < out.size() && i < r.size(); ++i)
+    out[i] = std::move(r[i]);
+  return out;
+}
+
+} // namespace ember::autograd

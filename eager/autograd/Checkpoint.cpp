@@ -1,0 +1,104 @@
+#include "eager/autograd/Checkpoint.h"
+#include "eager/autograd/GradMode.h"
+#include "eager/autograd/SavedVariable.h"
+#include "runtime/Generator.h"
+
+#include <any>
+#include <optional>
+
+namespace ember {
+
+using autograd::variable_list;
+
+namespace {
+
+// Note [Non-reentrant checkpoint]
+// The forward runs fn under saved-tensor hooks whose pack returns only a
+// counter, so no activation outlives the forward. The first unpack in
+// backward runs fn again (same inputs, same RNG state) under hooks that
+// collect every saved tensor in order; each unpack then returns the tensor
+// with its counter and drops it from the frame. Recomputation is repeated
+// if a retained graph is backpropagated again.
+struct Frame {
+  std::function<variable_list(const variable_list &)> fn;
+  variable_list inputs;
+  bool preserve_rng = true;
+  std::optional<GeneratorState> rng; // the default generator at forward
+  size_t count = 0;
+  std::vector<Tensor> recomputed;
+  std::vector<bool> consumed;
+
+  void recompute() {
+    variable_list detached;
+    for (const Tensor &t : inputs) {
+      Tensor d = t.defined() ? t.detach() : t;
+      if (t.defined() && t.requires_grad())
+        d.requires_grad_(true);
+      detached.push_back(d);
+    }
+    recomputed.clear();
+    recomputed.reserve(count);
+    {
+      autograd::graph::saved_tensors_hooks hooks(
+          [this](const Tensor &t) -> std::any {
+            recomputed.push_back(t);
+            return std::any();
+          },
+          [](const std::any &) -> Tensor { return Tensor(); });
+      AutoGradMode grad_on(true);
+      std::optional<GeneratorState> saved;
+      if (rng) {
+        saved = default_generator().get_state();
+        default_generator().set_state(*rng);
+      }
+      fn(detached);
+      if (saved)
+        default_generator().set_state(*saved);
+    }
+    EMBER_CHECK(recomputed.size() == count,
+                "checkpoint: the recomputation saved ", recomputed.size(),
+                " tensors for backward but the forward saved ", count,
+                ". The checkpointed function must do the same operations "
+                "each time it runs (no data-dependent or stateful changes).");
+    consumed.assign(count, false);
+  }
+
+  Tensor get(size_t i) {
+    if (recomputed.size() != count || consumed[i])
+      recompute();
+    consumed[i] = true;
+    Tensor t = std::move(recomputed[i]);
+    recomputed[i] = Tensor();
+    return t;
+  }
+};
+
+} // namespace
+
+variable_list
+checkpoint(const std::function<variable_list(const variable_list &)> &fn,
+           const variable_list &inputs, bool preserve_rng_state) {
+  if (!GradMode::is_enabled()) // nothing is saved: just run it
+    return fn(inputs);
+  auto frame = std::make_shared<Frame>();
+  frame->fn = fn;
+  frame->inputs = inputs;
+  if (preserve_rng_state)
+    frame->rng = default_generator().get_state();
+  autograd::graph::saved_tensors_hooks hooks(
+      [frame](const Tensor &) -> std::any { return frame->count++; },
+      [frame](const std::any &a) -> Tensor {
+        return frame->get(std::any_cast<size_t>(a));
+      });
+  return fn(inputs);
+}
+
+Tensor checkpoint(const std::function<Tensor(const Tensor &)> &fn,
+                  const Tensor &input, bool preserve_rng_state) {
+  return checkpoint(
+             [fn](const variable_list &xs) { return variable_list{fn(xs[0])}; },
+             {input}, preserve_rng_state)
+      .at(0);
+}
+
+} // namespace ember

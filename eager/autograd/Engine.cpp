@@ -1,0 +1,295 @@
+#include "eager/autograd/Engine.h"
+#include "eager/Factory.h"
+#include "eager/autograd/BuiltinNodes.h"
+#include "eager/autograd/GradMode.h"
+#include "eager/autograd/Variable.h"
+#include "eager/generated/Functions.h"
+#include "runtime/Profiler.h"
+
+#include <optional>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace ember::autograd {
+
+namespace {
+
+std::string shape_str(IntArrayRef s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i)
+    r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+bool is_expandable_to(IntArrayRef shape, IntArrayRef desired) {
+  if (shape.size() > desired.size())
+    return false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    int64_t s = shape[shape.size() - 1 - i];
+    int64_t d = desired[desired.size() - 1 - i];
+    if (s != d && s != 1)
+      return false;
+  }
+  return true;
+}
+
+/// Reduces / casts each gradient `fn` returned to what its edge expects.
+void validate_outputs(const Node &fn, variable_list &grads) {
+  EMBER_CHECK(grads.size() == fn.num_outputs(), "function ", fn.name(),
+              " returned an incorrect number of gradients (expected ",
+              fn.num_outputs(), ", got ", grads.size(), ")");
+  for (size_t i = 0; i < grads.size(); ++i) {
+    const Edge &e = fn.next_edges()[i];
+    Tensor &g = grads[i];
+    if (!e.is_valid() || !g.defined())
+      continue;
+    const InputMetadata &m = e.function->input_metadata(e.input_nr);
+    if (g.sizes() != IntArrayRef(m.shape)) {
+      EMBER_CHECK(is_expandable_to(m.shape, g.sizes()), "Function ", fn.name(),
+                  " returned an invalid gradient at index ", i, " - got ",
+                  shape_str(g.sizes()), " but expected shape compatible with ",
+                  shape_str(m.shape));
+      g = sum_to(g, m.shape);
+    }
+    if (g.dtype() != m.dtype)
+      g = g.to(m.dtype);
+  }
+}
+
+struct CompareSeq {
+  bool operator()(Node *a, Node *b) const {
+    return a->sequence_nr() < b->sequence_nr();
+  }
+};
+
+struct GraphTask {
+  bool keep_graph = false;
+  /// Non-empty: run only these nodes (the ones on a path to a target).
+  std::unordered_set<Node *> needed;
+  bool filter = false;
+  /// grad(): gradients captured at (node, input_nr) into results[idx].
+  struct Capture {
+    uint32_t input_nr;
+    size_t idx;
+  };
+  std::unordered_map<Node *, std::vector<Capture>> captures;
+  variable_list captured;
+};
+
+/// Counts, for every node reachable from root, how many edges lead to it.
+std::unordered_map<Node *, int> compute_dependencies(Node *root) {
+  std::unordered_map<Node *, int> deps;
+  std::unordered_set<Node *> seen{root};
+  std::vector<Node *> stack{root};
+  while (!stack.empty()) {
+    Node *n = stack.back();
+    stack.pop_back();
+    for (const Edge &e : n->next_edges()) {
+      Node *m = e.function.get();
+      if (!m)
+        continue;
+      ++deps[m];
+      if (seen.insert(m).second)
+        stack.push_back(m);
+    }
+  }
+  return deps;
+}
+
+/// Marks the nodes from which some target is reachable (iterative DFS).
+std::unordered_set<Node *>
+nodes_leading_to(Node *root, const std::unordered_set<Node *> &targets) {
+  std::unordered_set<Node *> needed;
+  std::unordered_set<Node *> visited;
+  // Post-order: (node, next child index).
+  std::vector<std::pair<Node *, size_t>> stack{{root, 0}};
+  visited.insert(root);
+  while (!stack.empty()) {
+    auto &[n, i] = stack.back();
+    if (i < n->next_edges().size()) {
+      Node *m = n->next_edges()[i++].function.get();
+      if (m && visited.insert(m).second)
+        stack.push_back({m, 0});
+      continue;
+    }
+    bool need = targets.count(n) > 0;
+    for (const Edge &e : n->next_edges())
+      need = need || (e.function && needed.count(e.function.get()));
+    if (need)
+      needed.insert(n);
+    stack.pop_back();
+  }
+  return needed;
+}
+
+void execute(const std::shared_ptr<Node> &root, GraphTask &task) {
+  auto deps = compute_dependencies(root.get());
+  std::unordered_map<Node *, variable_list> buffers;
+  std::priority_queue<Node *, std::vector<Node *>, CompareSeq> ready;
+  ready.push(root.get());
+  while (!ready.empty()) {
+    Node *fn = ready.top();
+    ready.pop();
+    variable_list inputs;
+    if (auto it = buffers.find(fn); it != buffers.end()) {
+      inputs = std::move(it->second);
+      buffers.erase(it);
+    }
+    inputs.resize(fn->num_inputs());
+    if (fn->has_grad_hooks())
+      fn->run_grad_hooks(inputs);
+    if (auto it = task.captures.find(fn); it != task.captures.end())
+      for (const auto &c : it->second) {
+        Tensor &slot = task.captured[c.idx];
+        const Tensor &g = inputs[c.input_nr];
+        if (g.defined())
+          slot = slot.defined() ? slot + g : g;
+      }
+    if (task.filter && !task.needed.count(fn))
+      continue;
+    variable_list outputs;
+    {
+      std::optional<profiler::record_function> rf;
+      if (profiler::active())
+        rf.emplace("autograd::engine::evaluate_function: " + fn->name());
+      outputs = (*fn)(std::move(inputs));
+    }
+    if (!task.keep_graph)
+      fn->release_variables();
+    validate_outputs(*fn, outputs);
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const Edge &e = fn->next_edges()[i];
+      if (!e.is_valid())
+        continue;
+      Node *next = e.function.get();
+      variable_list &buf = buffers[next];
+      if (buf.size() < next->num_inputs())
+        buf.resize(next->num_inputs());
+      Tensor &slot = buf[e.input_nr];
+      Tensor &g = outputs[i];
+      if (g.defined())
+        slot = slot.defined() ? slot + g : std::move(g);
+      if (--deps[next] == 0)
+        ready.push(next);
+    }
+  }
+}
+
+/// The roots' edges and gradients, checked as PyTorch does.
+void make_roots(const variable_list &tensors, const variable_list &grads,
+                edge_list &edges, variable_list &root_grads) {
+  EMBER_CHECK(grads.empty() || grads.size() == tensors.size(), "got ",
+              grads.size(), " gradients for ", tensors.size(),
+              " tensors; pass one gradient per tensor (or none)");
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor &t = tensors[i];
+    EMBER_CHECK(t.defined(), "element ", i, " of tensors is undefined");
+    Edge e = gradient_edge(t);
+    EMBER_CHECK(e.is_valid(), "element ", i,
+                " of tensors does not require grad and does not have a "
+                "grad_fn");
+    Tensor g = i < grads.size() ? grads[i] : Tensor();
+    if (!g.defined()) {
+      EMBER_CHECK(t.numel() == 1,
+                  "grad can be implicitly created only for scalar outputs "
+                  "(this tensor has shape ",
+                  shape_str(t.sizes()), "): pass a gradient of the same shape");
+      g = ones_like(t);
+    } else {
+      EMBER_CHECK(g.sizes() == t.sizes(), "Mismatch in shape: grad_output[", i,
+                  "] has a shape of ", shape_str(g.sizes()), " and output[", i,
+                  "] has a shape of ", shape_str(t.sizes()), ".");
+    }
+    edges.push_back(std::move(e));
+    root_grads.push_back(std::move(g));
+  }
+}
+
+} // namespace
+
+variable_list run_backward(const variable_list &tensors,
+                           const variable_list &grad_tensors, bool keep_graph,
+                           bool create_graph, const variable_list &inputs,
+                           bool accumulate, bool allow_unused) {
+  edge_list roots;
+  variable_list root_grads;
+  make_roots(tensors, grad_tensors, roots, root_grads);
+  auto root =
+      std::make_shared<GraphRoot>(std::move(roots), std::move(root_grads));
+  GraphTask task;
+  task.keep_graph = keep_graph;
+  std::vector<Tensor> nonleaf_inputs; // backward(inputs=) on non-leaves
+  if (!inputs.empty()) {
+    std::unordered_set<Node *> targets;
+    task.captured.resize(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Tensor &t = inputs[i];
+      EMBER_CHECK(t.defined() && t.requires_grad(),
+                  "One of the differentiated Tensors does not require grad");
+      Edge e = gradient_edge(t);
+      if (accumulate && t.is_leaf()) {
+        targets.insert(e.function.get()); // run its AccumulateGrad
+        continue;
+      }
+      task.captures[e.function.get()].push_back({e.input_nr, i});
+      targets.insert(e.function.get());
+      if (accumulate)
+        nonleaf_inputs.push_back(t);
+    }
+    task.filter = true;
+    task.needed = nodes_leading_to(root.get(), targets);
+    // A node where a gradient is only captured need not run, unless it
+    // leads on to another target.
+    const std::unordered_set<Node *> all_needed = task.needed;
+    for (const auto &[n, c] : task.captures) {
+      bool leads_on = false;
+      for (const Edge &e : n->next_edges())
+        leads_on =
+            leads_on || (e.function && all_needed.count(e.function.get()));
+      if (!leads_on)
+        task.needed.erase(n);
+    }
+  }
+  {
+    AutoGradMode mode(create_graph);
+    execute(root, task);
+  }
+  if (!accumulate) {
+    if (!allow_unused)
+      for (const Tensor &g : task.captured)
+        EMBER_CHECK(g.defined(),
+                    "One of the differentiated Tensors appears to not have "
+                    "been used in the graph. Set allow_unused=True if this "
+                    "is the desired behavior.");
+    return task.captured;
+  }
+  for (size_t i = 0, j = 0; i < inputs.size(); ++i) {
+    if (inputs[i].is_leaf())
+      continue;
+    const Tensor &g = task.captured[i];
+    Tensor &dst = nonleaf_inputs[j++].mutable_grad();
+    if (g.defined())
+      dst = dst.defined() ? dst + g : g.clone();
+  }
+  return {};
+}
+
+void backward(const variable_list &tensors, const variable_list &grad_tensors,
+              std::optional<bool> retain_graph, bool create_graph,
+              const variable_list &inputs) {
+  run_backward(tensors, grad_tensors, retain_graph.value_or(create_graph),
+               create_graph, inputs, /*accumulate=*/true, false);
+}
+
+variable_list grad(const variable_list &outputs, const variable_list &inputs,
+                   const variable_list &grad_outputs,
+                   std::optional<bool> retain_graph, bool create_graph,
+                   bool allow_unused) {
+  EMBER_CHECK(!inputs.empty(), "grad requires at least one input");
+  return run_backward(outputs, grad_outputs,
+                      retain_graph.value_or(create_graph), create_graph, inputs,
+                      /*accumulate=*/false, allow_unused);
+}
+
+} // namespace ember::autograd

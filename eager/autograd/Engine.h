@@ -1,0 +1,27 @@
+#pragma once
+/// The backward engine (torch::autograd::backward / grad).
+
+#include "eager/autograd/Node.h"
+
+#include <optional>
+
+namespace ember::autograd {
+
+/// Accumulates into the grad() of the leaves the gradients of `tensors`
+/// (weighted by `grad_tensors`; omitted ones must belong to one-element
+/// tensors and default to ones). `inputs`: accumulate only into these.
+void backward(const variable_list &tensors,
+              const variable_list &grad_tensors = {},
+              std::optional<bool> retain_graph = std::nullopt,
+              bool create_graph = false, const variable_list &inputs = {});
+
+/// Returns the gradients of `outputs` with respect to `inputs` without
+/// touching any grad(). With create_graph the results have a graph of their
+/// own (higher-order gradients). allow_unused: inputs the outputs do not
+/// depend on give undefined tensors instead of an error.
+variable_list grad(const variable_list &outputs, const variable_list &inputs,
+                   const variable_list &grad_outputs = {},
+                   std::optional<bool> retain_graph = std::nullopt,
+                   bool create_graph = false, bool allow_unused = false);
+
+} // namespace ember::autograd

@@ -1,0 +1,399 @@
+#include "eager/autograd/FunctionsManual.h"
+#include "eager/Factory.h"
+#include "eager/TensorIterator.h"
+#include "eager/WrapDim.h"
+#include "eager/autograd/BuiltinNodes.h"
+#include "eager/generated/Functions.h"
+
+#include <cmath>
+
+namespace ember::autograd::details {
+
+Tensor scale(const Tensor &grad, const Scalar &s) {
+  if (s.isIntegral(false) ? s.toLong() == 1 : s.toDouble() == 1.0)
+    return grad;
+  return grad * s;
+}
+
+Tensor neg_scale(const Tensor &grad, const Scalar &s) {
+  return grad * Scalar(-s.toDouble());
+}
+
+Tensor unsqueeze_reduced(const Tensor &g, IntArrayRef self_sizes,
+                         OptionalIntArrayRef dim, bool keepdim) {
+  int64_t nd = int64_t(self_sizes.size());
+  if (keepdim || nd == 0)
+    return g;
+  if (!dim || dim->empty()) // every dim reduced
+    return g.reshape(DimVector(size_t(nd), 1));
+  auto mask = dim_list_to_bitset(*dim, nd);
+  Tensor r = g;
+  for (int64_t d = 0; d < nd; ++d)
+    if (mask[size_t(d)])
+      r = r.unsqueeze(d);
+  return r;
+}
+
+Tensor sum_backward(const Tensor &grad, IntArrayRef self_sizes,
+                    OptionalIntArrayRef dim, bool keepdim) {
+  return unsqueeze_reduced(grad, self_sizes, dim, keepdim).expand(self_sizes);
+}
+
+Tensor mean_backward(const Tensor &grad, IntArrayRef self_sizes,
+                     OptionalIntArrayRef dim, bool keepdim) {
+  int64_t nd = int64_t(self_sizes.size());
+  int64_t n = 1;
+  if (!dim || dim->empty()) {
+    for (int64_t s : self_sizes)
+      n *= s;
+  } else {
+    auto mask = dim_list_to_bitset(*dim, nd);
+    for (int64_t d = 0; d < nd; ++d)
+      if (mask[size_t(d)])
+        n *= self_sizes[size_t(d)];
+  }
+  return sum_backward(grad, self_sizes, dim, keepdim) / Scalar(double(n));
+}
+
+Tensor prod_backward(const Tensor &grad, const Tensor &self, int64_t dim,
+                     bool keepdim) {
+  if (self.dim() == 0)
+    return grad;
+  int64_t d = maybe_wrap_dim(dim, self.dim());
+  int64_t n = self.size(d);
+  Tensor g = keepdim ? grad : grad.unsqueeze(d);
+  if (n == 0)
+    return zeros_like(self);
+  // Product of the other elements, without dividing (zeros stay exact):
+  // exclusive cumulative products from the left and from the right.
+  Tensor ones = ones_like(self.narrow(d, 0, 1));
+  Tensor left = cat({ones, self.narrow(d, 0, n - 1)}, d).cumprod(d);
+  Tensor right =
+      cat({self.narrow(d, 1, n - 1), ones}, d).flip({d}).cumprod(d).flip({d});
+  return g * left * right;
+}
+
+Tensor value_selecting_reduction_backward(const Tensor &grad, int64_t dim,
+                                          const Tensor &indices,
+                                          IntArrayRef self_sizes,
+                                          bool keepdim) {
+  if (self_sizes.empty())
+    return grad.reshape(self_sizes);
+  int64_t d = maybe_wrap_dim(dim, int64_t(self_sizes.size()));
+  Tensor g = keepdim ? grad : grad.unsqueeze(d);
+  Tensor idx = keepdim ? indices : indices.unsqueeze(d);
+  return zeros(self_sizes, grad.options()).scatter(d, idx, g);
+}
+
+Tensor amax_backward(const Tensor &grad, const Tensor &self,
+                     const Tensor &result, IntArrayRef dim, bool keepdim) {
+  OptionalIntArrayRef od = dim;
+  Tensor r = unsqueeze_reduced(result, self.sizes(), od, keepdim);
+  Tensor g = unsqueeze_reduced(grad, self.sizes(), od, keepdim);
+  Tensor mask = (self == r).to(grad.dtype());
+  Tensor count = dim.empty() ? mask.sum() : mask.sum(dim, /*keepdim=*/true);
+  return g * mask / count;
+}
+
+Tensor var_backward(const Tensor &grad, const Tensor &self,
+                    OptionalIntArrayRef dim,
+                    const std::optional<Scalar> &correction, bool keepdim) {
+  double c = correction ? correction->toDouble() : 1.0;
+  int64_t n = 1;
+  int64_t nd = self.dim();
+  if (!dim || dim->empty()) {
+    n = self.numel();
+  } else {
+    auto mask = dim_list_to_bitset(*dim, nd);
+    for (int64_t d = 0; d < nd; ++d)
+      if (mask[size_t(d)])
+        n *= self.size(d);
+  }
+  Tensor g = unsqueeze_reduced(grad, self.sizes(), dim, keepdim);
+  Tensor mean = (!dim || dim->empty()) ? self.mean() : self.mean(*dim, true);
+  return g * (self - mean) * Scalar(2.0 / (double(n) - c));
+}
+
+Tensor norm_backward(const Tensor &grad, const Tensor &self,
+                     const std::optional<Scalar> &p, const Tensor &result,
+                     IntArrayRef dim, bool keepdim) {
+  double pv = p ? p->toDouble() : 2.0;
+  OptionalIntArrayRef od = dim;
+  Tensor g = unsqueeze_reduced(grad, self.sizes(), od, keepdim);
+  Tensor r = unsqueeze_reduced(result, self.sizes(), od, keepdim);
+  if (pv == 0.0)
+    return zeros_like(self);
+  if (pv == 1.0)
+    return g * self.sign();
+  if (std::isinf(pv)) {
+    Tensor a = self.abs();
+    Tensor mask = (a == r).to(grad.dtype());
+    Tensor count = dim.empty() ? mask.sum() : mask.sum(dim, true);
+    return g * self.sign() * mask / count;
+  }
+  if (pv == 2.0)
+    return where(r == 0, zeros_like(self), g * self / r);
+  Tensor scale_ = self * self.abs().pow(pv - 2) / r.pow(pv - 1);
+  return where(r == 0, zeros_like(self), g * scale_);
+}
+
+Tensor logsumexp_backward(const Tensor &grad, const Tensor &self,
+                          const Tensor &result, IntArrayRef dim, bool keepdim) {
+  OptionalIntArrayRef od = dim;
+  Tensor g = unsqueeze_reduced(grad, self.sizes(), od, keepdim);
+  Tensor r = unsqueeze_reduced(result, self.sizes(), od, keepdim);
+  return g * (self - r).exp();
+}
+
+Tensor cumsum_backward(const Tensor &grad, int64_t dim) {
+  if (grad.dim() == 0)
+    return grad;
+  int64_t d = maybe_wrap_dim(dim, grad.dim());
+  return grad.flip({d}).cumsum(d).flip({d});
+}
+
+Tensor cumprod_backward(const Tensor &grad, const Tensor &self, int64_t dim,
+                        const Tensor &result) {
+  if (self.dim() == 0)
+    return grad;
+  // d result_j / d self_i = result_j / self_i for j >= i (self without
+  // zeros; see the closing note of the autograd issue).
+  return cumsum_backward(grad * result, dim) / self;
+}
+
+Tensor softmax_backward(const Tensor &grad, const Tensor &result, int64_t dim) {
+  if (result.dim() == 0)
+    return grad * 0;
+  return result * (grad - (grad * result).sum(IntArrayRef{dim}, true));
+}
+
+Tensor log_softmax_backward(const Tensor &grad, const Tensor &result,
+                            int64_t dim) {
+  if (result.dim() == 0)
+    return grad * 0;
+  return grad - result.exp() * grad.sum(IntArrayRef{dim}, true);
+}
+
+Tensor gelu_erf_backward(const Tensor &grad, const Tensor &self) {
+  constexpr double kAlpha = 0.70710678118654752440; // 1/sqrt(2)
+  constexpr double kBeta = 0.39894228040143267794;  // 1/sqrt(2 pi)
+  Tensor cdf = (ember::erf(self * kAlpha) + 1) * 0.5;
+  Tensor pdf = (self * self * -0.5).exp() * kBeta;
+  return grad * (cdf + self * pdf);
+}
+
+Tensor gelu_tanh_backward(const Tensor &grad, const Tensor &self) {
+  constexpr double kBeta = 0.79788456080286535588; // sqrt(2/pi)
+  constexpr double kKappa = 0.044715;
+  Tensor x2 = self * self;
+  Tensor inner = (self + x2 * self * kKappa) * kBeta;
+  Tensor t = inner.tanh();
+  Tensor left = (t + 1) * 0.5;
+  Tensor dinner = (x2 * (3 * kKappa) + 1) * kBeta;
+  Tensor right = self * 0.5 * (1 - t * t) * dinner;
+  return grad * (left + right);
+}
+
+Tensor silu_backward(const Tensor &grad, const Tensor &self) {
+  Tensor s = self.sigmoid();
+  return grad * s * (1 + self * (1 - s));
+}
+
+Tensor softplus_backward(const Tensor &grad, const Tensor &self,
+                         const Scalar &beta, const Scalar &threshold) {
+  Tensor z = self * beta;
+  return where(z > threshold, grad, grad * z.sigmoid());
+}
+
+Tensor pow_backward(const Tensor &grad, const Tensor &self,
+                    const Scalar &exponent) {
+  double e = exponent.toDouble();
+  if (e == 0.0)
+    return zeros_like(self, grad.options());
+  return grad * self.pow(Scalar(e - 1)) * Scalar(e);
+}
+
+Tensor pow_backward_self(const Tensor &grad, const Tensor &self,
+                         const Tensor &exponent) {
+  Tensor g = grad * exponent * self.pow(exponent - 1);
+  return where(exponent == 0, zeros_like(g), g);
+}
+
+Tensor pow_backward_exponent(const Tensor &grad, const Tensor &self,
+                             const Tensor &exponent, const Tensor &result) {
+  Tensor safe = where((self == 0) & (exponent >= 0), ones_like(result),
+                      self.to(result.dtype()));
+  Tensor g = grad * result * safe.log();
+  return where((self == 0) & (exponent >= 0), zeros_like(g), g);
+}
+
+Tensor pow_backward_exponent(const Tensor &grad, const Scalar &base,
+                             const Tensor &result) {
+  double b = base.toDouble();
+  if (b == 0.0)
+    return where(result == 0, zeros_like(grad), grad * result * -INFINITY);
+  return grad * result * std::log(b);
+}
+
+Tensor max_min_backward(const Tensor &grad, const Tensor &self,
+                        const Tensor &other, bool is_max) {
+  Tensor wins = is_max ? self > other : self < other;
+  Tensor g = where(self == other, grad / 2, grad * wins);
+  return g;
+}
+
+Tensor clamp_backward_mask(const Tensor &grad, const Tensor &keep) {
+  return where(keep, grad, zeros_like(grad));
+}
+
+Tensor as_strided_backward(const Tensor &grad, const Tensor &self,
+                           IntArrayRef size, IntArrayRef stride,
+                           std::optional<int64_t> storage_offset) {
+  Geometry base = Geometry::of(self);
+  Geometry view{DimVector(size), DimVector(stride),
+                storage_offset.value_or(self.storage_offset())};
+  AsStridedBackward0 node(base, view);
+  return node.apply({grad}).at(0);
+}
+
+Tensor permute_backward(const Tensor &grad, IntArrayRef dims) {
+  int64_t n = int64_t(dims.size());
+  DimVector inv(static_cast<size_t>(n), 0);
+  for (int64_t i = 0; i < n; ++i)
+    inv[size_t(maybe_wrap_dim(dims[size_t(i)], n))] = i;
+  return grad.permute(inv);
+}
+
+Tensor select_backward(const Tensor &grad, IntArrayRef self_sizes, int64_t dim,
+                       int64_t index) {
+  Tensor r = zeros(self_sizes, grad.options());
+  r.select(dim, index).copy_(grad);
+  return r;
+}
+
+Tensor slice_backward(const Tensor &grad, IntArrayRef self_sizes, int64_t dim,
+                      std::optional<int64_t> start, std::optional<int64_t> end,
+                      int64_t step) {
+  Tensor r = zeros(self_sizes, grad.options());
+  r.slice(dim, start, end, step).copy_(grad);
+  return r;
+}
+
+Tensor diagonal_backward(const Tensor &grad, IntArrayRef self_sizes,
+                         int64_t offset, int64_t dim1, int64_t dim2) {
+  Tensor r = zeros(self_sizes, grad.options());
+  r.diagonal(offset, dim1, dim2).copy_(grad);
+  return r;
+}
+
+Tensor unfold_backward(const Tensor &grad, IntArrayRef self_sizes,
+                       int64_t dimension, int64_t size, int64_t step) {
+  Tensor r = zeros(self_sizes, grad.options());
+  if (self_sizes.empty())
+    return r + grad.reshape({});
+  int64_t d = maybe_wrap_dim(dimension, int64_t(self_sizes.size()));
+  // Windows overlap when step < size: add them one window at a time.
+  // grad.select(d, i) has the window as its last dim: move it back to d.
+  int64_t nd = int64_t(self_sizes.size());
+  DimVector perm;
+  for (int64_t k = 0; k < nd - 1; ++k) {
+    if (k == d)
+      perm.push_back(nd - 1);
+    perm.push_back(k);
+  }
+  if (d == nd - 1)
+    perm.push_back(nd - 1);
+  for (int64_t i = 0; i < grad.size(d); ++i)
+    r.narrow(d, i * step, size).add_(grad.select(d, i).permute(perm));
+  return r;
+}
+
+variable_list cat_backward(const Tensor &grad, int64_t dim,
+                           const std::vector<std::vector<int64_t>> &sizes) {
+  variable_list out;
+  int64_t d = 0, offset = 0;
+  for (const auto &s : sizes)
+    if (!s.empty() && !(s.size() == 1 && s[0] == 0)) {
+      d = maybe_wrap_dim(dim, int64_t(s.size()));
+      break;
+    }
+  for (const auto &s : sizes) {
+    if (s.size() == 1 && s[0] == 0 && grad.dim() != 1) { // legacy empty
+      out.push_back(zeros(s, grad.options()));
+      continue;
+    }
+    int64_t n = s[size_t(d)];
+    out.push_back(grad.narrow(d, offset, n));
+    offset += n;
+  }
+  return out;
+}
+
+Tensor index_select_backward(const Tensor &grad, IntArrayRef self_sizes,
+                             int64_t dim, const Tensor &index) {
+  if (self_sizes.empty())
+    return grad.reshape({});
+  return zeros(self_sizes, grad.options())
+      .index_add(dim, index.reshape({-1}), grad);
+}
+
+Tensor gather_backward(const Tensor &grad, IntArrayRef self_sizes, int64_t dim,
+                       const Tensor &index) {
+  return zeros(self_sizes, grad.options()).scatter_add(dim, index, grad);
+}
+
+Tensor masked_select_backward(const Tensor &grad, const Tensor &self,
+                              const Tensor &mask) {
+  auto shape = infer_size(self.sizes(), mask.sizes());
+  Tensor r = zeros(shape, grad.options());
+  ember::index_put_(r, std::vector<Tensor>{mask.expand(shape)}, grad, false);
+  return r;
+}
+
+Tensor index_backward(const Tensor &grad, IntArrayRef self_sizes,
+                      const std::vector<Tensor> &indices) {
+  Tensor r = zeros(self_sizes, grad.options());
+  ember::index_put_(r, indices, grad, /*accumulate=*/true);
+  return r;
+}
+
+Tensor index_put_self_backward(const Tensor &grad,
+                               const std::vector<Tensor> &indices,
+                               bool accumulate) {
+  if (accumulate)
+    return grad;
+  Tensor r = grad.clone();
+  ember::index_put_(r, indices, zeros({}, grad.options()), false);
+  return r;
+}
+
+Tensor index_put_values_backward(const Tensor &grad,
+                                 const std::vector<Tensor> &indices) {
+  return ember::index(grad, indices);
+}
+
+Tensor index_add_source_backward(const Tensor &grad, int64_t dim,
+                                 const Tensor &index, int64_t source_dim,
+                                 const Scalar &alpha) {
+  Tensor g = grad.dim() == 0 ? grad : grad.index_select(dim, index);
+  if (source_dim == 0 && g.dim() > 0)
+    g = g.reshape({});
+  return scale(g, alpha);
+}
+
+Tensor constant_pad_nd_backward(const Tensor &grad, IntArrayRef pad) {
+  DimVector neg;
+  for (int64_t p : pad)
+    neg.push_back(-p);
+  return constant_pad_nd(grad, neg, 0);
+}
+
+Tensor im2col_backward(const Tensor &grad, IntArrayRef self_sizes,
+                       IntArrayRef kernel_size, IntArrayRef dilation,
+                       IntArrayRef padding, IntArrayRef stride) {
+  int64_t n = int64_t(self_sizes.size());
+  DimVector out{self_sizes[size_t(n - 2)], self_sizes[size_t(n - 1)]};
+  return ember::_col2im(grad, out, kernel_size, dilation, padding, stride);
+}
+
+} // namespace ember::autograd::details
