@@ -294,10 +294,26 @@ DispatchKeySet keysOfStack(const Stack &s) {
   }
   return ks;
 }
+
+void recordInputs(profiler::record_function &rf, const Stack &s) {
+  for (const IValue &v : s) {
+    if (v.isTensor())
+      recordInput(rf, v.toTensor());
+    else if (v.isTensorList())
+      rf.record_input({}, "TensorList");
+    else if (v.isIntList() || v.isDoubleList())
+      rf.record_input({}, "ScalarList");
+    else if (v.isScalar())
+      rf.record_input({}, "Scalar");
+    else
+      rf.record_input({}, "");
+  }
+}
 } // namespace detail
 
 OperatorHandle::OperatorHandle(FunctionSchema schema)
-    : schema_(std::move(schema)), name_(schema_.qualified_name()) {}
+    : schema_(std::move(schema)), name_(schema_.qualified_name()),
+      profile_name_(schema_.ns + "::" + schema_.name) {}
 
 void OperatorHandle::setKernel(DispatchKey k, KernelFunction f) {
   kernels_[int(k)] = std::move(f);
@@ -338,6 +354,10 @@ void OperatorHandle::noKernel(DispatchKeySet ks) const {
 }
 
 void OperatorHandle::callBoxed(Stack &stack) const {
+  // Note [Profiling op calls]
+  profiler::record_function rf(profile_name_, profiler::RecordScope::FUNCTION);
+  if (EMBER_UNLIKELY(rf.needs_inputs()))
+    detail::recordInputs(rf, stack);
   redispatchBoxed(detail::keysOfStack(stack), stack);
 }
 

@@ -7,6 +7,7 @@
 /// interface through which modes, custom ops and capture see every op).
 
 #include "eager/IValue.h"
+#include "runtime/Profiler.h"
 
 #include <functional>
 #include <memory>
@@ -142,6 +143,37 @@ inline void addKeys(DispatchKeySet &ks, const std::vector<Tensor> &l) {
   addKeys(ks, TensorList(l));
 }
 DispatchKeySet keysOfStack(const Stack &s);
+
+/// Records one argument's shape and type on a profiler event
+/// (record_shapes): tensors give their sizes and dtype, other arguments an
+/// empty shape and their kind, as PyTorch's "Input Dims" / "Input type".
+inline void recordInput(profiler::record_function &rf, const Tensor &t) {
+  if (t.defined())
+    rf.record_input({t.sizes().data(), t.sizes().size()}, toString(t.dtype()));
+  else
+    rf.record_input({}, "");
+}
+inline void recordInput(profiler::record_function &rf,
+                        const std::optional<Tensor> &t) {
+  if (t)
+    recordInput(rf, *t);
+  else
+    rf.record_input({}, "");
+}
+template <class T> void recordInput(profiler::record_function &rf, const T &) {
+  using B = bare_t<T>;
+  if constexpr (std::is_same_v<B, TensorList> ||
+                std::is_same_v<B, std::vector<Tensor>>)
+    rf.record_input({}, "TensorList");
+  else if constexpr (std::is_same_v<B, IntArrayRef> ||
+                     std::is_same_v<B, OptionalIntArrayRef>)
+    rf.record_input({}, "ScalarList");
+  else if constexpr (std::is_arithmetic_v<B> || std::is_same_v<B, Scalar>)
+    rf.record_input({}, "Scalar");
+  else
+    rf.record_input({}, "");
+}
+void recordInputs(profiler::record_function &rf, const Stack &s);
 } // namespace detail
 
 class OperatorHandle;
@@ -242,6 +274,8 @@ public:
   template <class Ret, class... Args> Ret call(Args... args) const {
     DispatchKeySet ks;
     (detail::addKeys(ks, args), ...);
+    if (EMBER_UNLIKELY(profiler::active()))
+      return callProfiled<Ret, Args...>(ks, args...);
     return redispatch<Ret, Args...>(ks, args...);
   }
 
@@ -273,12 +307,33 @@ public:
   /// Checks a typed signature against the schema (once per typed handle).
   void checkSignature(const std::vector<const char *> &cppArgTypes) const;
 
+  /// The name of this op's profiler rows: "ember::add" (no overload), as
+  /// PyTorch's "aten::add".
+  const std::string &profile_name() const { return profile_name_; }
+
 private:
+  // Note [Profiling op calls]
+  // call() and callBoxed() (the entry points from user code) record one
+  // profiler event per op call; redispatch() and redispatchBoxed() (a kernel
+  // handing the call to the key below it) do not, as PyTorch's dispatcher,
+  // so an op shows once however many keys it passes through. Ops a kernel
+  // calls through the public API nest inside the caller's event.
+  template <class Ret, class... Args>
+  [[gnu::noinline, gnu::cold]] Ret callProfiled(DispatchKeySet ks,
+                                                Args... args) const {
+    profiler::record_function rf(profile_name_,
+                                 profiler::RecordScope::FUNCTION);
+    if (rf.needs_inputs())
+      (detail::recordInput(rf, args), ...);
+    return redispatch<Ret, Args...>(ks, args...);
+  }
+
   const KernelFunction &lookup(DispatchKeySet ks) const;
   [[noreturn]] void noKernel(DispatchKeySet ks) const;
 
   FunctionSchema schema_;
   std::string name_;
+  std::string profile_name_;
   KernelFunction kernels_[kNumDispatchKeys];
 };
 

@@ -1,6 +1,8 @@
 // A tour of ember's internals, following the seeds' walk-through of PyTorch:
-// the tensor data structure, storage and views, type promotion and the
-// dispatcher (an op-logging mode and a custom op). The README's demo.
+// the tensor data structure, storage and views, type promotion, the
+// dispatcher (an op-logging mode and a custom op), the autograd graph, a
+// custom autograd function, the profiler, memory statistics and activation
+// checkpointing. The README's demo.
 #include <ember/ember.h>
 
 #include <iostream>
@@ -32,6 +34,51 @@ struct OperationLogger : TorchDispatchMode {
 };
 
 Tensor scale_kernel(const Tensor &x, double a) { return x * a; }
+
+/// ReLU as a custom autograd function (torch.autograd.Function).
+struct MyReLU : autograd::Function<MyReLU> {
+  static Tensor forward(autograd::AutogradContext *ctx, const Tensor &x) {
+    ctx->save_for_backward({x});
+    return x.clamp_min(0);
+  }
+  static autograd::variable_list backward(autograd::AutogradContext *ctx,
+                                          autograd::variable_list grads) {
+    Tensor x = ctx->get_saved_variables()[0];
+    return {grads[0] * (x > 0)};
+  }
+};
+
+/// Prints the chain of first edges from t's grad_fn down to a leaf.
+void print_chain(const Tensor &t) {
+  std::shared_ptr<autograd::Node> n = t.grad_fn();
+  std::cout << "  ";
+  while (n) {
+    std::cout << n->name();
+    n = n->next_edges().empty() ? nullptr : n->next_edges()[0].function;
+    if (n)
+      std::cout << " -> ";
+  }
+  std::cout << "\n";
+}
+
+/// Peak memory of one forward+backward of an 8-layer MLP, with or without
+/// checkpointing each layer.
+int64_t peak_bytes(nn::Sequential &mlp, const Tensor &x, bool use_checkpoint) {
+  empty_cache();
+  reset_peak_memory_stats();
+  int64_t before = memory_allocated();
+  Tensor h = x;
+  for (const auto &layer : mlp->children()) {
+    auto fn = [layer](const Tensor &in) {
+      return layer->as<nn::Sequential>()->forward(in);
+    };
+    h = use_checkpoint ? checkpoint(fn, h) : fn(h);
+  }
+  h.sum().backward();
+  for (auto &p : mlp->parameters())
+    p.mutable_grad() = Tensor();
+  return max_memory_allocated() - before;
+}
 
 } // namespace
 
@@ -97,5 +144,65 @@ int main() {
     TorchDispatchModeGuard guard(logger);
     std::cout << scale.call(arange(4, kFloat), 0.5) << "\n";
   }
+
+  section("6. Autograd: the graph of loss = ((x*y)+1)^2");
+  Tensor xs = tensor({2.0}).requires_grad_();
+  Tensor ys = tensor({3.0}).requires_grad_();
+  Tensor loss = ((xs * ys) + 1).pow(2);
+  std::cout << "loss = " << loss << "\n";
+  print_chain(loss);
+  loss.backward();
+  std::cout << "x.grad = " << xs.grad()
+            << " (2(xy+1)y = 42), y.grad = " << ys.grad()
+            << " (2(xy+1)x = 28)\n";
+  std::cout << "DOT export (render with `dot -Tsvg`):\n"
+            << autograd::to_dot({((xs * ys) + 1).pow(2)},
+                                {{"x", xs}, {"y", ys}});
+
+  section("7. A custom autograd function: MyReLU");
+  Tensor z = tensor({-2.0, -0.5, 0.5, 2.0}).requires_grad_();
+  Tensor r = MyReLU::apply(z);
+  std::cout << "MyReLU(z) = " << r << "\n";
+  r.sum().backward();
+  std::cout << "z.grad = " << z.grad() << "\n";
+
+  section("8. The profiler: one training step of a small MLP");
+  manual_seed(0);
+  nn::Sequential model(nn::Linear(64, 128), nn::ReLU(), nn::Linear(128, 10));
+  optim::SGD sgd(model->parameters(), 0.1);
+  Tensor data = randn({32, 64});
+  Tensor target = randint(0, 10, {32});
+  auto train_step = [&] {
+    sgd.zero_grad();
+    Tensor l = nn::functional::cross_entropy(model->forward(data), target);
+    l.backward();
+    sgd.step();
+  };
+  train_step(); // warm-up: the first step starts the thread pool
+  profiler::profile prof({profiler::ProfilerActivity::CPU},
+                         /*record_shapes=*/true);
+  {
+    auto guard = prof.guard();
+    profiler::record_function step("training_step");
+    train_step();
+  }
+  std::cout << prof.key_averages().table("self_cpu_time_total", 12);
+
+  section("9. Memory statistics and activation checkpointing");
+  nn::Sequential mlp;
+  for (int k = 0; k < 8; ++k)
+    mlp->push_back(
+        nn::Sequential(nn::Linear(128, 512), nn::GELU(), nn::Linear(512, 128)));
+  Tensor batch = randn({1024, 128});
+  int64_t plain = peak_bytes(mlp, batch, false);
+  int64_t ckpt = peak_bytes(mlp, batch, true);
+  std::cout << "peak memory of forward+backward, 8 blocks Linear(128, 512) "
+               "-> GELU -> Linear(512, 128), batch 1024:\n  without "
+               "checkpointing "
+            << plain / 1024 << " KiB\n  with checkpoint() per layer "
+            << ckpt / 1024 << " KiB (" << (100 - 100 * ckpt / plain)
+            << "% less)\n";
+  std::cout << "memory_allocated() now: " << memory_allocated()
+            << " bytes, memory_reserved(): " << memory_reserved() << " bytes\n";
   return 0;
 }

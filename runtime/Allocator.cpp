@@ -1,5 +1,7 @@
 #include "runtime/Allocator.h"
 
+#include "runtime/Profiler.h"
+
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -8,15 +10,35 @@
 namespace ember {
 
 std::map<std::string, int64_t> MemoryStats::as_map() const {
+  // Blocks are never split, so "active" equals "allocated" here, as in a
+  // CUDA caching allocator with no split blocks.
   return {
       {"allocated_bytes.all.current", allocated_bytes},
       {"allocated_bytes.all.peak", allocated_bytes_peak},
+      {"allocated_bytes.all.allocated", allocated_bytes_total},
+      {"allocated_bytes.all.freed", freed_bytes_total},
+      {"active_bytes.all.current", allocated_bytes},
+      {"active_bytes.all.peak", allocated_bytes_peak},
+      {"active_bytes.all.allocated", allocated_bytes_total},
+      {"active_bytes.all.freed", freed_bytes_total},
       {"reserved_bytes.all.current", reserved_bytes},
       {"reserved_bytes.all.peak", reserved_bytes_peak},
-      {"active.all.current", active_blocks},
-      {"active.all.peak", active_blocks_peak},
+      {"reserved_bytes.all.allocated", reserved_bytes_total},
+      {"reserved_bytes.all.freed", released_bytes_total},
+      {"allocation.all.current", active_blocks},
+      {"allocation.all.peak", active_blocks_peak},
       {"allocation.all.allocated", num_allocs},
       {"allocation.all.freed", num_frees},
+      {"active.all.current", active_blocks},
+      {"active.all.peak", active_blocks_peak},
+      {"active.all.allocated", num_allocs},
+      {"active.all.freed", num_frees},
+      {"segment.all.current", segments},
+      {"segment.all.peak", segments_peak},
+      {"segment.all.allocated", num_device_allocs},
+      {"segment.all.freed", num_device_frees},
+      {"num_alloc_retries", num_alloc_retries},
+      {"num_ooms", num_ooms},
       {"num_cache_hits", num_cache_hits},
       {"num_device_alloc", num_device_allocs},
       {"num_device_free", num_device_frees},
@@ -58,11 +80,20 @@ class CPUCachingAllocator final : public Allocator {
 
   void free(void *user) {
     size_t sz = sizeOf(user);
-    std::lock_guard<std::mutex> g(mu_);
-    stats_.allocated_bytes -= int64_t(sz);
-    stats_.active_blocks--;
-    stats_.num_frees++;
-    free_[sz].push_back(user);
+    int64_t allocated, reserved;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      stats_.allocated_bytes -= int64_t(sz);
+      stats_.freed_bytes_total += int64_t(sz);
+      stats_.active_blocks--;
+      stats_.num_frees++;
+      free_[sz].push_back(user);
+      allocated = stats_.allocated_bytes;
+      reserved = stats_.reserved_bytes;
+    }
+    if (EMBER_UNLIKELY(profiler::active()))
+      profiler::record_memory(user, -int64_t(sz), allocated, reserved,
+                              Device(kCPU));
   }
 
   void *fresh(size_t sz) {
@@ -85,6 +116,7 @@ public:
       return DataPtr(nullptr, nullptr, nullptr, Device(kCPU));
     size_t sz = roundSize(nbytes);
     void *p = nullptr;
+    int64_t allocated = 0, reserved = 0;
     {
       std::lock_guard<std::mutex> g(mu_);
       auto it = free_.find(sz);
@@ -93,35 +125,56 @@ public:
         it->second.pop_back();
         stats_.num_cache_hits++;
         noteAlloc(sz);
+        allocated = stats_.allocated_bytes;
+        reserved = stats_.reserved_bytes;
       }
     }
     if (!p) {
       p = fresh(sz);
       if (!p) {
+        {
+          std::lock_guard<std::mutex> g(mu_);
+          stats_.num_alloc_retries++;
+        }
         empty_cache(); // retry once with the cache released
         p = fresh(sz);
+        if (!p) {
+          std::lock_guard<std::mutex> g(mu_);
+          stats_.num_ooms++;
+        }
       }
       EMBER_CHECK(p, "CPU out of memory: tried to allocate ", nbytes,
                   " bytes. Free tensors you no longer need, or call "
                   "ember::empty_cache(ember::kCPU).");
       std::lock_guard<std::mutex> g(mu_);
       stats_.reserved_bytes += int64_t(sz);
+      stats_.reserved_bytes_total += int64_t(sz);
       stats_.num_device_allocs++;
+      stats_.segments++;
       if (stats_.reserved_bytes > stats_.reserved_bytes_peak)
         stats_.reserved_bytes_peak = stats_.reserved_bytes;
+      if (stats_.segments > stats_.segments_peak)
+        stats_.segments_peak = stats_.segments;
       noteAlloc(sz);
+      allocated = stats_.allocated_bytes;
+      reserved = stats_.reserved_bytes;
     }
+    if (EMBER_UNLIKELY(profiler::active()))
+      profiler::record_memory(p, int64_t(sz), allocated, reserved,
+                              Device(kCPU));
     return DataPtr(p, p, &deleter, Device(kCPU));
   }
 
   void noteAlloc(size_t sz) { // with mu_ held
     stats_.allocated_bytes += int64_t(sz);
+    stats_.allocated_bytes_total += int64_t(sz);
     stats_.active_blocks++;
     stats_.num_allocs++;
     if (stats_.allocated_bytes > stats_.allocated_bytes_peak)
       stats_.allocated_bytes_peak = stats_.allocated_bytes;
     if (stats_.active_blocks > stats_.active_blocks_peak)
       stats_.active_blocks_peak = stats_.active_blocks;
+    stats_.segments_peak = stats_.segments;
   }
 
   void empty_cache() {
@@ -130,7 +183,9 @@ public:
       for (void *user : list) {
         std::free(static_cast<char *>(user) - kHeader);
         stats_.reserved_bytes -= int64_t(sz);
+        stats_.released_bytes_total += int64_t(sz);
         stats_.num_device_frees++;
+        stats_.segments--;
       }
       list.clear();
     }

@@ -56,10 +56,19 @@ public:
 /// torch.cuda.memory_stats() ("allocated_bytes.all.current", ...).
 struct MemoryStats {
   int64_t allocated_bytes = 0, allocated_bytes_peak = 0;
+  /// Bytes handed out and returned since the start (cumulative).
+  int64_t allocated_bytes_total = 0, freed_bytes_total = 0;
   int64_t reserved_bytes = 0, reserved_bytes_peak = 0;
+  /// Bytes obtained from and released to the system (cumulative).
+  int64_t reserved_bytes_total = 0, released_bytes_total = 0;
   int64_t active_blocks = 0, active_blocks_peak = 0;
+  /// Blocks held from the system (in use or cached) and their peak.
+  int64_t segments = 0, segments_peak = 0;
   int64_t num_allocs = 0, num_frees = 0;
   int64_t num_cache_hits = 0, num_device_allocs = 0, num_device_frees = 0;
+  /// Allocations that failed once and were retried after releasing the
+  /// cache, and those that failed again (out of memory).
+  int64_t num_alloc_retries = 0, num_ooms = 0;
   std::map<std::string, int64_t> as_map() const;
 };
 
@@ -70,8 +79,8 @@ Allocator *getCPUAllocator();
 
 /// Statistics and cache control for a device (CPU now; CUDA fills in later).
 MemoryStats memory_stats_of(Device d);
-void reset_peak_memory_stats(Device d);
+void reset_peak_memory_stats(Device d = kCPU);
 /// Returns every cached, unused block to the system.
-void empty_cache(Device d);
+void empty_cache(Device d = kCPU);
 
 } // namespace ember

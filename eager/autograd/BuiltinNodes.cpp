@@ -4,6 +4,8 @@
 #include "eager/autograd/Variable.h"
 #include "eager/generated/Functions.h"
 
+#include <algorithm>
+
 namespace ember::autograd {
 
 Tensor sum_to(const Tensor &t, IntArrayRef shape) {
@@ -99,23 +101,30 @@ struct StorageLike {
   }
 };
 
-/// Sums a view's gradient over its expanded (stride 0) dimensions so it can
-/// be written through the view with copy_.
-std::pair<Tensor, Geometry> collapse_expanded(Tensor g, Geometry v) {
-  for (size_t d = 0; d < v.sizes.size(); ++d)
-    if (v.strides[d] == 0 && v.sizes[d] > 1) {
-      g = g.sum(IntArrayRef{int64_t(d)}, /*keepdim=*/true);
-      v.sizes[d] = 1;
-    }
-  return {g, v};
+/// Storage position (from the base's first element) of every element of g.
+Tensor positions(const Geometry &g, int64_t origin) {
+  Tensor pos = scalar_tensor(g.offset - origin, TensorOptions(kLong));
+  for (size_t d = 0; d < g.sizes.size(); ++d)
+    pos = pos.unsqueeze(-1) +
+          arange(g.sizes[d], TensorOptions(kLong)) * Scalar(g.strides[d]);
+  return pos.reshape({-1});
 }
 } // namespace
 
 variable_list AsStridedBackward0::apply(variable_list &&grads) {
-  auto [g, v] = collapse_expanded(grads.at(0), view_);
-  StorageLike s(base_, v, g.options());
-  s.view.copy_(g);
-  return {s.base};
+  // Summed into storage (a view may read an element several times:
+  // overlapping unfold windows, expanded dims), out of place so the result
+  // keeps its history under create_graph.
+  const Tensor &g = grads.at(0);
+  int64_t n =
+      std::max(extent(base_), view_.offset - base_.offset + extent(view_));
+  if (n == 0 || g.numel() == 0 || extent(base_) == 0)
+    return {zeros(base_.sizes, g.options())};
+  Tensor storage =
+      zeros({n}, g.options())
+          .index_add(0, positions(view_, base_.offset), g.reshape({-1}));
+  return {storage.index_select(0, positions(base_, base_.offset))
+              .reshape(base_.sizes)};
 }
 
 CopySlices::CopySlices(const Tensor &base, Geometry view,
@@ -130,15 +139,34 @@ CopySlices::CopySlices(const Tensor &base, Geometry view,
 
 variable_list CopySlices::apply(variable_list &&grads) {
   const Tensor &g = grads.at(0);
-  StorageLike s(base_, view_, g.options());
-  s.base.copy_(g);
-  variable_list r = (*fn_)({s.view.clone()});
   variable_list out(num_outputs());
-  if (r.at(0).defined())
-    s.view.copy_(r[0]);
-  else
-    s.view.zero_();
-  out[0] = s.base;
+  variable_list r;
+  if (!GradMode::is_enabled()) {
+    StorageLike s(base_, view_, g.options());
+    s.base.copy_(g);
+    r = (*fn_)({s.view.clone()});
+    if (r.at(0).defined())
+      s.view.copy_(r[0]);
+    else
+      s.view.zero_();
+    out[0] = s.base;
+  } else {
+    // create_graph: the same out of place, so the result keeps its history
+    // (views of a buffer taken before a write into it would read as
+    // constants, and as_strided saves its input, which a write invalidates).
+    int64_t n =
+        std::max(extent(base_), view_.offset - base_.offset + extent(view_));
+    Tensor base_pos = positions(base_, base_.offset);
+    Tensor view_pos = positions(view_, base_.offset);
+    Tensor storage =
+        zeros({n}, g.options()).index_add(0, base_pos, g.reshape({-1}));
+    r = (*fn_)({storage.index_select(0, view_pos).reshape(view_.sizes)});
+    storage = r.at(0).defined()
+                  ? storage.scatter(0, view_pos,
+                                    sum_to(r[0], view_.sizes).reshape({-1}))
+                  : storage.scatter(0, view_pos, 0.0);
+    out[0] = storage.index_select(0, base_pos).reshape(base_.sizes);
+  }
   for (size_t i = 1; i < out.size() && i < r.size(); ++i)
     out[i] = std::move(r[i]);
   return out;

@@ -5,6 +5,7 @@
 #include "eager/autograd/BuiltinNodes.h"
 #include "eager/generated/Functions.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace ember::autograd::details {
@@ -246,14 +247,56 @@ Tensor clamp_backward_mask(const Tensor &grad, const Tensor &keep) {
   return where(keep, grad, zeros_like(grad));
 }
 
+namespace {
+/// The storage position of every element of a tensor with these sizes,
+/// strides and offset (from any origin): an int64 tensor of shape `sizes`.
+Tensor storage_positions(IntArrayRef sizes, IntArrayRef strides,
+                         int64_t offset) {
+  Tensor pos = scalar_tensor(offset, TensorOptions(kLong));
+  for (size_t d = 0; d < sizes.size(); ++d)
+    pos = pos.unsqueeze(-1) +
+          arange(sizes[d], TensorOptions(kLong)) * Scalar(strides[d]);
+  return pos;
+}
+
+/// One past the last storage position a strided tensor reads (0 if empty).
+int64_t storage_end(IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
+  int64_t end = offset + 1;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 0)
+      return 0;
+    end += (sizes[d] - 1) * strides[d];
+  }
+  return end;
+}
+} // namespace
+
+// Note [as_strided backward accumulates]
+// An as_strided view may read one storage element at several of its
+// positions (windows that overlap: a stride smaller than the window), so its
+// gradient is summed into a storage-shaped buffer (index_add), not written
+// into it (copy_ would keep one contribution and drop the others), and then
+// read back at the storage positions of self's elements. Everything is an
+// out-of-place ember op, so the result is differentiable again.
 Tensor as_strided_backward(const Tensor &grad, const Tensor &self,
                            IntArrayRef size, IntArrayRef stride,
                            std::optional<int64_t> storage_offset) {
-  Geometry base = Geometry::of(self);
-  Geometry view{DimVector(size), DimVector(stride),
-                storage_offset.value_or(self.storage_offset())};
-  AsStridedBackward0 node(base, view);
-  return node.apply({grad}).at(0);
+  int64_t base_off = self.storage_offset();
+  int64_t view_off = storage_offset.value_or(base_off);
+  int64_t origin = std::min(base_off, view_off);
+  int64_t n =
+      std::max(storage_end(size, stride, view_off - origin),
+               storage_end(self.sizes(), self.strides(), base_off - origin));
+  if (self.numel() == 0 || grad.numel() == 0)
+    return zeros(self.sizes(), grad.options());
+  Tensor view_pos =
+      storage_positions(size, stride, view_off - origin).reshape({-1});
+  Tensor self_pos =
+      storage_positions(self.sizes(), self.strides(), base_off - origin)
+          .reshape({-1});
+  Tensor storage =
+      zeros({n}, grad.options()).index_add(0, view_pos, grad.reshape({-1}));
+  return storage.index_select(0, self_pos).reshape(self.sizes());
 }
 
 Tensor permute_backward(const Tensor &grad, IntArrayRef dims) {
@@ -340,6 +383,19 @@ Tensor index_select_backward(const Tensor &grad, IntArrayRef self_sizes,
 Tensor gather_backward(const Tensor &grad, IntArrayRef self_sizes, int64_t dim,
                        const Tensor &index) {
   return zeros(self_sizes, grad.options()).scatter_add(dim, index, grad);
+}
+
+Tensor scatter_src_backward(const Tensor &grad, int64_t dim,
+                            const Tensor &index, IntArrayRef src_sizes) {
+  Tensor g = grad.gather(dim, index);
+  if (g.sizes() == src_sizes)
+    return g;
+  DimVector pad;
+  for (int64_t d = int64_t(src_sizes.size()) - 1; d >= 0; --d) {
+    pad.push_back(0);
+    pad.push_back(src_sizes[size_t(d)] - g.size(d));
+  }
+  return constant_pad_nd(g, pad, 0);
 }
 
 Tensor masked_select_backward(const Tensor &grad, const Tensor &self,

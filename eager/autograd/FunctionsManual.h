@@ -85,6 +85,10 @@ Tensor index_select_backward(const Tensor &grad, IntArrayRef self_sizes,
                              int64_t dim, const Tensor &index);
 Tensor gather_backward(const Tensor &grad, IntArrayRef self_sizes, int64_t dim,
                        const Tensor &index);
+/// scatter's src gradient: gather at index, zero-padded to src's shape
+/// (src may be larger than index; its extra elements are not read).
+Tensor scatter_src_backward(const Tensor &grad, int64_t dim,
+                            const Tensor &index, IntArrayRef src_sizes);
 Tensor masked_select_backward(const Tensor &grad, const Tensor &self,
                               const Tensor &mask);
 Tensor index_backward(const Tensor &grad, IntArrayRef self_sizes,

@@ -2,6 +2,7 @@
 /// What the generated autograd kernels and nodes use
 /// (eager/generated/AutogradKernels.cpp).
 
+#include "eager/Dispatcher.h"
 #include "eager/autograd/BuiltinNodes.h"
 #include "eager/autograd/SavedVariable.h"
 #include "eager/autograd/Variable.h"
@@ -45,6 +46,15 @@ inline bool any_should_compute(const Node &fn, size_t begin, size_t n) {
     if (fn.should_compute_output(i))
       return true;
   return false;
+}
+
+/// The key set of an op's arguments: an autograd kernel redispatches with
+/// it (a redispatch is not a new op call: the profiler and modes see the op
+/// once).
+template <class... Args> DispatchKeySet keys_of(const Args &...args) {
+  DispatchKeySet ks;
+  (ember::detail::addKeys(ks, args), ...);
+  return ks;
 }
 
 /// Installs the Autograd fallback (ops without formulas record a

@@ -266,7 +266,8 @@ def kernel(op, info, cpp_ret, params, sig_type, names):
                             "options": f"{n}.options()", "dtype": f"{n}.dtype()", "dim": f"{n}.dim()"}[suf]
                     L.append(f"    grad_fn->{n}_{suf}_ = {expr};")
     L.append("  }")
-    call = (f"ops::{s.cname}().call<{ret}{', ' + argt if argt else ''}>({names(s)})")
+    call = (f"ops::{s.cname}().redispatch<{ret}{', ' + argt if argt else ''}>("
+            f"keys_of({names(s)}), {names(s)})")
     rtype = "Tensor" if inplace else cpp_ret(s)
     L.append(f"  {'const Tensor &' if inplace else rtype} result = [&]() -> {'const Tensor &' if inplace else rtype} {{")
     L.append("    ExcludeDispatchKeyGuard below(DispatchKey::Autograd);")
@@ -303,7 +304,8 @@ def passthrough(op, cpp_ret, params, sig_type, names):
     ret, argt = sig_type(s)
     return (f"{cpp_ret(s)} {s.cname}({params(s, defaults=False)}) {{\n"
             f"  ExcludeDispatchKeyGuard below(DispatchKey::Autograd);\n"
-            f"  return ops::{s.cname}().call<{ret}{', ' + argt if argt else ''}>({names(s)});\n}}\n")
+            f"  return ops::{s.cname}().redispatch<{ret}{', ' + argt if argt else ''}>("
+            f"keys_of({names(s)}), {names(s)});\n}}\n")
 
 
 def generate(ops, files, cpp_ret, params, sig_type, names):

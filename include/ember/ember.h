@@ -3,6 +3,10 @@
 /// <torch/torch.h>.
 
 #include "ember/autograd.h"
+#include "ember/nn.h"
+#include "ember/optim.h"
+#include "eager/Memory.h"
+#include "eager/profiler/Profiler.h"
 #include "eager/Dispatcher.h"
 #include "eager/Factory.h"
 #include "eager/Indexing.h"

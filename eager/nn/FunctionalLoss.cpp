@@ -1,0 +1,277 @@
+// nn::functional losses, as compositions of ember ops (see Functional.h).
+#include "eager/Factory.h"
+#include "eager/nn/Functional.h"
+
+#include <cmath>
+
+namespace ember::nn::functional {
+
+namespace {
+
+Tensor reduce(const Tensor &loss, Reduction r) {
+  switch (r.kind()) {
+  case Reduction::None:
+    return loss;
+  case Reduction::Mean:
+    return loss.mean();
+  default:
+    return loss.sum();
+  }
+}
+
+/// PyTorch raises ValueError when the target's size differs from the
+/// input's in the binary cross-entropy losses.
+void checkSameSize(const char *what, const Tensor &input,
+                   const Tensor &target) {
+  EMBER_CHECK_VALUE(input.sizes() == target.sizes(), what, " target size (",
+                    target.sizes(), ") must be the same as input size (",
+                    input.sizes(), "); ensure they have the same size");
+}
+
+/// Shape (1, C, 1, ..., 1) for a per-class weight over (N, C, d1, ...).
+std::vector<int64_t> classShape(const Tensor &input, int64_t classDim) {
+  std::vector<int64_t> s(size_t(input.dim()), 1);
+  s[size_t(classDim)] = input.size(classDim);
+  return s;
+}
+
+/// The shared checks of nll_loss and cross_entropy with class-index targets:
+/// returns (input, target) with a batch dim (unbatched inputs gain one).
+std::pair<Tensor, Tensor> checkClassTarget(const char *op, const Tensor &input,
+                                           const Tensor &target,
+                                           const Tensor &weight) {
+  EMBER_CHECK_VALUE(input.dim() >= 1, op,
+                    ": input tensor should be 1D or more (classes, or batch "
+                    "then classes), but got a 0-d input");
+  EMBER_CHECK_TYPE(target.dtype() == kLong, op,
+                   ": expected a target of class indices with scalar type "
+                   "Long (int64), but found ",
+                   toString(target.dtype()),
+                   " (convert it with .to(ember::kLong))");
+  Tensor x = input, t = target;
+  if (input.dim() == 1) {
+    EMBER_CHECK_VALUE(target.dim() == 0, op,
+                      ": for an unbatched input of shape ", input.sizes(),
+                      ", expected a 0-d target, but got a target of size ",
+                      target.sizes());
+    x = input.unsqueeze(0);
+    t = target.unsqueeze(0);
+  } else {
+    EMBER_CHECK_VALUE(target.dim() >= 1 && input.size(0) == target.size(0),
+                      "Expected input batch_size (", input.size(0),
+                      ") to match target batch_size (",
+                      target.dim() >= 1 ? target.size(0) : 1, ").");
+    std::vector<int64_t> want{input.size(0)};
+    for (int64_t d = 2; d < input.dim(); ++d)
+      want.push_back(input.size(d));
+    EMBER_CHECK_VALUE(target.sizes() == IntArrayRef(want),
+                      "Expected target size ", IntArrayRef(want), ", got ",
+                      target.sizes());
+  }
+  int64_t C = x.size(1);
+  if (weight.defined())
+    EMBER_CHECK_VALUE(weight.dim() == 1 && weight.numel() == C,
+                      "weight tensor should be defined either for all ", C,
+                      " classes or no classes but got weight tensor of "
+                      "shape: ",
+                      weight.sizes());
+  return {x, t};
+}
+
+/// Raises IndexError "Target 5 is out of bounds." for a class index outside
+/// [0, C) that is not ignore_index.
+void checkTargetRange(const Tensor &t, int64_t C, int64_t ignore_index) {
+  if (t.numel() == 0)
+    return;
+  Tensor bad = (t != ignore_index).logical_and((t < 0).logical_or(t >= C));
+  if (bad.any().item<bool>()) {
+    int64_t v = t.masked_select(bad).reshape({-1})[0].item<int64_t>();
+    throw IndexError(detail::str("Target ", v, " is out of bounds."));
+  }
+}
+
+/// nll on (N, C, d...) log-probabilities: the per-element losses and the
+/// per-element weights (zero where ignored).
+std::pair<Tensor, Tensor> nllTerms(const Tensor &logp, const Tensor &t,
+                                   const Tensor &weight, int64_t ignore_index) {
+  Tensor keep = t != ignore_index;
+  Tensor safe = ember::where(keep, t, zeros({}, t.options()));
+  Tensor picked = logp.gather(1, safe.unsqueeze(1)).squeeze(1);
+  Tensor zero = zeros({}, logp.options());
+  Tensor w = weight.defined()
+                 ? weight.index_select(0, safe.reshape({-1})).view(t.sizes())
+                 : ones({}, logp.options()).expand(t.sizes());
+  w = ember::where(keep, w.to(logp.dtype()), zero);
+  Tensor loss = ember::where(keep, -picked * w, zero);
+  return {loss, w};
+}
+
+Tensor reduceWeighted(const Tensor &loss, const Tensor &w, Reduction r) {
+  switch (r.kind()) {
+  case Reduction::None:
+    return loss;
+  case Reduction::Sum:
+    return loss.sum();
+  default:
+    // PyTorch: divided by the summed weight of the counted targets (NaN when
+    // every target is ignored).
+    return loss.sum() / w.sum();
+  }
+}
+
+} // namespace
+
+Tensor mse_loss(const Tensor &input, const Tensor &target,
+                const MSELossFuncOptions &options) {
+  return reduce(ember::square(input - target), options.reduction());
+}
+
+Tensor l1_loss(const Tensor &input, const Tensor &target,
+               const L1LossFuncOptions &options) {
+  return reduce(ember::abs(input - target), options.reduction());
+}
+
+Tensor smooth_l1_loss(const Tensor &input, const Tensor &target,
+                      const SmoothL1LossFuncOptions &options) {
+  double beta = options.beta();
+  EMBER_CHECK_VALUE(beta >= 0,
+                    "smooth_l1_loss does not support negative values for "
+                    "beta (got ",
+                    beta, ")");
+  Tensor d = ember::abs(input - target);
+  if (beta == 0)
+    return reduce(d, options.reduction());
+  Tensor loss = ember::where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta);
+  return reduce(loss, options.reduction());
+}
+
+Tensor huber_loss(const Tensor &input, const Tensor &target,
+                  const HuberLossFuncOptions &options) {
+  double delta = options.delta();
+  EMBER_CHECK_VALUE(delta > 0,
+                    "huber_loss does not support non-positive values for "
+                    "delta (got ",
+                    delta, ")");
+  Tensor d = ember::abs(input - target);
+  Tensor loss = ember::where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta);
+  return reduce(loss, options.reduction());
+}
+
+Tensor nll_loss(const Tensor &input, const Tensor &target,
+                const NLLLossFuncOptions &options) {
+  auto [x, t] = checkClassTarget("nll_loss", input, target, options.weight());
+  checkTargetRange(t, x.size(1), options.ignore_index());
+  auto [loss, w] = nllTerms(x, t, options.weight(), options.ignore_index());
+  if (input.dim() == 1 && options.reduction().kind() == Reduction::None)
+    loss = loss.squeeze(0);
+  return reduceWeighted(loss, w, options.reduction());
+}
+
+// Note [Cross-entropy forms]
+// As PyTorch's cross_entropy_loss: a target of the input's shape holds class
+// probabilities (floating); any other shape holds class indices. With
+// indices and label smoothing eps, the loss is
+//   (1 - eps) * nll + eps / C * smooth,   smooth = -sum_c w_c logp_c
+// where smooth is zero at ignored targets and its mean divides by the summed
+// weights of the counted targets, like nll's. With probabilities, the target
+// itself is smoothed (t (1 - eps) + eps / C) and mean divides by the number
+// of samples.
+Tensor cross_entropy(const Tensor &input, const Tensor &target,
+                     const CrossEntropyFuncOptions &options) {
+  double eps = options.label_smoothing();
+  EMBER_CHECK_VALUE(eps >= 0 && eps <= 1,
+                    "label_smoothing must be between 0.0 and 1.0. Got: ", eps);
+  EMBER_CHECK_VALUE(input.dim() >= 1,
+                    "cross_entropy: input tensor should be 1D or more "
+                    "(classes, or batch then classes), but got a 0-d input");
+  const Tensor &weight = options.weight();
+  Reduction r = options.reduction();
+  int64_t classDim = input.dim() == 1 ? 0 : 1;
+  int64_t C = input.size(classDim);
+  if (input.sizes() == target.sizes()) {
+    EMBER_CHECK_TYPE(isFloatingType(target.dtype()),
+                     "Expected floating point type for target with class "
+                     "probabilities, got ",
+                     toString(target.dtype()));
+    EMBER_CHECK_VALUE(options.ignore_index() < 0,
+                      "ignore_index is not supported for floating point "
+                      "target");
+    if (weight.defined())
+      EMBER_CHECK_VALUE(weight.dim() == 1 && weight.numel() == C,
+                        "weight tensor should be defined either for all ", C,
+                        " classes or no classes but got weight tensor of "
+                        "shape: ",
+                        weight.sizes());
+    Tensor logp = ember::log_softmax(input, classDim);
+    Tensor t = eps > 0 ? target * (1 - eps) + eps / double(C) : target;
+    Tensor prod = logp * t;
+    if (weight.defined())
+      prod = prod * weight.view(classShape(input, classDim));
+    switch (r.kind()) {
+    case Reduction::None:
+      return -prod.sum({classDim});
+    case Reduction::Sum:
+      return -prod.sum();
+    default:
+      return -prod.sum() / double(C == 0 ? 0 : input.numel() / C);
+    }
+  }
+  auto [x, t] = checkClassTarget("cross_entropy", input, target, weight);
+  checkTargetRange(t, x.size(1), options.ignore_index());
+  Tensor logp = ember::log_softmax(x, 1);
+  auto [loss, w] = nllTerms(logp, t, weight, options.ignore_index());
+  Tensor nll = reduceWeighted(loss, w, r);
+  Tensor out = nll;
+  if (eps > 0) {
+    Tensor lw = weight.defined() ? logp * weight.view(classShape(x, 1)) : logp;
+    Tensor smooth = ember::where(t != options.ignore_index(), -lw.sum({1}),
+                                 zeros({}, logp.options()));
+    Tensor s = reduceWeighted(smooth, w, r);
+    out = nll * (1 - eps) + s * (eps / double(C));
+  }
+  if (input.dim() == 1 && r.kind() == Reduction::None)
+    out = out.squeeze(0);
+  return out;
+}
+
+Tensor binary_cross_entropy(const Tensor &input, const Tensor &target,
+                            const BinaryCrossEntropyFuncOptions &options) {
+  checkSameSize("binary_cross_entropy:", input, target);
+  EMBER_CHECK_TYPE(isFloatingType(input.dtype()),
+                   "binary_cross_entropy: expected a floating input of "
+                   "probabilities, but got ",
+                   toString(input.dtype()));
+  if (input.numel() > 0) {
+    Tensor inRange = (input >= 0).logical_and(input <= 1);
+    EMBER_CHECK_VALUE(inRange.all().item<bool>(),
+                      "all elements of input should be between 0 and 1");
+  }
+  // PyTorch clamps each log at -100 so that 0 * log(0) stays finite.
+  Tensor logx = ember::clamp_min(ember::log(input), -100);
+  Tensor log1mx = ember::clamp_min(ember::log1p(-input), -100);
+  Tensor loss = (target - 1) * log1mx - target * logx;
+  if (options.weight().defined())
+    loss = loss * options.weight();
+  return reduce(loss, options.reduction());
+}
+
+Tensor binary_cross_entropy_with_logits(
+    const Tensor &input, const Tensor &target,
+    const BinaryCrossEntropyWithLogitsFuncOptions &options) {
+  checkSameSize("binary_cross_entropy_with_logits:", input, target);
+  // (1 - t) x - lw log(sigmoid(x)), lw = 1 + (pos_weight - 1) t: the log
+  // sigmoid is computed stably (F::logsigmoid).
+  Tensor logsig = logsigmoid(input);
+  Tensor loss;
+  if (options.pos_weight().defined()) {
+    Tensor lw = (options.pos_weight() - 1) * target + 1;
+    loss = (1 - target) * input - lw * logsig;
+  } else {
+    loss = (1 - target) * input - logsig;
+  }
+  if (options.weight().defined())
+    loss = loss * options.weight();
+  return reduce(loss, options.reduction());
+}
+
+} // namespace ember::nn::functional

@@ -1,0 +1,143 @@
+#include "eager/optim/Adam.h"
+#include "eager/optim/AdamW.h"
+
+#include "eager/Factory.h"
+#include "eager/autograd/GradMode.h"
+#include "eager/generated/Functions.h"
+
+#include <cmath>
+
+namespace ember::optim {
+
+namespace {
+/// torch.optim.Adam's / AdamW's argument checks, in their order.
+template <class Options>
+std::unique_ptr<OptimizerOptions> checked(const Options &o) {
+  auto [beta1, beta2] = o.betas();
+  EMBER_CHECK_VALUE(o.lr() >= 0, "Invalid learning rate: ", o.lr());
+  EMBER_CHECK_VALUE(o.eps() >= 0, "Invalid epsilon value: ", o.eps());
+  EMBER_CHECK_VALUE(beta1 >= 0 && beta1 < 1,
+                    "Invalid beta parameter at index 0: ", beta1);
+  EMBER_CHECK_VALUE(beta2 >= 0 && beta2 < 1,
+                    "Invalid beta parameter at index 1: ", beta2);
+  EMBER_CHECK_VALUE(o.weight_decay() >= 0,
+                    "Invalid weight_decay value: ", o.weight_decay());
+  return std::make_unique<Options>(o);
+}
+
+/// One Adam / AdamW step over every param group (torch.optim.adam's and
+/// adamw's _single_tensor_adam(w)). `decoupled` selects AdamW's weight
+/// decay (p *= 1 - lr * wd) over Adam's (g += wd * p).
+template <class Options, class State>
+void adam_step(std::vector<OptimizerParamGroup> &groups,
+               Optimizer::StateMap &state, bool decoupled) {
+  for (auto &group : groups) {
+    const auto &o = detail::options_as<Options>(group);
+    auto [beta1, beta2] = o.betas();
+    const double lr = o.lr(), wd = o.weight_decay();
+    for (const auto &p : group.params()) {
+      Tensor grad = detail::checked_grad(p);
+      if (!grad.defined())
+        continue;
+      auto [st, fresh] = detail::state_of<State>(state, p);
+      if (fresh) {
+        st.step(0);
+        st.exp_avg(zeros_like(p));
+        st.exp_avg_sq(zeros_like(p));
+      }
+      if (o.amsgrad() && !st.max_exp_avg_sq().defined())
+        st.max_exp_avg_sq(zeros_like(p));
+
+      st.step(st.step() + 1);
+      if (decoupled)
+        p.mul_(1 - lr * wd);
+      else if (wd != 0)
+        grad = grad.add(p, wd);
+
+      // Decay the first and second moment running averages.
+      st.exp_avg().lerp_(grad, 1 - beta1);
+      st.exp_avg_sq().mul_(beta2).addcmul_(grad, grad, 1 - beta2);
+
+      const double step = double(st.step());
+      const double bias_correction1 = 1 - std::pow(beta1, step);
+      const double bias_correction2 = 1 - std::pow(beta2, step);
+      const double step_size = lr / bias_correction1;
+      const double bias_correction2_sqrt = std::sqrt(bias_correction2);
+
+      Tensor denom;
+      if (o.amsgrad()) {
+        // torch.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
+        st.max_exp_avg_sq().copy_(
+            ember::maximum(st.max_exp_avg_sq(), st.exp_avg_sq()));
+        denom = st.max_exp_avg_sq().sqrt() / bias_correction2_sqrt;
+      } else {
+        denom = st.exp_avg_sq().sqrt() / bias_correction2_sqrt;
+      }
+      denom.add_(o.eps());
+      p.addcdiv_(st.exp_avg(), denom, -step_size);
+    }
+  }
+}
+
+template <class State> bool state_equal(const State &a, const State &b) {
+  auto same = [](const Tensor &x, const Tensor &y) {
+    if (x.defined() != y.defined())
+      return false;
+    return !x.defined() || (x.sizes() == y.sizes() && x.dtype() == y.dtype() &&
+                            ember::equal(x, y));
+  };
+  return a.step() == b.step() && same(a.exp_avg(), b.exp_avg()) &&
+         same(a.exp_avg_sq(), b.exp_avg_sq()) &&
+         same(a.max_exp_avg_sq(), b.max_exp_avg_sq());
+}
+
+template <class Options>
+bool options_equal(const Options &a, const Options &b) {
+  return a.lr() == b.lr() && a.betas() == b.betas() && a.eps() == b.eps() &&
+         a.weight_decay() == b.weight_decay() && a.amsgrad() == b.amsgrad();
+}
+} // namespace
+
+bool operator==(const AdamOptions &a, const AdamOptions &b) {
+  return options_equal(a, b);
+}
+bool operator==(const AdamWOptions &a, const AdamWOptions &b) {
+  return options_equal(a, b);
+}
+bool operator==(const AdamParamState &a, const AdamParamState &b) {
+  return state_equal(a, b);
+}
+bool operator==(const AdamWParamState &a, const AdamWParamState &b) {
+  return state_equal(a, b);
+}
+
+Adam::Adam(std::vector<OptimizerParamGroup> param_groups, AdamOptions defaults)
+    : Optimizer(std::move(param_groups), checked(defaults)) {}
+
+Adam::Adam(std::vector<Tensor> params, AdamOptions defaults)
+    : Optimizer(std::move(params), checked(defaults)) {}
+
+Tensor Adam::step(LossClosure closure) {
+  NoGradGuard no_grad;
+  Tensor loss = detail::run_closure(closure);
+  adam_step<AdamOptions, AdamParamState>(param_groups_, state_,
+                                         /*decoupled=*/false);
+  return loss;
+}
+
+AdamW::AdamW(std::vector<OptimizerParamGroup> param_groups,
+             AdamWOptions defaults)
+    : Optimizer(std::move(param_groups), checked(defaults)) {}
+
+AdamW::AdamW(std::vector<Tensor> params, AdamWOptions defaults)
+    : Optimizer(std::move(params), checked(defaults)) {}
+
+Tensor AdamW::step(LossClosure closure) {
+  NoGradGuard no_grad;
+  Tensor loss = detail::run_closure(closure);
+  adam_step<AdamWOptions, AdamWParamState>(param_groups_, state_,
+                                           /*decoupled=*/true);
+  return loss;
+}
+
+} // namespace ember::optim
