@@ -39,9 +39,13 @@ variable_list AccumulateGrad::apply(variable_list &&grads) {
   } else if (!dst.defined()) {
     // Take the incoming buffer when nothing else can see it; else copy, so
     // a later in-place accumulation never writes through an alias.
-    bool exclusive = g.use_count() == 1 && !g.is_view() && g.is_contiguous() &&
-                     !g.requires_grad();
-    dst = exclusive ? g : g.detach().clone();
+    // A contiguous view of a buffer nothing else holds (the transpose of
+    // a transposed matmul result) counts as exclusive too.
+    TensorImpl *base = g.unsafeGetTensorImpl()->view_base().get();
+    bool exclusive = g.use_count() == 1 && g.is_contiguous() &&
+                     !g.requires_grad() && (!base || base->use_count() == 1) &&
+                     g.storage().use_count() == (base ? 2u : 1u);
+    dst = exclusive ? g.detach() : g.detach().clone();
   } else if (dst.requires_grad()) {
     dst = dst + g;
   } else {

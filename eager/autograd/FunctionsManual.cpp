@@ -56,6 +56,26 @@ Tensor mean_backward(const Tensor &grad, IntArrayRef self_sizes,
   return sum_backward(grad, self_sizes, dim, keepdim) / Scalar(double(n));
 }
 
+namespace {
+bool column_major(IntArrayRef strides) {
+  return strides.size() == 2 && strides[0] == 1 && strides[1] != 1;
+}
+} // namespace
+
+Tensor mm_mat1_backward(const Tensor &grad, const Tensor &mat2,
+                        IntArrayRef mat1_strides) {
+  if (column_major(mat1_strides))
+    return mat2.mm(grad.t()).t();
+  return grad.mm(mat2.t());
+}
+
+Tensor mm_mat2_backward(const Tensor &grad, const Tensor &mat1,
+                        IntArrayRef mat2_strides) {
+  if (column_major(mat2_strides))
+    return grad.t().mm(mat1).t();
+  return mat1.t().mm(grad);
+}
+
 Tensor prod_backward(const Tensor &grad, const Tensor &self, int64_t dim,
                      bool keepdim) {
   if (self.dim() == 0)

@@ -23,6 +23,14 @@ Tensor sum_backward(const Tensor &grad, IntArrayRef self_sizes,
                     OptionalIntArrayRef dim, bool keepdim);
 Tensor mean_backward(const Tensor &grad, IntArrayRef self_sizes,
                      OptionalIntArrayRef dim, bool keepdim);
+/// Gradients of mm(mat1, mat2), computed in the memory layout of the input
+/// they are for: a column-major (transposed) input such as Linear's
+/// weight.t() gets a column-major gradient, whose transpose back is then
+/// contiguous (no transposing copy when it is accumulated).
+Tensor mm_mat1_backward(const Tensor &grad, const Tensor &mat2,
+                        IntArrayRef mat1_strides);
+Tensor mm_mat2_backward(const Tensor &grad, const Tensor &mat1,
+                        IntArrayRef mat2_strides);
 Tensor prod_backward(const Tensor &grad, const Tensor &self, int64_t dim,
                      bool keepdim);
 /// max.dim / min.dim / sort / topk: the gradient goes to the selected

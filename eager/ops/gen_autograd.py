@@ -6,7 +6,7 @@ An entry's `derivative` is one of:
                        argument, over: `grad` (gradient of the first
                        output), `grads` (all of them), the op's arguments by
                        name, `result` / the named outputs, and
-                       `<arg>_sizes`, `<arg>_options`, `<arg>_dtype`,
+                       `<arg>_sizes`, `<arg>_strides`, `<arg>_options`, `<arg>_dtype`,
                        `<arg>_dim` (saved instead of the tensor). A Tensor[]
                        argument's formula returns one tensor per element.
   none                 not differentiable: outputs never require grad.
@@ -23,7 +23,7 @@ fallback: their outputs carry a NotImplemented node.
 import re
 import sys
 
-SUFFIXES = ("sizes", "options", "dtype", "dim")
+SUFFIXES = ("sizes", "strides", "options", "dtype", "dim")
 IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
 
 # How a non-tensor argument is stored in a node, and how apply() reads it.
@@ -134,7 +134,8 @@ def node_decl(info):
         for suf in SUFFIXES:
             if f"{n}_{suf}" in info.used:
                 lst = a.type == "Tensor[]"
-                t = {"sizes": "std::vector<int64_t>", "options": "TensorOptions",
+                t = {"sizes": "std::vector<int64_t>", "strides": "std::vector<int64_t>",
+                     "options": "TensorOptions",
                      "dtype": "ScalarType", "dim": "int64_t"}[suf]
                 f.append(f"  {'std::vector<' + t + '>' if lst else t} {n}_{suf}_;")
     for o in info.out_names:
@@ -259,10 +260,12 @@ def kernel(op, info, cpp_ret, params, sig_type, names):
             if f"{n}_{suf}" in info.used:
                 if a.type == "Tensor[]":
                     expr = {"sizes": "std::vector<int64_t>(t.sizes().begin(), t.sizes().end())",
+                            "strides": "std::vector<int64_t>(t.strides().begin(), t.strides().end())",
                             "options": "t.options()", "dtype": "t.dtype()", "dim": "t.dim()"}[suf]
                     L.append(f"    for (const Tensor &t : {n}) grad_fn->{n}_{suf}_.push_back({expr});")
                 else:
                     expr = {"sizes": f"std::vector<int64_t>({n}.sizes().begin(), {n}.sizes().end())",
+                            "strides": f"std::vector<int64_t>({n}.strides().begin(), {n}.strides().end())",
                             "options": f"{n}.options()", "dtype": f"{n}.dtype()", "dim": f"{n}.dim()"}[suf]
                     L.append(f"    grad_fn->{n}_{suf}_ = {expr};")
     L.append("  }")
