@@ -220,14 +220,18 @@ variable_list run_backward(const variable_list &tensors,
   GraphTask task;
   task.keep_graph = keep_graph;
   std::vector<Tensor> nonleaf_inputs; // backward(inputs=) on non-leaves
+  edge_list input_edges;
   if (!inputs.empty()) {
     std::unordered_set<Node *> targets;
     task.captured.resize(inputs.size());
+    input_edges.reserve(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
       const Tensor &t = inputs[i];
       EMBER_CHECK(t.defined() && t.requires_grad(),
                   "One of the differentiated Tensors does not require grad");
-      Edge e = gradient_edge(t);
+      // Kept alive for the whole backward: an input the graph does not
+      // use gets a fresh accumulator that nothing else owns.
+      const Edge &e = input_edges.emplace_back(gradient_edge(t));
       if (accumulate && t.is_leaf()) {
         targets.insert(e.function.get()); // run its AccumulateGrad
         continue;

@@ -13,6 +13,18 @@ int main() {
     std::cerr << "downstream: expected 36, got " << got << "\n";
     return 1;
   }
-  std::cout << "downstream: find_package(ember) works, sum = " << got << "\n";
+  // Autograd, nn and optim through the installed headers.
+  ember::nn::Linear lin(3, 1);
+  ember::optim::SGD opt(lin->parameters(), 0.1);
+  auto loss = lin->forward(a).pow(2).mean();
+  loss.backward();
+  opt.step();
+  if (!lin->weight.grad().defined() ||
+      loss.grad_fn()->name() != "MeanBackward0") {
+    std::cerr << "downstream: autograd through nn::Linear failed\n";
+    return 1;
+  }
+  std::cout << "downstream: find_package(ember) works, sum = " << got
+            << ", loss.grad_fn = " << loss.grad_fn()->name() << "\n";
   return 0;
 }

@@ -125,6 +125,9 @@ TEST(Autograd, CreateGraphGivesHigherOrderGradients) {
   EXPECT_TRUE(z.grad().requires_grad());
   auto g3 = ember::autograd::grad({z.grad()}, {z});
   EXPECT_DOUBLE_EQ(val(g3[0]), 9); // 6z
+  // As in PyTorch, backward(create_graph) makes a cycle parameter -> grad ->
+  // graph -> parameter; clearing the grad breaks it.
+  z.mutable_grad() = Tensor();
 }
 
 TEST(Autograd, GradDoesNotTouchDotGradAndChecksUnused) {

@@ -46,7 +46,8 @@ bool bitwise_equal(const Tensor &a, const Tensor &b) {
   if (a.dtype() != b.dtype() || a.sizes() != b.sizes())
     return false;
   Tensor ca = a.contiguous(), cb = b.contiguous();
-  return std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.nbytes()) == 0;
+  return ca.nbytes() == 0 ||
+         std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.nbytes()) == 0;
 }
 
 std::string temp_path(const std::string &name) {
@@ -171,8 +172,8 @@ TEST(NNModule, RegistrationErrors) {
 
 TEST(NNModule, RequiresGradOfParameters) {
   nn::Module m;
-  Tensor &a = m.register_parameter("a", ember::zeros({2}));
-  Tensor &b = m.register_parameter("b", ember::zeros({2}), false);
+  Tensor a = m.register_parameter("a", ember::zeros({2}));
+  Tensor b = m.register_parameter("b", ember::zeros({2}), false);
   EXPECT_TRUE(a.requires_grad());
   EXPECT_FALSE(b.requires_grad());
   nn::Linear lin(3, 2);
