@@ -143,6 +143,12 @@ inline void addKeys(DispatchKeySet &ks, const std::vector<Tensor> &l) {
   addKeys(ks, TensorList(l));
 }
 DispatchKeySet keysOfStack(const Stack &s);
+/// Key set of the tensor arguments of a typed call.
+template <class... Args> DispatchKeySet keysOf(const Args &...args) {
+  DispatchKeySet ks;
+  (addKeys(ks, args), ...);
+  return ks;
+}
 
 /// Records one argument's shape and type on a profiler event
 /// (record_shapes): tensors give their sizes and dtype, other arguments an
@@ -272,8 +278,7 @@ public:
 
   /// Calls the op with typed arguments: the fast path.
   template <class Ret, class... Args> Ret call(Args... args) const {
-    DispatchKeySet ks;
-    (detail::addKeys(ks, args), ...);
+    DispatchKeySet ks = detail::keysOf(args...);
     if (EMBER_UNLIKELY(profiler::active()))
       return callProfiled<Ret, Args...>(ks, args...);
     return redispatch<Ret, Args...>(ks, args...);

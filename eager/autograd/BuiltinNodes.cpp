@@ -1,6 +1,7 @@
 #include "eager/autograd/BuiltinNodes.h"
 #include "eager/Factory.h"
 #include "eager/autograd/GradMode.h"
+#include "eager/autograd/KernelSupport.h"
 #include "eager/autograd/Variable.h"
 #include "eager/generated/Functions.h"
 
@@ -22,6 +23,15 @@ Tensor sum_to(const Tensor &t, IntArrayRef shape) {
   if (lead > 0 || r.sizes() != shape)
     r = r.view(shape);
   return r;
+}
+
+variable_list materialize_grads(const Node &fn, variable_list &&grads) {
+  for (size_t i = 0; i < grads.size(); ++i)
+    if (!grads[i].defined() && i < fn.num_inputs()) {
+      const InputMetadata &m = fn.input_metadata(i);
+      grads[i] = zeros(m.shape, m.options());
+    }
+  return std::move(grads);
 }
 
 AccumulateGrad::AccumulateGrad(Tensor v) : variable(std::move(v)) {
@@ -82,15 +92,26 @@ variable_list NotImplemented::apply(variable_list &&) {
 }
 
 namespace {
-/// Elements of storage that a tensor of geometry g spans from its offset.
-int64_t extent(const Geometry &g) {
-  int64_t e = 1;
+/// One past the last storage position that a tensor of geometry g reads,
+/// counted from `origin` (0 if it is empty).
+int64_t storage_end(const Geometry &g, int64_t origin) {
+  int64_t end = g.offset - origin + 1;
   for (size_t i = 0; i < g.sizes.size(); ++i) {
     if (g.sizes[i] == 0)
       return 0;
-    e += (g.sizes[i] - 1) * g.strides[i];
+    end += (g.sizes[i] - 1) * g.strides[i];
   }
-  return e;
+  return end;
+}
+
+/// The storage position (from `origin`) of every element of g, flattened:
+/// an int64 tensor built with ember ops.
+Tensor storage_positions(const Geometry &g, int64_t origin) {
+  Tensor pos = scalar_tensor(g.offset - origin, TensorOptions(kLong));
+  for (size_t d = 0; d < g.sizes.size(); ++d)
+    pos = pos.unsqueeze(-1) +
+          arange(g.sizes[d], TensorOptions(kLong)) * Scalar(g.strides[d]);
+  return pos.reshape({-1});
 }
 
 /// A zero buffer laid out like the storage of `base` (offset 0 = base's
@@ -98,37 +119,37 @@ int64_t extent(const Geometry &g) {
 struct StorageLike {
   Tensor buffer, base, view;
   StorageLike(const Geometry &b, const Geometry &v, const TensorOptions &o) {
-    int64_t n = std::max(extent(b), v.offset - b.offset + extent(v));
+    int64_t n = std::max(storage_end(b, b.offset), storage_end(v, b.offset));
     buffer = zeros({n}, o);
     base = buffer.as_strided(b.sizes, b.strides, 0);
     view = buffer.as_strided(v.sizes, v.strides, v.offset - b.offset);
   }
 };
-
-/// Storage position (from the base's first element) of every element of g.
-Tensor positions(const Geometry &g, int64_t origin) {
-  Tensor pos = scalar_tensor(g.offset - origin, TensorOptions(kLong));
-  for (size_t d = 0; d < g.sizes.size(); ++d)
-    pos = pos.unsqueeze(-1) +
-          arange(g.sizes[d], TensorOptions(kLong)) * Scalar(g.strides[d]);
-  return pos.reshape({-1});
-}
 } // namespace
 
-variable_list AsStridedBackward0::apply(variable_list &&grads) {
-  // Summed into storage (a view may read an element several times:
-  // overlapping unfold windows, expanded dims), out of place so the result
-  // keeps its history under create_graph.
-  const Tensor &g = grads.at(0);
-  int64_t n =
-      std::max(extent(base_), view_.offset - base_.offset + extent(view_));
-  if (n == 0 || g.numel() == 0 || extent(base_) == 0)
-    return {zeros(base_.sizes, g.options())};
+// Note [as_strided backward accumulates]
+// An as_strided view may read one storage element at several of its
+// positions (windows that overlap: a stride smaller than the window,
+// expanded dims), so its gradient is summed into a storage-shaped buffer
+// (index_add), not written into it (copy_ would keep one contribution and
+// drop the others), and then read back at the storage positions of the
+// base's elements. Everything is an ember op, out of place, so the result
+// keeps its history under create_graph.
+Tensor as_strided_backward(const Tensor &grad, const Geometry &base,
+                           const Geometry &view) {
+  int64_t origin = std::min(base.offset, view.offset);
+  int64_t n = std::max(storage_end(view, origin), storage_end(base, origin));
+  if (n == 0 || grad.numel() == 0 || storage_end(base, origin) == 0)
+    return zeros(base.sizes, grad.options());
   Tensor storage =
-      zeros({n}, g.options())
-          .index_add(0, positions(view_, base_.offset), g.reshape({-1}));
-  return {storage.index_select(0, positions(base_, base_.offset))
-              .reshape(base_.sizes)};
+      zeros({n}, grad.options())
+          .index_add(0, storage_positions(view, origin), grad.reshape({-1}));
+  return storage.index_select(0, storage_positions(base, origin))
+      .reshape(base.sizes);
+}
+
+variable_list AsStridedBackward0::apply(variable_list &&grads) {
+  return {as_strided_backward(grads.at(0), base_, view_)};
 }
 
 CopySlices::CopySlices(const Tensor &base, Geometry view,
@@ -158,10 +179,10 @@ variable_list CopySlices::apply(variable_list &&grads) {
     // create_graph: the same out of place, so the result keeps its history
     // (views of a buffer taken before a write into it would read as
     // constants, and as_strided saves its input, which a write invalidates).
-    int64_t n =
-        std::max(extent(base_), view_.offset - base_.offset + extent(view_));
-    Tensor base_pos = positions(base_, base_.offset);
-    Tensor view_pos = positions(view_, base_.offset);
+    int64_t n = std::max(storage_end(base_, base_.offset),
+                         storage_end(view_, base_.offset));
+    Tensor base_pos = storage_positions(base_, base_.offset);
+    Tensor view_pos = storage_positions(view_, base_.offset);
     Tensor storage =
         zeros({n}, g.options()).index_add(0, base_pos, g.reshape({-1}));
     r = (*fn_)({storage.index_select(0, view_pos).reshape(view_.sizes)});

@@ -73,6 +73,12 @@ private:
   std::shared_ptr<Node> fn_;
 };
 
+/// The gradient of a view of geometry `view` with respect to the tensor of
+/// geometry `base` whose storage it reads (summed where the view reads an
+/// element more than once). AsStridedBackward0 and as_strided's formula.
+Tensor as_strided_backward(const Tensor &grad, const Geometry &base,
+                           const Geometry &view);
+
 /// The gradient of `t` reduced to `shape` (summing broadcast dimensions), as
 /// the engine does for every gradient whose input was broadcast.
 Tensor sum_to(const Tensor &t, IntArrayRef shape);

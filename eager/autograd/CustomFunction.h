@@ -17,9 +17,9 @@
 /// backward returns one gradient per argument of forward (undefined for
 /// non-tensor arguments and for inputs that need none).
 
-#include "eager/Factory.h"
 #include "eager/IValue.h"
 #include "eager/autograd/GradMode.h"
+#include "eager/autograd/KernelSupport.h"
 #include "eager/autograd/SavedVariable.h"
 #include "eager/autograd/Variable.h"
 
@@ -99,11 +99,8 @@ void custom_set_outputs(const std::shared_ptr<Node> &node, AutogradContext &ctx,
                         bool is_executable);
 
 template <class T> variable_list CppNode<T>::apply(variable_list &&grads) {
-  if (ctx_.materialize_grads()) {
-    for (size_t i = 0; i < grads.size(); ++i)
-      if (!grads[i].defined() && i < num_inputs())
-        grads[i] = zeros(input_metadata(i).shape, input_metadata(i).options());
-  }
+  if (ctx_.materialize_grads())
+    grads = materialize_grads(*this, std::move(grads));
   variable_list r = T::backward(&ctx_, std::move(grads));
   return custom_backward_outputs(*this, is_tensor_arg_, std::move(r), name());
 }

@@ -15,13 +15,6 @@ namespace ember::autograd {
 
 namespace {
 
-std::string shape_str(IntArrayRef s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i)
-    r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + "]";
-}
-
 bool is_expandable_to(IntArrayRef shape, IntArrayRef desired) {
   if (shape.size() > desired.size())
     return false;
@@ -48,8 +41,7 @@ void validate_outputs(const Node &fn, variable_list &grads) {
     if (g.sizes() != IntArrayRef(m.shape)) {
       EMBER_CHECK(is_expandable_to(m.shape, g.sizes()), "Function ", fn.name(),
                   " returned an invalid gradient at index ", i, " - got ",
-                  shape_str(g.sizes()), " but expected shape compatible with ",
-                  shape_str(m.shape));
+                  g.sizes(), " but expected shape compatible with ", m.shape);
       g = sum_to(g, m.shape);
     }
     if (g.dtype() != m.dtype)
@@ -152,7 +144,7 @@ void execute(const std::shared_ptr<Node> &root, GraphTask &task) {
     {
       std::optional<profiler::record_function> rf;
       if (profiler::active())
-        rf.emplace("autograd::engine::evaluate_function: " + fn->name());
+        rf.emplace(fn->name(), profiler::RecordScope::BACKWARD_FUNCTION);
       outputs = (*fn)(std::move(inputs));
     }
     if (!task.keep_graph)
@@ -194,12 +186,12 @@ void make_roots(const variable_list &tensors, const variable_list &grads,
       EMBER_CHECK(t.numel() == 1,
                   "grad can be implicitly created only for scalar outputs "
                   "(this tensor has shape ",
-                  shape_str(t.sizes()), "): pass a gradient of the same shape");
+                  t.sizes(), "): pass a gradient of the same shape");
       g = ones_like(t);
     } else {
       EMBER_CHECK(g.sizes() == t.sizes(), "Mismatch in shape: grad_output[", i,
-                  "] has a shape of ", shape_str(g.sizes()), " and output[", i,
-                  "] has a shape of ", shape_str(t.sizes()), ".");
+                  "] has a shape of ", g.sizes(), " and output[", i,
+                  "] has a shape of ", t.sizes(), ".");
     }
     edges.push_back(std::move(e));
     root_grads.push_back(std::move(g));

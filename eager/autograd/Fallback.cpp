@@ -1,19 +1,9 @@
 #include "eager/Dispatcher.h"
-#include "eager/Factory.h"
 #include "eager/autograd/BuiltinNodes.h"
 #include "eager/autograd/GradMode.h"
 #include "eager/autograd/KernelSupport.h"
 
 namespace ember::autograd {
-
-variable_list materialize_grads(const Node &fn, variable_list &&grads) {
-  for (size_t i = 0; i < grads.size(); ++i)
-    if (!grads[i].defined() && i < fn.num_inputs()) {
-      const InputMetadata &m = fn.input_metadata(i);
-      grads[i] = zeros(m.shape, m.options());
-    }
-  return std::move(grads);
-}
 
 namespace {
 void for_each_tensor(const Stack &s,

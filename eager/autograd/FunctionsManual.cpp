@@ -40,19 +40,28 @@ Tensor sum_backward(const Tensor &grad, IntArrayRef self_sizes,
   return unsqueeze_reduced(grad, self_sizes, dim, keepdim).expand(self_sizes);
 }
 
-Tensor mean_backward(const Tensor &grad, IntArrayRef self_sizes,
-                     OptionalIntArrayRef dim, bool keepdim) {
+namespace {
+/// How many elements of a tensor of self_sizes a reduction over `dim`
+/// (none or empty: every dim) combines into one.
+int64_t reduced_numel(IntArrayRef self_sizes, OptionalIntArrayRef dim) {
   int64_t nd = int64_t(self_sizes.size());
   int64_t n = 1;
   if (!dim || dim->empty()) {
     for (int64_t s : self_sizes)
       n *= s;
-  } else {
-    auto mask = dim_list_to_bitset(*dim, nd);
-    for (int64_t d = 0; d < nd; ++d)
-      if (mask[size_t(d)])
-        n *= self_sizes[size_t(d)];
+    return n;
   }
+  auto mask = dim_list_to_bitset(*dim, nd);
+  for (int64_t d = 0; d < nd; ++d)
+    if (mask[size_t(d)])
+      n *= self_sizes[size_t(d)];
+  return n;
+}
+} // namespace
+
+Tensor mean_backward(const Tensor &grad, IntArrayRef self_sizes,
+                     OptionalIntArrayRef dim, bool keepdim) {
+  int64_t n = reduced_numel(self_sizes, dim);
   return sum_backward(grad, self_sizes, dim, keepdim) / Scalar(double(n));
 }
 
@@ -120,16 +129,7 @@ Tensor var_backward(const Tensor &grad, const Tensor &self,
                     OptionalIntArrayRef dim,
                     const std::optional<Scalar> &correction, bool keepdim) {
   double c = correction ? correction->toDouble() : 1.0;
-  int64_t n = 1;
-  int64_t nd = self.dim();
-  if (!dim || dim->empty()) {
-    n = self.numel();
-  } else {
-    auto mask = dim_list_to_bitset(*dim, nd);
-    for (int64_t d = 0; d < nd; ++d)
-      if (mask[size_t(d)])
-        n *= self.size(d);
-  }
+  int64_t n = reduced_numel(self.sizes(), dim);
   Tensor g = unsqueeze_reduced(grad, self.sizes(), dim, keepdim);
   Tensor mean = (!dim || dim->empty()) ? self.mean() : self.mean(*dim, true);
   return g * (self - mean) * Scalar(2.0 / (double(n) - c));
@@ -139,19 +139,15 @@ Tensor norm_backward(const Tensor &grad, const Tensor &self,
                      const std::optional<Scalar> &p, const Tensor &result,
                      IntArrayRef dim, bool keepdim) {
   double pv = p ? p->toDouble() : 2.0;
-  OptionalIntArrayRef od = dim;
-  Tensor g = unsqueeze_reduced(grad, self.sizes(), od, keepdim);
-  Tensor r = unsqueeze_reduced(result, self.sizes(), od, keepdim);
   if (pv == 0.0)
     return zeros_like(self);
+  if (std::isinf(pv)) // the max of |self|: split evenly between ties
+    return self.sign() * amax_backward(grad, self.abs(), result, dim, keepdim);
+  OptionalIntArrayRef od = dim;
+  Tensor g = unsqueeze_reduced(grad, self.sizes(), od, keepdim);
   if (pv == 1.0)
     return g * self.sign();
-  if (std::isinf(pv)) {
-    Tensor a = self.abs();
-    Tensor mask = (a == r).to(grad.dtype());
-    Tensor count = dim.empty() ? mask.sum() : mask.sum(dim, true);
-    return g * self.sign() * mask / count;
-  }
+  Tensor r = unsqueeze_reduced(result, self.sizes(), od, keepdim);
   if (pv == 2.0)
     return where(r == 0, zeros_like(self), g * self / r);
   Tensor scale_ = self * self.abs().pow(pv - 2) / r.pow(pv - 1);
@@ -267,56 +263,13 @@ Tensor clamp_backward_mask(const Tensor &grad, const Tensor &keep) {
   return where(keep, grad, zeros_like(grad));
 }
 
-namespace {
-/// The storage position of every element of a tensor with these sizes,
-/// strides and offset (from any origin): an int64 tensor of shape `sizes`.
-Tensor storage_positions(IntArrayRef sizes, IntArrayRef strides,
-                         int64_t offset) {
-  Tensor pos = scalar_tensor(offset, TensorOptions(kLong));
-  for (size_t d = 0; d < sizes.size(); ++d)
-    pos = pos.unsqueeze(-1) +
-          arange(sizes[d], TensorOptions(kLong)) * Scalar(strides[d]);
-  return pos;
-}
-
-/// One past the last storage position a strided tensor reads (0 if empty).
-int64_t storage_end(IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
-  int64_t end = offset + 1;
-  for (size_t d = 0; d < sizes.size(); ++d) {
-    if (sizes[d] == 0)
-      return 0;
-    end += (sizes[d] - 1) * strides[d];
-  }
-  return end;
-}
-} // namespace
-
-// Note [as_strided backward accumulates]
-// An as_strided view may read one storage element at several of its
-// positions (windows that overlap: a stride smaller than the window), so its
-// gradient is summed into a storage-shaped buffer (index_add), not written
-// into it (copy_ would keep one contribution and drop the others), and then
-// read back at the storage positions of self's elements. Everything is an
-// out-of-place ember op, so the result is differentiable again.
 Tensor as_strided_backward(const Tensor &grad, const Tensor &self,
                            IntArrayRef size, IntArrayRef stride,
                            std::optional<int64_t> storage_offset) {
-  int64_t base_off = self.storage_offset();
-  int64_t view_off = storage_offset.value_or(base_off);
-  int64_t origin = std::min(base_off, view_off);
-  int64_t n =
-      std::max(storage_end(size, stride, view_off - origin),
-               storage_end(self.sizes(), self.strides(), base_off - origin));
-  if (self.numel() == 0 || grad.numel() == 0)
-    return zeros(self.sizes(), grad.options());
-  Tensor view_pos =
-      storage_positions(size, stride, view_off - origin).reshape({-1});
-  Tensor self_pos =
-      storage_positions(self.sizes(), self.strides(), base_off - origin)
-          .reshape({-1});
-  Tensor storage =
-      zeros({n}, grad.options()).index_add(0, view_pos, grad.reshape({-1}));
-  return storage.index_select(0, self_pos).reshape(self.sizes());
+  return autograd::as_strided_backward(
+      grad, Geometry::of(self),
+      Geometry{DimVector(size), DimVector(stride),
+               storage_offset.value_or(self.storage_offset())});
 }
 
 Tensor permute_backward(const Tensor &grad, IntArrayRef dims) {

@@ -48,15 +48,6 @@ inline bool any_should_compute(const Node &fn, size_t begin, size_t n) {
   return false;
 }
 
-/// The key set of an op's arguments: an autograd kernel redispatches with
-/// it (a redispatch is not a new op call: the profiler and modes see the op
-/// once).
-template <class... Args> DispatchKeySet keys_of(const Args &...args) {
-  DispatchKeySet ks;
-  (ember::detail::addKeys(ks, args), ...);
-  return ks;
-}
-
 /// Installs the Autograd fallback (ops without formulas record a
 /// NotImplemented node).
 void register_autograd_fallback();

@@ -92,6 +92,16 @@ AutogradMeta *materialize_meta(const Tensor &t) {
 }
 
 namespace {
+/// Gives view t the history "an as_strided of its base", through the
+/// base's current history.
+void set_history_from_base(const Tensor &t) {
+  Tensor base = t._base();
+  auto fn =
+      std::make_shared<AsStridedBackward0>(Geometry::of(base), Geometry::of(t));
+  fn->add_next_edge(gradient_edge(base));
+  set_history(t, fn);
+}
+
 /// Whether the base of view `t` takes part in autograd.
 bool base_requires_grad(const Tensor &t) {
   const auto &b = t.unsafeGetTensorImpl()->view_base();
@@ -111,15 +121,8 @@ const std::shared_ptr<Node> &grad_fn_of(const Tensor &t) {
   // it. As PyTorch, regenerate the view's grad_fn as an as_strided of the
   // base when the storage version moved since grad_fn was set.
   if (m->grad_fn_ && t.is_view() && m->attr_version_ != t._version() &&
-      base_requires_grad(t)) {
-    Tensor base = t._base();
-    auto fn = std::make_shared<AsStridedBackward0>(Geometry::of(base),
-                                                   Geometry::of(t));
-    fn->add_next_edge(gradient_edge(base));
-    m->output_nr_ = fn->add_input_metadata(t);
-    m->grad_fn_ = std::move(fn);
-    m->attr_version_ = t._version();
-  }
+      base_requires_grad(t))
+    set_history_from_base(t);
   return m->grad_fn_;
 }
 
@@ -163,12 +166,7 @@ void set_history(const Tensor &t, const std::shared_ptr<Node> &fn) {
 
 void rebase_history(const Tensor &t, std::shared_ptr<Node> fn) {
   if (!t.is_view()) {
-    AutogradMeta *m = materialize_meta(t);
-    m->grad_fn_ = std::move(fn);
-    // The node's first input describes t.
-    m->output_nr_ = m->grad_fn_->add_input_metadata(t);
-    m->attr_version_ = t._version();
-    t.unsafeGetTensorImpl()->set_key(DispatchKey::Autograd, true);
+    set_history(t, fn); // the node's first input describes t
     return;
   }
   // Note [In-place ops on views]
@@ -177,22 +175,9 @@ void rebase_history(const Tensor &t, std::shared_ptr<Node> fn) {
   // history) is replaced by the base's old history. The view then reads its
   // history from the base (grad_fn regeneration).
   Tensor base = t._base();
-  auto copy_slices = std::make_shared<CopySlices>(base, Geometry::of(t), fn);
-  AutogradMeta *bm = materialize_meta(base);
-  bm->grad_fn_ = copy_slices;
-  bm->output_nr_ = copy_slices->add_input_metadata(base);
-  bm->attr_version_ = base._version();
-  base.unsafeGetTensorImpl()->set_key(DispatchKey::Autograd, true);
+  set_history(base, std::make_shared<CopySlices>(base, Geometry::of(t), fn));
   fn->add_input_metadata(t); // the gradient CopySlices passes to fn
-
-  AutogradMeta *m = materialize_meta(t);
-  auto view_fn =
-      std::make_shared<AsStridedBackward0>(Geometry::of(base), Geometry::of(t));
-  view_fn->add_next_edge(Edge(copy_slices, 0));
-  m->output_nr_ = view_fn->add_input_metadata(t);
-  m->grad_fn_ = std::move(view_fn);
-  m->attr_version_ = t._version();
-  t.unsafeGetTensorImpl()->set_key(DispatchKey::Autograd, true);
+  set_history_from_base(t);
 }
 
 bool compute_requires_grad(std::initializer_list<const Tensor *> ts) {

@@ -23,7 +23,15 @@ fallback: their outputs carry a NotImplemented node.
 import re
 import sys
 
-SUFFIXES = ("sizes", "strides", "options", "dtype", "dim")
+# `<arg>_<suffix>` in a formula saves this property of the tensor argument
+# instead of the tensor: its C++ type, and how to read it from tensor {t}.
+SUFFIXES = {
+    "sizes": ("std::vector<int64_t>", "std::vector<int64_t>({t}.sizes().begin(), {t}.sizes().end())"),
+    "strides": ("std::vector<int64_t>", "std::vector<int64_t>({t}.strides().begin(), {t}.strides().end())"),
+    "options": ("TensorOptions", "{t}.options()"),
+    "dtype": ("ScalarType", "{t}.dtype()"),
+    "dim": ("int64_t", "{t}.dim()"),
+}
 IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
 
 # How a non-tensor argument is stored in a node, and how apply() reads it.
@@ -134,9 +142,7 @@ def node_decl(info):
         for suf in SUFFIXES:
             if f"{n}_{suf}" in info.used:
                 lst = a.type == "Tensor[]"
-                t = {"sizes": "std::vector<int64_t>", "strides": "std::vector<int64_t>",
-                     "options": "TensorOptions",
-                     "dtype": "ScalarType", "dim": "int64_t"}[suf]
+                t = SUFFIXES[suf][0]
                 f.append(f"  {'std::vector<' + t + '>' if lst else t} {n}_{suf}_;")
     for o in info.out_names:
         if o in info.used:
@@ -259,18 +265,14 @@ def kernel(op, info, cpp_ret, params, sig_type, names):
         for suf in SUFFIXES:
             if f"{n}_{suf}" in info.used:
                 if a.type == "Tensor[]":
-                    expr = {"sizes": "std::vector<int64_t>(t.sizes().begin(), t.sizes().end())",
-                            "strides": "std::vector<int64_t>(t.strides().begin(), t.strides().end())",
-                            "options": "t.options()", "dtype": "t.dtype()", "dim": "t.dim()"}[suf]
+                    expr = SUFFIXES[suf][1].format(t="t")
                     L.append(f"    for (const Tensor &t : {n}) grad_fn->{n}_{suf}_.push_back({expr});")
                 else:
-                    expr = {"sizes": f"std::vector<int64_t>({n}.sizes().begin(), {n}.sizes().end())",
-                            "strides": f"std::vector<int64_t>({n}.strides().begin(), {n}.strides().end())",
-                            "options": f"{n}.options()", "dtype": f"{n}.dtype()", "dim": f"{n}.dim()"}[suf]
+                    expr = SUFFIXES[suf][1].format(t=n)
                     L.append(f"    grad_fn->{n}_{suf}_ = {expr};")
     L.append("  }")
     call = (f"ops::{s.cname}().redispatch<{ret}{', ' + argt if argt else ''}>("
-            f"keys_of({names(s)}), {names(s)})")
+            f"ember::detail::keysOf({names(s)}), {names(s)})")
     rtype = "Tensor" if inplace else cpp_ret(s)
     L.append(f"  {'const Tensor &' if inplace else rtype} result = [&]() -> {'const Tensor &' if inplace else rtype} {{")
     L.append("    ExcludeDispatchKeyGuard below(DispatchKey::Autograd);")
@@ -308,7 +310,7 @@ def passthrough(op, cpp_ret, params, sig_type, names):
     return (f"{cpp_ret(s)} {s.cname}({params(s, defaults=False)}) {{\n"
             f"  ExcludeDispatchKeyGuard below(DispatchKey::Autograd);\n"
             f"  return ops::{s.cname}().redispatch<{ret}{', ' + argt if argt else ''}>("
-            f"keys_of({names(s)}), {names(s)});\n}}\n")
+            f"ember::detail::keysOf({names(s)}), {names(s)});\n}}\n")
 
 
 def generate(ops, files, cpp_ret, params, sig_type, names):
