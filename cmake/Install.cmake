@@ -11,6 +11,9 @@ foreach(layer runtime eager)
   install(DIRECTORY ${layer} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ember
           FILES_MATCHING PATTERN "*.h")
 endforeach()
+# The compiler's public header (the rest of frontend/ and ir/ is internal).
+install(FILES frontend/Compile.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ember/frontend)
 install(DIRECTORY ${EMBER_GEN_DIR}/eager
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ember
         FILES_MATCHING PATTERN "*.h" PATTERN "*.inc")

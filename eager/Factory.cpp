@@ -75,6 +75,9 @@ Tensor full(IntArrayRef size, const Scalar &value,
   if (!options.has_dtype())
     o = o.dtype(value.isFloatingPoint() ? get_default_dtype() : value.type());
   Tensor t = empty(size, o);
+  // A factory's own writes are not ops of the caller (compile() captures
+  // ops, not how a new tensor gets its first values).
+  ExcludeDispatchKeyGuard no_capture(DispatchKey::Capture);
   t.fill_(value);
   return finish(t, options);
 }
@@ -172,6 +175,7 @@ Tensor eye(int64_t n, int64_t m, const TensorOptions &options) {
   EMBER_CHECK_VALUE(n >= 0 && m >= 0, "eye: n and m must be non-negative, ",
                     "got ", n, " and ", m);
   Tensor t = zeros({n, m}, options.requires_grad(false));
+  ExcludeDispatchKeyGuard no_capture(DispatchKey::Capture);
   if (n && m)
     t.diagonal().fill_(1);
   return finish(t, options);
@@ -249,6 +253,7 @@ Tensor randperm(int64_t n, std::optional<Generator> gen,
       std::swap(perm[size_t(i)],
                 perm[size_t(Generator::next(g) % uint64_t(i + 1))]);
   }
+  ExcludeDispatchKeyGuard no_capture(DispatchKey::Capture);
   Tensor t = from_blob(perm.data(), {n}, TensorOptions(kLong)).to(o.dtype());
   if (t.dtype() == kLong)
     t = t.clone();
@@ -298,6 +303,7 @@ Tensor scalar_tensor(const Scalar &s, const TensorOptions &options) {
   if (!o.has_dtype())
     o = o.dtype(s.isFloatingPoint() ? get_default_dtype() : s.type());
   Tensor t = empty({}, o.requires_grad(false));
+  ExcludeDispatchKeyGuard no_capture(DispatchKey::Capture);
   t.fill_(s);
   return finish(t, options);
 }

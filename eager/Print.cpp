@@ -416,6 +416,7 @@ std::string repr(const Tensor &t) {
 std::ostream &operator<<(std::ostream &os, const Tensor &t) {
   if (!t.defined())
     return os << "[ Tensor (undefined) ]";
+  t.unsafeGetTensorImpl()->sync_capture("printing a tensor");
   return os << repr(t);
 }
 

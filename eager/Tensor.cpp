@@ -20,7 +20,8 @@ void check_data_ptr_dtype(ScalarType actual, ScalarType requested) {
                    " (data_ptr<T>() must name the tensor's own dtype)");
 }
 
-Scalar Tensor::item() const {
+Scalar Tensor::item(std::source_location loc) const {
+  impl()->sync_capture("Tensor::item()", loc);
   EMBER_CHECK_VALUE(numel() == 1, "a Tensor with ", numel(),
                     " elements cannot be converted to Scalar");
   return dispatch_dtype(dtype(), "item", [&]<class T>() -> Scalar {

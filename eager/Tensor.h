@@ -73,15 +73,32 @@ public:
   /// Version counter shared by every view of the storage.
   uint32_t _version() const { return impl()->version(); }
 
-  /// Pointer to element 0, checked against T.
-  template <class T> T *data_ptr() const;
-  void *data_ptr() const { return impl()->data(); }
-  const void *const_data_ptr() const { return impl()->data(); }
-  template <class T> const T *const_data_ptr() const { return data_ptr<T>(); }
+  /// Pointer to element 0, checked against T. Inside ember::compile these
+  /// are sync points: the graph so far runs first (a graph break at `loc`).
+  template <class T>
+  T *data_ptr(std::source_location loc = std::source_location::current()) const;
+  void *
+  data_ptr(std::source_location loc = std::source_location::current()) const {
+    impl()->sync_capture("Tensor::data_ptr()", loc);
+    return impl()->data();
+  }
+  const void *const_data_ptr(
+      std::source_location loc = std::source_location::current()) const {
+    impl()->sync_capture("Tensor::const_data_ptr()", loc);
+    return impl()->data();
+  }
+  template <class T>
+  const T *const_data_ptr(
+      std::source_location loc = std::source_location::current()) const {
+    return data_ptr<T>(loc);
+  }
 
-  /// The value of a one-element tensor.
-  template <class T> T item() const { return item().to<T>(); }
-  Scalar item() const;
+  /// The value of a one-element tensor (a sync point inside compile()).
+  template <class T>
+  T item(std::source_location loc = std::source_location::current()) const {
+    return item(loc).to<T>();
+  }
+  Scalar item(std::source_location loc = std::source_location::current()) const;
 
   std::string toString() const; // "CPUFloatType"
 
@@ -219,7 +236,8 @@ EMBER_BINARY_OPERATOR(^)
 /// Checks that T matches the tensor's dtype.
 void check_data_ptr_dtype(ScalarType actual, ScalarType requested);
 
-template <class T> T *Tensor::data_ptr() const {
+template <class T> T *Tensor::data_ptr(std::source_location loc) const {
+  impl()->sync_capture("Tensor::data_ptr()", loc);
   check_data_ptr_dtype(dtype(), dtype_of<std::remove_const_t<T>>());
   return static_cast<T *>(impl()->data());
 }

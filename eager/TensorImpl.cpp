@@ -80,3 +80,19 @@ void TensorImpl::set_key(DispatchKey k, bool on) {
 }
 
 } // namespace ember
+
+namespace ember {
+namespace detail {
+CaptureSyncFn capture_sync_fn = nullptr;
+} // namespace detail
+
+void TensorImpl::sync_capture(const char *reason,
+                              const std::source_location &where) const {
+  if (!key_set_.has(DispatchKey::Capture))
+    return;
+  EMBER_CHECK(detail::capture_sync_fn,
+              "a capture tensor was used outside of ember::compile (", reason,
+              "); capture tensors exist only while compile() runs");
+  detail::capture_sync_fn(const_cast<TensorImpl &>(*this), reason, where);
+}
+} // namespace ember

@@ -7,6 +7,7 @@
 #include "runtime/Storage.h"
 
 #include <memory>
+#include <source_location>
 #include <string>
 
 namespace ember {
@@ -23,6 +24,22 @@ struct AutogradMetaInterface {
   /// "AddBackward0", or "" for tensors without a grad_fn.
   virtual std::string grad_fn_name() const = 0;
 };
+
+/// What the compiler's front end keeps on a capture tensor (frontend/): a
+/// capture tensor has the Capture key, sizes, strides and dtype from shape
+/// inference, and no data until it is materialized.
+struct CaptureMetaInterface {
+  virtual ~CaptureMetaInterface() = default;
+};
+
+namespace detail {
+/// Installed by the front end: runs the graph recorded so far (a graph
+/// break) and makes `t` a real tensor in place. Called before anything reads
+/// a capture tensor's data; `reason` and `where` are reported by explain().
+using CaptureSyncFn = void (*)(TensorImpl &t, const char *reason,
+                               const std::source_location &where);
+extern CaptureSyncFn capture_sync_fn;
+} // namespace detail
 
 class TensorImpl : public intrusive_ptr_target {
 public:
@@ -43,8 +60,11 @@ public:
   DispatchKeySet key_set() const { return key_set_; }
   size_t itemsize() const { return elementSize(dtype_); }
 
-  /// Address of element 0 (storage data + offset).
+  /// Address of element 0 (storage data + offset). A capture tensor is
+  /// materialized first (a graph break).
   void *data() const {
+    if (__builtin_expect(key_set_.has(DispatchKey::Capture), 0))
+      sync_capture("reading a tensor's data");
     return static_cast<char *>(storage_.data()) +
            storage_offset_ * int64_t(itemsize());
   }
@@ -89,6 +109,18 @@ public:
   void set_view_base(intrusive_ptr<TensorImpl> base) {
     view_base_ = std::move(base);
   }
+  /// Capture tensors (DispatchKey::Capture): the front end's record, owned
+  /// by the tensor (its destruction tells the front end the value is dead).
+  CaptureMetaInterface *capture_meta() const { return capture_meta_.get(); }
+  void set_capture_meta(std::unique_ptr<CaptureMetaInterface> m) {
+    capture_meta_ = std::move(m);
+  }
+  /// Materializes a capture tensor (see detail::capture_sync_fn); a no-op on
+  /// real tensors.
+  void sync_capture(const char *reason,
+                    const std::source_location &where =
+                        std::source_location::current()) const;
+
   /// Created in InferenceMode.
   bool is_inference() const { return inference_; }
 
@@ -111,6 +143,7 @@ private:
   intrusive_ptr<TensorImpl> view_base_;
   DispatchKeySet key_set_;
   std::unique_ptr<AutogradMetaInterface> autograd_meta_;
+  std::unique_ptr<CaptureMetaInterface> capture_meta_;
 };
 
 /// Row-major strides for `sizes`.

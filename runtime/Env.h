@@ -17,7 +17,13 @@ namespace ember::env {
 #define EMBER_FORALL_ENV_VARS(_)                                               \
   _(EMBER_NUM_THREADS,                                                         \
     "Threads in the intra-op pool (default: the number of cores). BLAS uses "  \
-    "the same count.")
+    "the same count.")                                                         \
+  _(EMBER_LOGS,                                                                \
+    "Comma list of compiler logs to print on stderr: graph, ir, guards, "      \
+    "breaks, recompiles (runtime/Logging.h). Unknown names are an error.")     \
+  _(EMBER_DEBUG_DIR,                                                           \
+    "Folder that receives, for each compiled graph, its trace (.trace), its "  \
+    "MLIR (.mlir, readable by ember-opt) and its Graphviz graph (.dot).")
 
 struct Var {
   const char *name;

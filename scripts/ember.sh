@@ -3,8 +3,9 @@
 #
 #   scripts/ember.sh demo   install what is missing, build, run the demo
 #   scripts/ember.sh test   install what is missing, build, run every test:
-#                           unit tests, the ASan+UBSan build of the eager
-#                           layers, and a downstream find_package(ember) build
+#                           unit tests, the lit tests (check-ember), the
+#                           ASan+UBSan build, and a downstream
+#                           find_package(ember) build
 #
 # Idempotent: packages are installed only when missing, builds are
 # incremental (ninja + ccache), so a second run with nothing changed is fast.
@@ -68,6 +69,9 @@ run_tests() {
 
   echo "== unit tests"
   (cd build && ctest --output-on-failure -j"$JOBS") || failed=1
+
+  echo "== lit tests of the compiler (check-ember: ember-opt + FileCheck)"
+  ninja -C build check-ember || failed=1
 
   echo "== sanitizers: ASan + UBSan build of runtime/ and eager/ (build-asan/)"
   configure build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \

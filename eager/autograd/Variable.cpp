@@ -304,6 +304,10 @@ void Tensor::backward(const Tensor &gradient, std::optional<bool> retain_graph,
 }
 
 Tensor Tensor::detach() const {
+  // A capture tensor has no autograd history to cut (capture runs without
+  // grad): the detached tensor is the same value.
+  if (impl()->key_set().has(DispatchKey::Capture))
+    return *this;
   auto impl2 = make_intrusive<TensorImpl>(storage(), dtype(), sizes(),
                                           strides(), storage_offset());
   return Tensor(std::move(impl2));

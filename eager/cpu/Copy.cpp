@@ -3,6 +3,7 @@
 #include "eager/Factory.h"
 #include "eager/TensorIterator.h"
 #include "eager/generated/NativeFunctions.h"
+#include "eager/meta/Shapes.h"
 #include "runtime/ThreadPool.h"
 
 #include <cstring>
@@ -10,13 +11,6 @@
 namespace ember::native {
 
 namespace {
-bool internalOverlap(const Tensor &t) {
-  for (int64_t d = 0; d < t.dim(); ++d)
-    if (t.size(d) > 1 && t.stride(d) == 0)
-      return true;
-  return false;
-}
-
 template <class To, class From> To convert(From v) {
   if constexpr (std::is_same_v<To, bool>) {
     if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>)
@@ -70,22 +64,7 @@ void copyKernel(const Tensor &dst, const Tensor &src) {
 
 const Tensor &copy_(const Tensor &self, const Tensor &src, bool non_blocking) {
   (void)non_blocking;
-  EMBER_CHECK(src.defined(), "copy_: the source tensor is undefined");
-  EMBER_CHECK(!internalOverlap(self),
-              "unsupported operation: more than one element of the written-to "
-              "tensor refers to a single memory location. Please clone() the "
-              "tensor before performing the operation.");
-  infer_size(self.sizes(), src.sizes()); // checks broadcastability
-  EMBER_CHECK(src.dim() <= self.dim() || src.numel() == self.numel(),
-              "copy_: the source of shape ", src.sizes(),
-              " can't be broadcast to the destination of shape ", self.sizes());
-  for (int64_t i = 0; i < src.dim(); ++i) {
-    int64_t sd = src.size(src.dim() - 1 - i);
-    int64_t dd = i < self.dim() ? self.size(self.dim() - 1 - i) : 1;
-    EMBER_CHECK(sd == dd || sd == 1, "copy_: the source of shape ", src.sizes(),
-                " can't be broadcast to the destination of ", "shape ",
-                self.sizes());
-  }
+  meta::check_copy(self, src);
   Tensor s = src;
   if (src.dim() > self.dim()) // leading 1s only (checked above)
     s = src.reshape(self.sizes());
@@ -101,10 +80,7 @@ const Tensor &copy_(const Tensor &self, const Tensor &src, bool non_blocking) {
 }
 
 const Tensor &fill_(const Tensor &self, const Scalar &value) {
-  EMBER_CHECK(!internalOverlap(self) || self.numel() <= 1,
-              "unsupported operation: more than one element of the written-to "
-              "tensor refers to a single memory location. Please clone() the "
-              "tensor before performing the operation.");
+  meta::check_fill(self);
   if (self.numel() > 0) {
     TensorIterator it = TensorIterator::build(self, {});
     dispatch_dtype(self.dtype(), "fill_", [&]<class T>() {
@@ -129,9 +105,7 @@ const Tensor &zero_(const Tensor &self) { return self.fill_(0); }
 
 Tensor _to_copy(const Tensor &self, std::optional<ScalarType> dtype,
                 std::optional<Device> device) {
-  Device dev = device.value_or(self.device());
-  EMBER_CHECK(dev.is_cpu(), "to(", dev, "): this build of ember has no CUDA ",
-              "backend available");
+  Device dev = meta::to_copy_device(self, device);
   Tensor out = empty(self.sizes(),
                      TensorOptions(dtype.value_or(self.dtype())).device(dev));
   copyKernel(out, self);
@@ -141,6 +115,24 @@ Tensor _to_copy(const Tensor &self, std::optional<ScalarType> dtype,
 Tensor clone(const Tensor &self) {
   Tensor out = empty(self.sizes(), self.options());
   copyKernel(out, self);
+  return out;
+}
+
+// Note [as_strided_scatter]
+// The functional form of writing through a view (compile()'s capture turns
+// `x.select(0, 1).add_(1)` into add + as_strided_scatter into x's value).
+// The geometry (size, stride, offset) is relative to self's row-major
+// layout, whatever self's strides: values have no layout in the compiler.
+Tensor as_strided_scatter(const Tensor &self, const Tensor &src,
+                          IntArrayRef size, IntArrayRef stride,
+                          std::optional<int64_t> storage_offset) {
+  Tensor out = empty(self.sizes(), self.options());
+  copyKernel(out, self);
+  Tensor region = out.as_strided(size, stride, storage_offset);
+  EMBER_CHECK_VALUE(region.sizes() == src.sizes(),
+                    "as_strided_scatter: expected src to have the size ",
+                    region.sizes(), " of the region, but got ", src.sizes());
+  region.copy_(src);
   return out;
 }
 

@@ -3,6 +3,7 @@
 #include "eager/Dtype.h"
 #include "eager/Factory.h"
 #include "eager/generated/NativeFunctions.h"
+#include "eager/meta/Shapes.h"
 #include "runtime/ThreadPool.h"
 
 #include <algorithm>
@@ -26,50 +27,7 @@ namespace {
 // _col2im is the adjoint: it sums every column entry back into the input
 // position it was read from (padding positions are dropped), which is
 // F.fold. Each is therefore the other's derivative.
-struct Window {
-  int64_t kh, kw, dh, dw, ph, pw, sh, sw;
-};
-
-void checkPair(IntArrayRef v, const char *name) {
-  EMBER_CHECK_VALUE(v.size() == 2, "It is expected ", name,
-                    " equals to 2, but got size ", v.size());
-}
-
-Window checkWindow(IntArrayRef kernel_size, IntArrayRef dilation,
-                   IntArrayRef padding, IntArrayRef stride) {
-  checkPair(kernel_size, "kernel_size");
-  checkPair(dilation, "dilation");
-  checkPair(padding, "padding");
-  checkPair(stride, "stride");
-  Window w{kernel_size[0], kernel_size[1], dilation[0], dilation[1],
-           padding[0],     padding[1],     stride[0],   stride[1]};
-  EMBER_CHECK_VALUE(w.kh > 0 && w.kw > 0,
-                    "It is expected kernel_size to be greater than zero, but "
-                    "got kernel_height: ",
-                    w.kh, " kernel_width: ", w.kw);
-  EMBER_CHECK_VALUE(w.dh > 0 && w.dw > 0,
-                    "It is expected dilation to be greater than zero, but "
-                    "got dilation_height: ",
-                    w.dh, " dilation_width: ", w.dw);
-  EMBER_CHECK_VALUE(w.ph >= 0 && w.pw >= 0,
-                    "It is expected padding to be non-negative, but got "
-                    "pad_height: ",
-                    w.ph, " pad_width: ", w.pw);
-  EMBER_CHECK_VALUE(w.sh > 0 && w.sw > 0,
-                    "It is expected stride to be greater than zero, but got "
-                    "stride_height: ",
-                    w.sh, " stride_width: ", w.sw);
-  return w;
-}
-
-/// Sliding blocks along one dim (may be < 1 for too small inputs).
-int64_t blocks(int64_t size, int64_t k, int64_t d, int64_t p, int64_t s) {
-  int64_t span = d * (k - 1) + 1;
-  int64_t padded = size + 2 * p;
-  if (padded < span)
-    return 0;
-  return (padded - span) / s + 1;
-}
+using meta::Window;
 
 /// [lo, hi): the output positions o whose input position o*s - p + off lies
 /// in [0, size).
@@ -91,10 +49,7 @@ std::pair<int64_t, int64_t> validRange(int64_t n, int64_t size, int64_t s,
 template <class T> T padValueAs(const Scalar &v) {
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
     if (v.isFloatingPoint()) {
-      double d = v.toDouble();
-      EMBER_CHECK_VALUE(!std::isnan(d),
-                        "_im2col: pad_value must not be NaN for an integer "
-                        "input");
+      double d = v.toDouble(); // not NaN: meta::im2col_sizes checked
       if (d <= double(std::numeric_limits<T>::lowest()))
         return std::numeric_limits<T>::lowest();
       if (d >= double(std::numeric_limits<T>::max()))
@@ -109,42 +64,20 @@ template <class T> T padValueAs(const Scalar &v) {
   }
 }
 
-std::string pairStr(IntArrayRef v) {
-  return detail::str("(", v[0], ", ", v[1], ")");
-}
-
 } // namespace
 
 Tensor im2col(const Tensor &self, IntArrayRef kernel_size, IntArrayRef dilation,
               IntArrayRef padding, IntArrayRef stride,
               const Scalar &pad_value) {
-  Window w = checkWindow(kernel_size, dilation, padding, stride);
-  int64_t nd = self.dim();
-  bool ok = nd == 3 || nd == 4;
-  for (int64_t d = nd - 3; ok && d < nd; ++d)
-    ok = self.size(d) != 0;
-  EMBER_CHECK_VALUE(ok,
-                    "Expected 3D or 4D (batch mode) tensor with possibly 0 "
-                    "batch size and other non-zero dimensions for input, but "
-                    "got: ",
-                    self.sizes());
-  bool batched = nd == 4;
+  DimVector outSize = meta::im2col_sizes(self, kernel_size, dilation, padding,
+                                         stride, pad_value);
+  Window w = meta::check_window(kernel_size, dilation, padding, stride);
+  bool batched = self.dim() == 4;
   int64_t N = batched ? self.size(0) : 1;
   int64_t C = self.size(-3), H = self.size(-2), W = self.size(-1);
-  int64_t OH = blocks(H, w.kh, w.dh, w.ph, w.sh);
-  int64_t OW = blocks(W, w.kw, w.dw, w.pw, w.sw);
-  EMBER_CHECK_VALUE(
-      OH >= 1 && OW >= 1, "Given input with spatial size (", H, ", ", W,
-      "), kernel_size=", pairStr(kernel_size), ", dilation=", pairStr(dilation),
-      ", padding=", pairStr(padding),
-      ", calculated shape of the array of sliding blocks as (", OH, ", ", OW,
-      "), but its components must be at least one.");
+  int64_t OH = meta::sliding_blocks(H, w.kh, w.dh, w.ph, w.sh);
+  int64_t OW = meta::sliding_blocks(W, w.kw, w.dw, w.pw, w.sw);
   int64_t K = w.kh * w.kw, L = OH * OW;
-  DimVector outSize;
-  if (batched)
-    outSize.push_back(N);
-  outSize.push_back(C * K);
-  outSize.push_back(L);
   Tensor out = empty(outSize, self.options());
   if (out.numel() == 0)
     return out;
@@ -195,52 +128,17 @@ Tensor im2col(const Tensor &self, IntArrayRef kernel_size, IntArrayRef dilation,
 Tensor col2im(const Tensor &self, IntArrayRef output_size,
               IntArrayRef kernel_size, IntArrayRef dilation,
               IntArrayRef padding, IntArrayRef stride) {
-  EMBER_CHECK_VALUE(output_size.size() == 2,
-                    "It is expected output_size equals to 2, but got size ",
-                    output_size.size());
-  Window w = checkWindow(kernel_size, dilation, padding, stride);
+  DimVector outSize = meta::col2im_sizes(self, output_size, kernel_size,
+                                         dilation, padding, stride);
+  Window w = meta::check_window(kernel_size, dilation, padding, stride);
   int64_t H = output_size[0], W = output_size[1];
-  EMBER_CHECK_VALUE(H > 0 && W > 0,
-                    "It is expected output_size to be greater than zero, but "
-                    "got output_height: ",
-                    H, " output_width: ", W);
-  int64_t nd = self.dim();
-  bool ok = nd == 2 || nd == 3;
-  for (int64_t d = nd - 2; ok && d < nd; ++d)
-    ok = self.size(d) != 0;
-  EMBER_CHECK_VALUE(ok,
-                    "Expected 2D or 3D (batch mode) tensor with possibly 0 "
-                    "batch size and non-zero dimensions for input, but got: ",
-                    self.sizes());
-  EMBER_CHECK_TYPE(self.dtype() != kBool,
-                   "_col2im: sums overlapping blocks, which bool tensors "
-                   "cannot hold; convert the input with .to(ember::kFloat)");
-  bool batched = nd == 3;
+  bool batched = self.dim() == 3;
   int64_t N = batched ? self.size(0) : 1;
   int64_t K = w.kh * w.kw;
-  int64_t rows = self.size(-2), L = self.size(-1);
-  EMBER_CHECK_VALUE(
-      rows % K == 0, "Expected size of input's dimension ", batched ? 1 : 0,
-      " to be divisible by the product of kernel_size, but got "
-      "input.size(",
-      batched ? 1 : 0, ")=", rows, " and kernel_size=", pairStr(kernel_size));
-  int64_t OH = blocks(H, w.kh, w.dh, w.ph, w.sh);
-  int64_t OW = blocks(W, w.kw, w.dw, w.pw, w.sw);
-  EMBER_CHECK_VALUE(
-      OH >= 1 && OW >= 1 && OH * OW == L,
-      "Given output_size=", pairStr(output_size),
-      ", kernel_size=", pairStr(kernel_size), ", dilation=", pairStr(dilation),
-      ", padding=", pairStr(padding), ", stride=", pairStr(stride),
-      ", expected size of input's dimension ", batched ? 2 : 1,
-      " to match the calculated number of sliding blocks ", OH, " * ", OW,
-      " = ", OH * OW, ", but got input.size(", batched ? 2 : 1, ")=", L, ".");
-  int64_t C = rows / K;
-  DimVector outSize;
-  if (batched)
-    outSize.push_back(N);
-  outSize.push_back(C);
-  outSize.push_back(H);
-  outSize.push_back(W);
+  int64_t L = self.size(-1);
+  int64_t OH = meta::sliding_blocks(H, w.kh, w.dh, w.ph, w.sh);
+  int64_t OW = meta::sliding_blocks(W, w.kw, w.dw, w.pw, w.sw);
+  int64_t C = self.size(-2) / K;
   Tensor out = empty(outSize, self.options());
   if (out.numel() == 0)
     return out;

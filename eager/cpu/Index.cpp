@@ -12,6 +12,7 @@
 #include "eager/WrapDim.h"
 #include "eager/generated/Functions.h"
 #include "eager/generated/NativeFunctions.h"
+#include "eager/meta/Shapes.h"
 #include "runtime/ThreadPool.h"
 
 #include <algorithm>
@@ -62,18 +63,8 @@ void forEachOffset(IntArrayRef shape, const std::array<IntArrayRef, K> &strides,
   }
 }
 
-bool internalOverlap(const Tensor &t) {
-  for (int64_t d = 0; d < t.dim(); ++d)
-    if (t.size(d) > 1 && t.stride(d) == 0)
-      return true;
-  return false;
-}
-
 void checkNoInternalOverlap(const Tensor &t) {
-  EMBER_CHECK(!internalOverlap(t),
-              "unsupported operation: more than one element of the written-to "
-              "tensor refers to a single memory location. Please clone() the "
-              "tensor before performing the operation.");
+  meta::check_no_internal_overlap(t);
 }
 
 /// The data of an integer index tensor as a contiguous int64 tensor.
@@ -207,8 +198,6 @@ void dimLoop(IntArrayRef shape, int64_t dim,
   });
 }
 
-std::string shapeStr(IntArrayRef s) { return detail::str(s); }
-
 /// Bounds message shared by every indexing op.
 [[noreturn]] void throwOutOfBounds(const char *op, int64_t v, int64_t dim,
                                    int64_t size) {
@@ -241,26 +230,12 @@ template <class T> void addInto(T &a, compute_t<T> b) {
 // --- index_select ------------------------------------------------------------
 
 Tensor index_select(const Tensor &self, int64_t dim, const Tensor &index) {
-  EMBER_CHECK_INDEX(index.dim() <= 1,
-                    "index_select(): Index is supposed to "
-                    "be a vector (got a ",
-                    index.dim(), "-d index)");
-  EMBER_CHECK_TYPE(index.dtype() == kLong || index.dtype() == kInt,
-                   "index_select(): Expected dtype int32 or int64 for index, "
-                   "but got ",
-                   index.dtype());
+  DimVector outSize = meta::index_select_sizes(self, dim, index);
   int64_t d = maybe_wrap_dim(dim, self.dim());
   int64_t n = index.numel();
-  EMBER_CHECK_INDEX(!(self.dim() == 0 && n != 1),
-                    "index_select(): Index to scalar can have only 1 value, "
-                    "got ",
-                    n, " value(s)");
   Tensor idx = asLong(index);
   DimVector sizes = nonemptySizes(self), strides = nonemptyStrides(self);
   checkRange("index_select(): ", idx, d, sizes[size_t(d)]);
-  DimVector outSize(self.sizes());
-  if (self.dim() > 0)
-    outSize[size_t(d)] = n;
   Tensor out = empty(outSize, self.options());
   if (out.numel() == 0)
     return out;
@@ -285,57 +260,12 @@ Tensor index_select(const Tensor &self, int64_t dim, const Tensor &index) {
 // --- gather / scatter --------------------------------------------------------
 
 namespace {
-/// PyTorch's gather / scatter shape rules (gather_shape_check and
-/// scatter_shape_check): same number of dims, index no larger than self
-/// outside `dim` and no larger than src everywhere.
-void checkScatterGatherShapes(const char *op, const Tensor &self, int64_t dim,
-                              const Tensor &index, const Tensor *src) {
-  EMBER_CHECK_TYPE(index.dtype() == kLong, op,
-                   "(): Expected dtype int64 for index, but got ",
-                   index.dtype());
-  DimVector ss = nonemptySizes(self), is = nonemptySizes(index);
-  EMBER_CHECK(ss.size() == is.size(),
-              "Index tensor must have the same "
-              "number of dimensions as ",
-              src ? "self" : "input", " tensor (", op, ": self has ",
-              self.dim(), " dims, index has ", index.dim(), ")");
-  if (src) {
-    DimVector rs = nonemptySizes(*src);
-    EMBER_CHECK(rs.size() == is.size(),
-                "Index tensor must have the same "
-                "number of dimensions as src tensor (",
-                op, ": src has ", src->dim(), " dims, index has ", index.dim(),
-                ")");
-  }
-  if (index.numel() == 0)
-    return;
-  for (size_t k = 0; k < is.size(); ++k) {
-    bool ok = int64_t(k) == dim || is[k] <= ss[k];
-    if (src)
-      ok = ok && is[k] <= nonemptySizes(*src)[k];
-    if (!src)
-      EMBER_CHECK(ok, "Size does not match at dimension ", k,
-                  " expected index ", index.sizes(),
-                  " to be smaller than self ", self.sizes(),
-                  " apart from dimension ", dim);
-    else
-      EMBER_CHECK(ok, "Expected index ", index.sizes(),
-                  " to be smaller than self ", self.sizes(),
-                  " apart from dimension ", dim,
-                  " and to be smaller size than src ", src->sizes());
-  }
-}
-
 enum class ScatterKind { Assign, Add };
 
 void scatterImpl(const char *op, const Tensor &self, int64_t dim,
                  const Tensor &index, const Tensor &src, ScatterKind kind) {
   int64_t d = maybe_wrap_dim(dim, self.dim());
-  EMBER_CHECK_TYPE(self.dtype() == src.dtype(), op,
-                   "(): Expected self.dtype to be equal to src.dtype (got ",
-                   self.dtype(), " and ", src.dtype(), ")");
-  checkScatterGatherShapes(op, self, d, index, &src);
-  checkNoInternalOverlap(self);
+  meta::check_scatter(op, self, d, index, src);
   if (index.numel() == 0)
     return;
   // A private copy of the index when it shares memory with self: the
@@ -386,7 +316,7 @@ void scatterImpl(const char *op, const Tensor &self, int64_t dim,
 
 Tensor gather(const Tensor &self, int64_t dim, const Tensor &index) {
   int64_t d = maybe_wrap_dim(dim, self.dim());
-  checkScatterGatherShapes("gather", self, d, index, nullptr);
+  meta::check_scatter_gather("gather", self, d, index, nullptr);
   Tensor out = empty(index.sizes(), self.options());
   if (index.numel() == 0)
     return out;
@@ -450,33 +380,8 @@ Tensor scatter_add(const Tensor &self, int64_t dim, const Tensor &index,
 const Tensor &index_add_(const Tensor &self, int64_t dim, const Tensor &index,
                          const Tensor &source, const Scalar &alpha) {
   int64_t d = maybe_wrap_dim(dim, self.dim());
-  EMBER_CHECK_INDEX(index.dim() <= 1,
-                    "index_add_(): Index is supposed to be "
-                    "a vector (got a ",
-                    index.dim(), "-d index)");
-  EMBER_CHECK_TYPE(index.dtype() == kLong || index.dtype() == kInt,
-                   "index_add_(): Expected dtype int32/int64 for index, but "
-                   "got ",
-                   index.dtype());
-  EMBER_CHECK_TYPE(self.dtype() == source.dtype(), "index_add_(): self (",
-                   self.dtype(), ") and source (", source.dtype(),
-                   ") must have the same scalar type");
-  EMBER_CHECK_INDEX(d == 0 || d < source.dim(), "index_add_(): Indexing dim ",
-                    d, " is out of bounds of the source tensor with dim ",
-                    source.dim());
-  int64_t n = index.numel();
+  meta::check_index_add(self, dim, index, source);
   DimVector ss = nonemptySizes(self), rs = nonemptySizes(source);
-  EMBER_CHECK(n == rs[size_t(d)], "index_add_(): Number of indices (", n,
-              ") should be equal to source.size(dim) (", rs[size_t(d)], ")");
-  bool sameShape = ss.size() == rs.size();
-  for (size_t k = 0; sameShape && k < ss.size(); ++k)
-    sameShape = int64_t(k) == d || ss[k] == rs[k];
-  EMBER_CHECK(sameShape,
-              "index_add_(): source tensor shape must match self "
-              "tensor shape, excluding the specified dimension. "
-              "Got self.shape = ",
-              self.sizes(), " source.shape = ", source.sizes());
-  checkNoInternalOverlap(self);
   Tensor idx = index.is_alias_of(self) ? asLong(index).clone() : asLong(index);
   checkRange("index_add_(): ", idx, d, ss[size_t(d)]);
   if (source.numel() == 0)
@@ -553,11 +458,7 @@ int64_t compact(int64_t n, Count &&count, Fill &&fill,
 } // namespace
 
 Tensor masked_select(const Tensor &self, const Tensor &mask) {
-  EMBER_CHECK_TYPE(mask.dtype() == kBool,
-                   "masked_select: expected BoolTensor "
-                   "for mask, but got ",
-                   mask.dtype());
-  DimVector shape = infer_size(self.sizes(), mask.sizes());
+  DimVector shape = meta::masked_select_shape(self, mask);
   Tensor s = self.expand(shape), m = mask.expand(shape);
   int64_t total = multiply_sizes(shape);
   const bool *mp = at<const bool>(m, 0);
@@ -674,77 +575,27 @@ struct IndexPlan {
 bool isMaskDtype(ScalarType t) { return t == kBool || t == kByte; }
 
 IndexPlan makeIndexPlan(const Tensor &self, TensorList indices) {
-  EMBER_CHECK_INDEX(int64_t(indices.size()) <= self.dim(),
-                    "too many indices for tensor of dimension ", self.dim(),
-                    " (got ", indices.size(), ")");
+  meta::check_indices(self, indices);
   // Expand masks into long indices, one per dim.
   std::vector<Tensor> idx;
   for (const Tensor &t : indices) {
-    if (!t.defined()) {
-      idx.emplace_back();
-      continue;
-    }
-    ScalarType dt = t.dtype();
-    EMBER_CHECK_INDEX(dt == kLong || dt == kInt || isMaskDtype(dt),
-                      "tensors used as indices must be long, int, byte or "
-                      "bool tensors (got ",
-                      dt, ")");
-    if (!isMaskDtype(dt)) {
+    if (!t.defined() || !isMaskDtype(t.dtype())) {
       idx.push_back(t);
       continue;
     }
-    EMBER_CHECK_INDEX(t.dim() > 0, "index: a 0-dim bool index is not "
-                                   "supported here; use Tensor::index({true}) "
-                                   "or index({false}), which add a dim");
-    int64_t first = int64_t(idx.size());
-    EMBER_CHECK_INDEX(first + t.dim() <= self.dim(),
-                      "too many indices for tensor of dimension ", self.dim(),
-                      " (a mask of ", t.dim(), " dims at dim ", first, ")");
-    for (int64_t j = 0; j < t.dim(); ++j)
-      EMBER_CHECK_INDEX(t.size(j) == self.size(first + j),
-                        "The shape of the "
-                        "mask ",
-                        t.sizes(), " at index ", j,
-                        " does not match the shape of the indexed tensor ",
-                        self.sizes(), " at index ", first + j);
     Tensor nz = native::nonzero(t.dtype() == kBool ? t : t.to(kBool));
     for (int64_t j = 0; j < t.dim(); ++j)
       idx.push_back(nz.select(1, j));
   }
-  EMBER_CHECK_INDEX(int64_t(idx.size()) <= self.dim(),
-                    "too many indices for tensor of dimension ", self.dim(),
-                    " (got ", idx.size(), ")");
   idx.resize(size_t(self.dim()));
 
-  // Broadcast the indices together.
+  // Broadcast the indices together: the shape rule shared with meta::.
+  meta::IndexShape shape = meta::index_shape(self, idx);
   IndexPlan p;
-  std::vector<int64_t> dims;
-  bool first = true;
-  for (int64_t d = 0; d < self.dim(); ++d) {
-    if (!idx[size_t(d)].defined())
-      continue;
-    dims.push_back(d);
-    const Tensor &t = idx[size_t(d)];
-    if (first) {
-      p.bShape = DimVector(t.sizes());
-      first = false;
-      continue;
-    }
-    try {
-      p.bShape = infer_size(p.bShape, t.sizes());
-    } catch (const Error &) {
-      std::string shapes;
-      for (int64_t k = 0; k < self.dim(); ++k)
-        if (idx[size_t(k)].defined())
-          shapes +=
-              (shapes.empty() ? "" : ", ") + shapeStr(idx[size_t(k)].sizes());
-      throw IndexError("shape mismatch: indexing tensors could not be "
-                       "broadcast together with shapes " +
-                       shapes);
-    }
-  }
-  EMBER_INTERNAL_ASSERT(!dims.empty());
-  bool adjacent = dims.back() - dims.front() + 1 == int64_t(dims.size());
+  p.bShape = shape.b_shape;
+  p.resultShape = shape.result;
+  const auto &dims = shape.dims;
+  const bool adjacent = shape.adjacent;
 
   // Offsets of the B positions, every index checked.
   int64_t nb = multiply_sizes(p.bShape);
@@ -764,19 +615,13 @@ IndexPlan makeIndexPlan(const Tensor &self, TensorList indices) {
   for (int64_t d = 0; d < self.dim(); ++d) {
     if (idx[size_t(d)].defined())
       continue;
-    bool pre = adjacent && d < dims.front();
+    bool pre = adjacent && d < dims[0];
     (pre ? p.preSize : p.postSize).push_back(self.size(d));
     (pre ? p.preStride : p.postStride).push_back(self.stride(d));
   }
   p.preNumel = multiply_sizes(p.preSize);
   p.postNumel = multiply_sizes(p.postSize);
   p.preDims = p.preSize.size();
-  for (int64_t s : p.preSize)
-    p.resultShape.push_back(s);
-  for (int64_t s : p.bShape)
-    p.resultShape.push_back(s);
-  for (int64_t s : p.postSize)
-    p.resultShape.push_back(s);
   return p;
 }
 
@@ -886,22 +731,7 @@ const Tensor &index_put_(const Tensor &self, TensorList indices,
     return self;
   }
   IndexPlan p = makeIndexPlan(self, indices);
-  EMBER_CHECK_TYPE(values.dtype() == self.dtype(),
-                   "Index put requires the source and destination dtypes "
-                   "match, got ",
-                   self.dtype(), " for the destination and ", values.dtype(),
-                   " for the source.");
-  bool expandable = values.dim() <= int64_t(p.resultShape.size());
-  for (int64_t i = 0; expandable && i < values.dim(); ++i) {
-    int64_t vs = values.size(values.dim() - 1 - i);
-    int64_t rs = p.resultShape[p.resultShape.size() - 1 - size_t(i)];
-    expandable = vs == rs || vs == 1;
-  }
-  EMBER_CHECK(expandable, "shape mismatch: value tensor of shape ",
-              values.sizes(),
-              " cannot be broadcast to indexing result of "
-              "shape ",
-              p.resultShape);
+  meta::check_index_put_values(self, values, p.resultShape);
   checkNoInternalOverlap(self);
   int64_t nb = int64_t(p.boff.size());
   if (nb == 0 || p.preNumel == 0 || p.postNumel == 0)

@@ -21,6 +21,7 @@
 #include "eager/TensorIterator.h"
 #include "eager/generated/Functions.h"
 #include "eager/generated/NativeFunctions.h"
+#include "eager/meta/Shapes.h"
 #include "runtime/ThreadPool.h"
 
 #include <cblas.h>
@@ -34,62 +35,6 @@
 namespace ember::native {
 
 namespace {
-
-/// The name PyTorch's messages give a dtype (its C++ type, as TypeMeta).
-const char *typeMetaName(ScalarType t) {
-  switch (t) {
-  case kByte:
-    return "unsigned char";
-  case kChar:
-    return "signed char";
-  case kShort:
-    return "short int";
-  case kInt:
-    return "int";
-  case kLong:
-    return "long int";
-  case kHalf:
-    return "ember::Half";
-  case kFloat:
-    return "float";
-  case kDouble:
-    return "double";
-  case kBool:
-    return "bool";
-  case kBFloat16:
-    return "ember::BFloat16";
-  default:
-    return "undefined";
-  }
-}
-
-/// The name of a dtype in PyTorch's ScalarType spelling ("Float", "Long").
-const char *scalarTypeName(ScalarType t) {
-  switch (t) {
-  case kByte:
-    return "Byte";
-  case kChar:
-    return "Char";
-  case kShort:
-    return "Short";
-  case kInt:
-    return "Int";
-  case kLong:
-    return "Long";
-  case kHalf:
-    return "Half";
-  case kFloat:
-    return "Float";
-  case kDouble:
-    return "Double";
-  case kBool:
-    return "Bool";
-  case kBFloat16:
-    return "BFloat16";
-  default:
-    return "Undefined";
-  }
-}
 
 /// Matrix products are defined for every dtype but bool (as PyTorch).
 void checkProductDtype(const char *op, ScalarType t) {
@@ -447,56 +392,12 @@ void batchedProduct(const char *op, const Tensor &out, Tensor a, Tensor b,
 
 bool isZero(const Scalar &s) { return s.equal(0.0); }
 
-void checkSameDtype(const Tensor &a, const Tensor &b, const char *na,
-                    const char *nb) {
-  EMBER_CHECK(a.dtype() == b.dtype(), "expected ", na, " and ", nb,
-              " to have the same dtype, but got: ", typeMetaName(a.dtype()),
-              " != ", typeMetaName(b.dtype()));
-}
-
-void checkDevices(const char *op, const Tensor &a, const Tensor &b) {
-  EMBER_CHECK(a.is_cpu() && b.is_cpu(), op,
-              ": expected all tensors to be on the CPU, but got ", a.device(),
-              " and ", b.device());
-}
-
-/// The checks shared by mm and addmm (PyTorch's messages).
-void checkMatrixOperands(const Tensor &m1, const Tensor &m2, const char *n1,
-                         const char *n2, bool withRank) {
-  if (withRank) {
-    EMBER_CHECK(m1.dim() == 2, n1, " must be a matrix, got ", m1.dim(),
-                "-D tensor");
-    EMBER_CHECK(m2.dim() == 2, n2, " must be a matrix, got ", m2.dim(),
-                "-D tensor");
-  } else {
-    EMBER_CHECK(m1.dim() == 2, n1, " must be a matrix");
-    EMBER_CHECK(m2.dim() == 2, n2, " must be a matrix");
-  }
-  EMBER_CHECK(m1.size(1) == m2.size(0), "mat1 and mat2 shapes cannot be ",
-              "multiplied (", m1.size(0), "x", m1.size(1), " and ", m2.size(0),
-              "x", m2.size(1), ")");
-  checkSameDtype(m1, m2, "m1", "m2");
-}
-
-/// The checks shared by bmm and baddbmm.
-void checkBatchOperands(const Tensor &b1, const Tensor &b2) {
-  EMBER_CHECK(b1.dim() == 3, "batch1 must be a 3D tensor");
-  EMBER_CHECK(b2.dim() == 3, "batch2 must be a 3D tensor");
-  EMBER_CHECK(b2.size(0) == b1.size(0) && b2.size(1) == b1.size(2),
-              "Expected size for first two dimensions of batch2 tensor to be: ",
-              "[", b1.size(0), ", ", b1.size(2), "] but got: [", b2.size(0),
-              ", ", b2.size(1), "].");
-  checkSameDtype(b1, b2, "batch1", "batch2");
-}
-
 /// Allocates the output of an addmm-like op and, when beta is used, fills it
 /// with `self` broadcast to `shape` (PyTorch ignores self when beta == 0, so
 /// NaN or inf in it do not propagate, but its shape is still checked).
+/// meta::addmm_sizes / baddbmm_sizes checked self's dtype and shape.
 Tensor outputWithAddend(const Tensor &self, IntArrayRef shape,
                         const Tensor &other, const Scalar &beta) {
-  EMBER_CHECK(self.dtype() == other.dtype(), "self and mat2 must have the ",
-              "same dtype, but got ", typeMetaName(self.dtype()), " and ",
-              typeMetaName(other.dtype()));
   Tensor expanded = self.expand(shape);
   Tensor out = empty(shape, other.options());
   if (!isZero(beta))
@@ -509,10 +410,7 @@ Tensor outputWithAddend(const Tensor &self, IntArrayRef shape,
 // --- kernels ----------------------------------------------------------------
 
 Tensor mm(const Tensor &self, const Tensor &mat2) {
-  checkMatrixOperands(self, mat2, "self", "mat2", /*withRank=*/false);
-  checkDevices("mm", self, mat2);
-  checkProductDtype("mm", self.dtype());
-  Tensor out = empty({self.size(0), mat2.size(1)}, self.options());
+  Tensor out = empty(meta::mm_sizes(self, mat2), self.options());
   batchedProduct("mm", out.unsqueeze(0), self.unsqueeze(0), mat2.unsqueeze(0),
                  1, 0, /*beta_used=*/false);
   return out;
@@ -520,10 +418,7 @@ Tensor mm(const Tensor &self, const Tensor &mat2) {
 
 Tensor addmm(const Tensor &self, const Tensor &mat1, const Tensor &mat2,
              const Scalar &beta, const Scalar &alpha) {
-  checkMatrixOperands(mat1, mat2, "mat1", "mat2", /*withRank=*/true);
-  checkDevices("addmm", mat1, mat2);
-  checkProductDtype("addmm", mat1.dtype());
-  int64_t shape[] = {mat1.size(0), mat2.size(1)};
+  DimVector shape = meta::addmm_sizes(self, mat1, mat2);
   Tensor out = outputWithAddend(self, shape, mat2, beta);
   batchedProduct("addmm", out.unsqueeze(0), mat1.unsqueeze(0),
                  mat2.unsqueeze(0), alpha, beta, !isZero(beta));
@@ -531,38 +426,21 @@ Tensor addmm(const Tensor &self, const Tensor &mat1, const Tensor &mat2,
 }
 
 Tensor bmm(const Tensor &self, const Tensor &mat2) {
-  checkBatchOperands(self, mat2);
-  checkDevices("bmm", self, mat2);
-  checkProductDtype("bmm", self.dtype());
-  Tensor out =
-      empty({self.size(0), self.size(1), mat2.size(2)}, self.options());
+  Tensor out = empty(meta::bmm_sizes(self, mat2), self.options());
   batchedProduct("bmm", out, self, mat2, 1, 0, /*beta_used=*/false);
   return out;
 }
 
 Tensor baddbmm(const Tensor &self, const Tensor &batch1, const Tensor &batch2,
                const Scalar &beta, const Scalar &alpha) {
-  checkBatchOperands(batch1, batch2);
-  checkDevices("baddbmm", batch1, batch2);
-  checkProductDtype("baddbmm", batch1.dtype());
-  int64_t shape[] = {batch1.size(0), batch1.size(1), batch2.size(2)};
+  DimVector shape = meta::baddbmm_sizes(self, batch1, batch2);
   Tensor out = outputWithAddend(self, shape, batch2, beta);
   batchedProduct("baddbmm", out, batch1, batch2, alpha, beta, !isZero(beta));
   return out;
 }
 
 Tensor dot(const Tensor &self, const Tensor &tensor) {
-  EMBER_CHECK(self.dim() == 1 && tensor.dim() == 1, "1D tensors expected, ",
-              "but got ", self.dim(), "D and ", tensor.dim(), "D tensors");
-  EMBER_CHECK(self.dtype() == tensor.dtype(), "dot : expected both vectors ",
-              "to have same dtype, but found ", scalarTypeName(self.dtype()),
-              " and ", scalarTypeName(tensor.dtype()));
-  EMBER_CHECK(self.numel() == tensor.numel(), "inconsistent tensor size, ",
-              "expected tensor [", self.numel(), "] and src [", tensor.numel(),
-              "] to have the same number of elements, but got ", self.numel(),
-              " and ", tensor.numel(), " elements respectively");
-  checkDevices("dot", self, tensor);
-  checkProductDtype("dot", self.dtype());
+  meta::check_dot(self, tensor);
   int64_t n = self.numel();
   Tensor out = empty({}, self.options());
   int64_t sx = self.stride(0), sy = tensor.stride(0);

@@ -15,12 +15,6 @@ bool sameView(const Tensor &a, const Tensor &b) {
   return a.data_ptr() == b.data_ptr() && a.sizes() == b.sizes() &&
          a.strides() == b.strides() && a.dtype() == b.dtype();
 }
-bool hasInternalOverlap(const Tensor &t) {
-  for (int64_t d = 0; d < t.dim(); ++d)
-    if (t.size(d) > 1 && t.stride(d) == 0)
-      return true;
-  return false;
-}
 } // namespace
 
 PointwisePlan plan_pointwise(const PointwiseSpec &spec,
@@ -28,60 +22,15 @@ PointwisePlan plan_pointwise(const PointwiseSpec &spec,
                              ArrayRef<const Scalar *> promoting,
                              const Tensor *self_out) {
   PointwisePlan plan;
-  // Dtypes: bool arguments do not take part in promotion.
-  SmallVector<const Tensor *, 4> promoted;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    EMBER_CHECK(inputs[i]->defined(), spec.name, ": argument ", i,
-                " is an undefined tensor");
-    if (!((spec.bool_args >> i) & 1u))
-      promoted.push_back(inputs[i]);
-  }
-  ScalarType result;
-  if (spec.promote == Promote::Bool) {
-    result = inputs[0]->dtype();
-  } else {
-    result = result_type(
-        ArrayRef<const Tensor *>(promoted.data(), promoted.size()), promoting);
-    if (spec.promote == Promote::Float && !isFloatingType(result))
-      result = get_default_dtype();
-  }
-  if (!in_group(result, spec.dtypes)) {
-    if (result == kBool && spec.dtypes == DtypeGroup::NoBool)
-      throw TypeError(std::string("\"") + spec.name +
-                      "\" is not supported on bool tensors; convert them with "
-                      ".to(ember::kInt) or use the logical_* ops");
-    throw_unsupported_dtype(spec.name, result);
-  }
+  meta::PointwiseMeta m = meta::pointwise(spec, inputs, promoting, self_out);
+  const ScalarType result = m.compute, outType = m.out;
+  const DimVector &shape = m.shape;
+  const Device device = m.device;
   plan.compute = result;
-  ScalarType outType =
-      (spec.promote == Promote::Compare || spec.promote == Promote::Bool)
-          ? kBool
-          : result;
-
-  // Shapes and devices.
-  DimVector shape(inputs[0]->sizes());
-  Device device = inputs[0]->device();
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Tensor &t = *inputs[i];
-    if (i)
-      shape = infer_size(shape, t.sizes());
-    EMBER_CHECK(t.device() == device || t.dim() == 0, spec.name,
-                ": expected all tensors to be on the same device, but found ",
-                "at least two devices, ", device, " and ", t.device());
-  }
 
   // Output.
   if (self_out) {
     const Tensor &self = *self_out;
-    EMBER_CHECK(IntArrayRef(shape) == self.sizes(), "output with shape ",
-                self.sizes(), " doesn't match the broadcast shape ", shape);
-    EMBER_CHECK(
-        can_cast(outType, self.dtype()), "result type ", toTypeName(outType),
-        " can't be cast to the desired output type ", toTypeName(self.dtype()));
-    EMBER_CHECK(!hasInternalOverlap(self),
-                "unsupported operation: more than one element of the "
-                "written-to tensor refers to a single memory location. Please "
-                "clone() the tensor before performing the operation.");
     bool overlap = false;
     for (const Tensor *t : inputs)
       if (t->is_alias_of(self) && !sameView(*t, self) && t->numel() > 0)

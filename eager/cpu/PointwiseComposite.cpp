@@ -5,6 +5,7 @@
 #include "eager/TensorIterator.h"
 #include "eager/generated/Functions.h"
 #include "eager/generated/NativeFunctions.h"
+#include "eager/meta/Shapes.h"
 
 namespace ember::native {
 
@@ -36,11 +37,7 @@ Tensor div_scalar_mode(const Tensor &self, const Scalar &other,
 }
 
 Tensor pow_tensor_scalar(const Tensor &self, const Scalar &exponent) {
-  // Integer tensors raised to a negative integer power would be 0 or +-1
-  // silently; PyTorch raises, so does ember.
-  EMBER_CHECK(!(isIntegralType(self.dtype(), false) &&
-                exponent.isIntegral(false) && exponent.toLong() < 0),
-              "Integers to negative integer powers are not allowed.");
+  meta::check_pow_exponent(self.dtype(), exponent);
   return ember::pow(self, wrapped_scalar_tensor(exponent));
 }
 

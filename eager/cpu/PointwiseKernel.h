@@ -5,6 +5,7 @@
 /// contiguous and scalar-broadcast operands.
 
 #include "eager/Dtype.h"
+#include "eager/Meta.h"
 #include "eager/TensorIterator.h"
 #include "eager/generated/Functions.h"
 #include "runtime/ThreadPool.h"
@@ -13,20 +14,10 @@
 
 namespace ember::native {
 
-enum class Promote : int8_t {
-  Default, ///< result_type of the inputs
-  Float,   ///< result_type, with integral results made the default float
-  Compare, ///< computed in result_type, output bool
-  Bool,    ///< computed in the input's dtype, output bool
-};
-
-struct PointwiseSpec {
-  const char *name;
-  Promote promote;
-  DtypeGroup dtypes;
-  unsigned bool_args;  ///< bit i: tensor input i is read as bool
-  int nonzero_divisor; ///< input that must hold no zero for integer dtypes
-};
+// The spec and the dtype/shape rule are the meta layer's (eager/Meta.h): the
+// kernels and shape inference share them.
+using meta::PointwiseSpec;
+using meta::Promote;
 
 /// Everything before the loop: the output, the inputs converted to the
 /// compute dtype, and the iterator. Shared by every pointwise op.

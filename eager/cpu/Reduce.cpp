@@ -3,20 +3,13 @@
 // the engine of ReduceUtils.h (Note [Reduction layout]).
 #include "eager/cpu/ReduceUtils.h"
 #include "eager/generated/NativeFunctions.h"
+#include "eager/meta/Shapes.h"
 
 namespace ember::native {
 
 using namespace reduce;
 
 namespace {
-
-/// The dtype sum/prod/cumsum give by default: int64 for integers and bool
-/// (as PyTorch), the input's dtype otherwise.
-ScalarType sum_dtype(ScalarType t, std::optional<ScalarType> dtype) {
-  if (dtype)
-    return *dtype;
-  return isIntegralType(t, /*includeBool=*/true) ? kLong : t;
-}
 
 IntArrayRef dims_or_all(OptionalIntArrayRef dim) {
   return dim.has_value() ? *dim : IntArrayRef();
@@ -239,7 +232,7 @@ template <bool IsAll>
 Tensor all_any_op(const Tensor &self, int64_t dim, bool keepdim,
                   const char *op) {
   ReduceDims rd = reduce_dim(self, dim, keepdim);
-  ScalarType out_t = self.dtype() == kByte ? kByte : kBool;
+  ScalarType out_t = meta::all_any_dtype(self.dtype());
   Tensor out = empty(rd.out_sizes, TensorOptions(out_t));
   Layout l = reduce_layout(self, rd.mask);
   dispatch_dtype(self.dtype(), op, [&]<class T>() {
@@ -256,7 +249,7 @@ Tensor all_any_op(const Tensor &self, int64_t dim, bool keepdim,
 Tensor sum(const Tensor &self, OptionalIntArrayRef dim, bool keepdim,
            std::optional<ScalarType> dtype) {
   return fold_op<MakeSum>(self, dims_or_all(dim), keepdim,
-                          sum_dtype(self.dtype(), dtype), "sum");
+                          meta::sum_dtype(self.dtype(), dtype), "sum");
 }
 
 Tensor sum_all(const Tensor &self, std::optional<ScalarType> dtype) {
@@ -265,20 +258,9 @@ Tensor sum_all(const Tensor &self, std::optional<ScalarType> dtype) {
 
 Tensor mean(const Tensor &self, OptionalIntArrayRef dim, bool keepdim,
             std::optional<ScalarType> dtype) {
-  if (dtype)
-    EMBER_CHECK_TYPE(isFloatingType(*dtype),
-                     "mean(): could not infer output dtype. Optional dtype "
-                     "must be either a floating point or complex dtype. Got: ",
-                     toString(*dtype));
-  else
-    EMBER_CHECK_TYPE(isFloatingType(self.dtype()),
-                     "mean(): could not infer output dtype. Input dtype must "
-                     "be either a floating point or complex dtype. Got: ",
-                     toString(self.dtype()),
-                     " (pass dtype=ember::kFloat, or convert the input with "
-                     ".to(ember::kFloat))");
   return fold_op<MakeMean, DtypeGroup::Float>(
-      self, dims_or_all(dim), keepdim, dtype.value_or(self.dtype()), "mean");
+      self, dims_or_all(dim), keepdim, meta::mean_dtype(self.dtype(), dtype),
+      "mean");
 }
 
 Tensor mean_all(const Tensor &self, std::optional<ScalarType> dtype) {
@@ -288,7 +270,7 @@ Tensor mean_all(const Tensor &self, std::optional<ScalarType> dtype) {
 Tensor prod(const Tensor &self, int64_t dim, bool keepdim,
             std::optional<ScalarType> dtype) {
   return fold_op<MakeProd>(self, IntArrayRef(dim), keepdim,
-                           sum_dtype(self.dtype(), dtype), "prod");
+                           meta::sum_dtype(self.dtype(), dtype), "prod");
 }
 
 Tensor prod_all(const Tensor &self, std::optional<ScalarType> dtype) {

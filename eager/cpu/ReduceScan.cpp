@@ -4,6 +4,7 @@
 #include "eager/VecMath.h"
 #include "eager/cpu/ReduceUtils.h"
 #include "eager/generated/NativeFunctions.h"
+#include "eager/meta/Shapes.h"
 
 namespace ember::native {
 
@@ -60,11 +61,7 @@ template <bool Prod>
 Tensor scan_op(const Tensor &self, int64_t dim, std::optional<ScalarType> dtype,
                const char *op) {
   int64_t d = maybe_wrap_dim(dim, self.dim());
-  // int64 for integers and bool unless dtype says otherwise (as PyTorch).
-  ScalarType out_t = dtype ? *dtype
-                     : isIntegralType(self.dtype(), /*includeBool=*/true)
-                         ? kLong
-                         : self.dtype();
+  ScalarType out_t = meta::scan_dtype(self.dtype(), dtype);
   Tensor out = empty(self.sizes(), TensorOptions(out_t));
   if (self.numel() == 0)
     return out;
@@ -195,12 +192,8 @@ void softmax_kernel(const C *x, C *y, int64_t A, int64_t N, int64_t B) {
 template <bool Log>
 Tensor softmax_op(const Tensor &self, int64_t dim,
                   std::optional<ScalarType> dtype, const char *op) {
+  ScalarType out_t = meta::softmax_dtype(self.dtype(), dtype, op);
   Tensor x = dtype ? self.to(*dtype) : self;
-  ScalarType out_t = x.dtype();
-  EMBER_CHECK_TYPE(isFloatingType(out_t), op,
-                   "(): expected a floating point input, but got dtype ",
-                   toString(out_t),
-                   " (pass dtype=ember::kFloat to compute in float)");
   int64_t d = maybe_wrap_dim(dim, x.dim());
   // float16 / bfloat16 compute in float (Note [Reduced precision compute]).
   ScalarType compute = isReducedFloatingType(out_t) ? kFloat : out_t;

@@ -3,6 +3,7 @@
 #include "eager/VecMath.h"
 #include "eager/cpu/ReduceUtils.h"
 #include "eager/generated/NativeFunctions.h"
+#include "eager/meta/Shapes.h"
 
 namespace ember::native {
 
@@ -245,11 +246,7 @@ template <class T> struct LogSumExpReducer {
 
 Tensor var(const Tensor &self, OptionalIntArrayRef dim,
            const std::optional<Scalar> &correction, bool keepdim) {
-  EMBER_CHECK_TYPE(isFloatingType(self.dtype()),
-                   "std and var only support floating point and complex "
-                   "dtypes, but got a tensor of dtype ",
-                   toString(self.dtype()),
-                   " (convert it with .to(ember::kFloat))");
+  meta::check_var(self.dtype());
   double corr = correction ? correction->toDouble() : 1.0;
   ReduceDims rd =
       reduce_dims(self, dim.has_value() ? *dim : IntArrayRef(), keepdim);
@@ -270,27 +267,8 @@ Tensor std(const Tensor &self, OptionalIntArrayRef dim,
 
 Tensor norm(const Tensor &self, const std::optional<Scalar> &p, IntArrayRef dim,
             bool keepdim) {
-  EMBER_CHECK_TYPE(isFloatingType(self.dtype()),
-                   "norm(): input dtype should be either floating point or "
-                   "complex. Got ",
-                   toString(self.dtype()),
-                   " instead (convert it with .to(ember::kFloat)).");
+  meta::check_norm(self, p, dim);
   double pv = p ? p->toDouble() : 2.0;
-  EMBER_CHECK_VALUE(!std::isnan(pv), "norm(): the order p must not be NaN");
-  if (self.numel() == 0) {
-    EMBER_CHECK_VALUE(pv >= 0, "norm(): the norm of negative order (p = ", pv,
-                      ") cannot be computed on an empty tensor");
-    if (std::isinf(pv)) {
-      bool identity = !dim.empty();
-      for (int64_t d : dim)
-        if (self.size(maybe_wrap_dim(d, self.dim())) == 0)
-          identity = false;
-      EMBER_CHECK(identity,
-                  "norm(): cannot compute the inf norm on an empty tensor "
-                  "because the operation does not have an identity; reduce "
-                  "over dims of non-zero size only");
-    }
-  }
   ReduceDims rd = reduce_dims(self, dim, keepdim);
   Tensor out = empty(rd.out_sizes, TensorOptions(self.dtype()));
   Layout l = reduce_layout(self, rd.mask);
@@ -326,9 +304,7 @@ Tensor norm_all(const Tensor &self, const Scalar &p) {
 
 Tensor logsumexp(const Tensor &self, IntArrayRef dim, bool keepdim) {
   // Integers and bool compute in the default float dtype (as PyTorch).
-  Tensor x = isIntegralType(self.dtype(), /*includeBool=*/true)
-                 ? self.to(get_default_dtype())
-                 : self;
+  Tensor x = self.to(meta::logsumexp_dtype(self.dtype()));
   ReduceDims rd = reduce_dims(x, dim, keepdim);
   Tensor out = empty(rd.out_sizes, TensorOptions(x.dtype()));
   Layout l = reduce_layout(x, rd.mask);

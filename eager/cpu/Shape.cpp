@@ -7,6 +7,7 @@
 #include "eager/WrapDim.h"
 #include "eager/generated/Functions.h"
 #include "eager/generated/NativeFunctions.h"
+#include "eager/meta/Shapes.h"
 #include "runtime/ThreadPool.h"
 
 #include <algorithm>
@@ -35,47 +36,14 @@ int64_t prod(IntArrayRef s, size_t b, size_t e) {
 // size 0 when checking shapes and copying (they still take part in type
 // promotion). If every input is such a tensor, the result is one as well.
 Tensor cat(TensorList tensors, int64_t dim) {
-  EMBER_CHECK(!tensors.empty(),
-              "torch.cat(): expected a non-empty list of Tensors");
-  ScalarType dtype = ScalarType::Undefined;
-  const Tensor *ref = nullptr;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const Tensor &t = tensors[i];
-    EMBER_CHECK(t.defined(), "torch.cat(): tensor number ", i,
-                " in the list is undefined");
-    EMBER_CHECK(t.dim() > 0, "zero-dimensional tensor (at position ", i,
-                ") cannot be concatenated");
-    EMBER_CHECK(t.device() == tensors[0].device(),
-                "Expected all tensors to be on the same device, but found at "
-                "least two devices, ",
-                tensors[0].device(), " and ", t.device(), "!");
-    dtype = dtype == ScalarType::Undefined ? t.dtype()
-                                           : promoteTypes(dtype, t.dtype());
-    bool skip = t.dim() == 1 && t.size(0) == 0;
-    if (!skip && !ref)
-      ref = &t;
-  }
-  if (!ref) // every input is a legacy empty tensor
-    return empty({0}, TensorOptions(dtype).device(tensors[0].device()));
-  int64_t d = maybe_wrap_dim(dim, ref->dim());
-  DimVector outSize(ref->sizes());
-  int64_t total = 0;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const Tensor &t = tensors[i];
-    if (t.dim() == 1 && t.size(0) == 0)
-      continue;
-    EMBER_CHECK(t.dim() == ref->dim(),
-                "Tensors must have same number of dimensions: got ", ref->dim(),
-                " and ", t.dim());
-    for (int64_t k = 0; k < t.dim(); ++k)
-      EMBER_CHECK(k == d || t.size(k) == ref->size(k),
-                  "Sizes of tensors must match except in dimension ", d,
-                  ". Expected size ", ref->size(k), " but got size ", t.size(k),
-                  " for tensor number ", i, " in the list.");
-    total += t.size(d);
-  }
-  outSize[size_t(d)] = total;
-  Tensor out = empty(outSize, TensorOptions(dtype).device(ref->device()));
+  meta::CatMeta m = meta::cat(tensors, dim);
+  Tensor out = empty(m.sizes, TensorOptions(m.dtype).device(m.device));
+  if (m.all_legacy_empty) // every input is a legacy empty tensor
+    return out;
+  const int64_t d = m.dim;
+  const ScalarType dtype = m.dtype;
+  IntArrayRef outSize = out.sizes();
+  const int64_t total = outSize[size_t(d)];
   if (out.numel() == 0)
     return out;
 
@@ -254,8 +222,7 @@ namespace {
 /// tril keeps j <= i + diagonal, triu keeps j >= i + diagonal.
 Tensor triangle(const Tensor &self, int64_t diagonal, bool lower,
                 const char *name) {
-  EMBER_CHECK(self.dim() >= 2, name,
-              ": input tensor must have at least 2 dimensions");
+  meta::check_triangle(self, name);
   Tensor out = native::clone(self);
   int64_t R = self.size(-2), C = self.size(-1);
   if (out.numel() == 0)
@@ -299,27 +266,9 @@ Tensor triu(const Tensor &self, int64_t diagonal) {
 // that isn't padding (two narrowed views of the same shape).
 Tensor constant_pad_nd(const Tensor &self, IntArrayRef pad,
                        const Scalar &value) {
-  EMBER_CHECK(pad.size() % 2 == 0, "Length of pad must be even but instead ",
-              "it equals ", pad.size());
+  Tensor out = empty(meta::constant_pad_sizes(self, pad), self.options());
   int64_t nd = self.dim();
-  EMBER_CHECK(int64_t(pad.size()) / 2 <= nd,
-              "Length of pad should be no more than twice the number of "
-              "dimensions of the input. Pad length is ",
-              pad.size(), " while the input has ", nd, " dimensions.");
   int64_t npd = int64_t(pad.size()) / 2;
-  DimVector outSize(self.sizes());
-  for (int64_t i = 0; i < npd; ++i) {
-    int64_t d = nd - 1 - i;
-    int64_t before = pad[size_t(2 * i)], after = pad[size_t(2 * i + 1)];
-    int64_t n = self.size(d) + before + after;
-    EMBER_CHECK(n >= 0, "The input size ", self.size(d),
-                ", plus negative padding ", before, " and ", after,
-                " resulted in a negative output size, which is invalid. "
-                "Check dimension ",
-                d, " of your input.");
-    outSize[size_t(d)] = n;
-  }
-  Tensor out = empty(outSize, self.options());
   native::fill_(out, value);
   Tensor src = self, dst = out;
   for (int64_t i = 0; i < npd; ++i) {
@@ -423,14 +372,7 @@ bool allclose(const Tensor &self, const Tensor &other, double rtol, double atol,
 }
 
 bool equal(const Tensor &self, const Tensor &other) {
-  EMBER_CHECK(self.device() == other.device(),
-              "equal(): expected both tensors on the same device, but got ",
-              self.device(), " and ", other.device());
-  EMBER_CHECK_TYPE(self.dtype() == other.dtype(),
-                   "Expected object of scalar "
-                   "type ",
-                   self.dtype(), " but got scalar type ", other.dtype(),
-                   " for argument 'other'");
+  meta::check_equal(self, other);
   if (self.sizes() != other.sizes())
     return false;
   if (self.numel() == 0)

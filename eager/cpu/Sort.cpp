@@ -21,6 +21,7 @@
 #include "eager/WrapDim.h"
 #include "eager/generated/Functions.h"
 #include "eager/generated/NativeFunctions.h"
+#include "eager/meta/Shapes.h"
 #include "runtime/ThreadPool.h"
 
 #include <algorithm>
@@ -226,11 +227,7 @@ Tensor argsort(const Tensor &self, int64_t dim, bool descending, bool stable) {
 
 std::tuple<Tensor, Tensor> topk(const Tensor &self, int64_t k, int64_t dim,
                                 bool largest, bool sorted) {
-  int64_t d = maybe_wrap_dim(dim, self.dim());
-  int64_t size = self.dim() == 0 ? 1 : self.size(d);
-  EMBER_CHECK_INDEX(k >= 0 && k <= size,
-                    "selected index k out of range (k = ", k,
-                    ", but dimension ", d, " has size ", size, ")");
+  int64_t d = meta::check_topk(self, k, dim);
   if (self.dim() == 0) { // k is 0 or 1
     if (k == 1)
       return {native::clone(self), zeros({}, TensorOptions(kLong))};

@@ -6,6 +6,8 @@
 #include "ember/nn.h"
 #include "ember/optim.h"
 #include "eager/Memory.h"
+#include "frontend/Compile.h"
+#include "runtime/Logging.h"
 #include "eager/profiler/Profiler.h"
 #include "eager/Dispatcher.h"
 #include "eager/Factory.h"

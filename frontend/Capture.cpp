@@ -1,0 +1,513 @@
+#include "frontend/Capture.h"
+
+#include "eager/autograd/GradMode.h"
+#include "runtime/Logging.h"
+
+#include <algorithm>
+#include <mutex>
+#include <sstream>
+
+namespace ember::frontend {
+
+namespace {
+thread_local Session *tls_session = nullptr;
+
+ir::ValueType type_of(const Tensor &t) {
+  return ir::ValueType{t.sizes().vec(), t.dtype(), t.device()};
+}
+
+std::string where_str(const std::source_location &loc) {
+  if (!loc.file_name() || !*loc.file_name())
+    return "";
+  std::string f = loc.file_name();
+  return f + ":" + std::to_string(loc.line()) + ":" +
+         std::to_string(loc.column());
+}
+
+/// Runs `op` on `stack` through the eager kernels.
+void call_eager(const OperatorHandle &op, Stack &stack) {
+  ExcludeDispatchKeyGuard no_capture(DispatchKey::Capture);
+  op.callBoxed(stack);
+}
+} // namespace
+
+CaptureMeta::~CaptureMeta() {
+  if (session)
+    session->forget(this);
+}
+
+Session::Session(std::string name, GraphRunner runner, bool fullgraph)
+    : name_(std::move(name)), runner_(std::move(runner)), fullgraph_(fullgraph),
+      prev_(tls_session), saved_tls_(tls_local_dispatch_key_set()) {
+  install_capture();
+  tls_session = this;
+  tls_local_dispatch_key_set().included |= DispatchKey::Capture;
+  tls_local_dispatch_key_set().excluded =
+      tls_local_dispatch_key_set().excluded - DispatchKey::Capture;
+  reset_graph();
+}
+
+Session::~Session() {
+  abandon();
+  tls_session = prev_;
+  tls_local_dispatch_key_set() = saved_tls_;
+}
+
+Session *Session::current() { return tls_session; }
+
+void Session::reset_graph() {
+  trace_ = ir::Trace();
+  trace_.name = name_ + "_graph" + std::to_string(graph_index_);
+  inputs_.clear();
+  lifted_.clear();
+}
+
+void Session::abandon() {
+  for (CaptureMeta *m : std::vector<CaptureMeta *>(live_.begin(), live_.end()))
+    m->session = nullptr;
+  live_.clear();
+  lifted_.clear();
+}
+
+CaptureMeta *Session::meta_of(const Tensor &t) const {
+  TensorImpl *impl = t.unsafeGetTensorImpl();
+  if (!impl->key_set().has(DispatchKey::Capture))
+    return nullptr;
+  auto *m = static_cast<CaptureMeta *>(impl->capture_meta());
+  EMBER_CHECK(m && m->session == this,
+              "a capture tensor from another compiled call (or from a call "
+              "that raised) was used in ",
+              trace_.name,
+              "; capture tensors live only inside the call that made them");
+  return m;
+}
+
+Tensor Session::make_capture(const Tensor &like, int value) {
+  auto impl =
+      make_intrusive<TensorImpl>(like.storage(), like.dtype(), like.sizes(),
+                                 like.strides(), like.storage_offset());
+  impl->set_key(DispatchKey::Capture, true);
+  auto m = std::make_unique<CaptureMeta>();
+  m->session = this;
+  m->self = impl.get();
+  m->value = value;
+  live_.insert(m.get());
+  impl->set_capture_meta(std::move(m));
+  return Tensor(std::move(impl));
+}
+
+Tensor Session::wrap_argument(const Tensor &real, int index) {
+  int v = trace_.add_value(type_of(real));
+  trace_.inputs.push_back(
+      {v, ir::InputKind::Argument, index, "arg" + std::to_string(index)});
+  inputs_.push_back(real);
+  Tensor t = make_capture(
+      meta::fake(real.sizes(), real.dtype(), real.device(), real.strides()), v);
+  auto *m = static_cast<CaptureMeta *>(t.unsafeGetTensorImpl()->capture_meta());
+  m->real = real;
+  m->input = int(trace_.inputs.size()) - 1;
+  m->input_value = v;
+  return t;
+}
+
+Tensor Session::lift(const Tensor &real) {
+  auto it = lifted_.find(real.unsafeGetTensorImpl());
+  if (it != lifted_.end())
+    return it->second;
+  int v = trace_.add_value(type_of(real));
+  int k = int(trace_.inputs.size());
+  trace_.inputs.push_back(
+      {v, ir::InputKind::Lifted, k, "lifted" + std::to_string(lifted_.size())});
+  inputs_.push_back(real);
+  Tensor t = make_capture(
+      meta::fake(real.sizes(), real.dtype(), real.device(), real.strides()), v);
+  auto *m = static_cast<CaptureMeta *>(t.unsafeGetTensorImpl()->capture_meta());
+  m->real = real;
+  m->input = k;
+  m->input_value = v;
+  lifted_.emplace(real.unsafeGetTensorImpl(), t);
+  return t;
+}
+
+int Session::value_of(const Tensor &t, CaptureMeta **out) {
+  *out = nullptr;
+  if (CaptureMeta *m = meta_of(t)) {
+    if (m->is_view())
+      refresh_view(m);
+    *out = m;
+    return m->value;
+  }
+  TensorImpl *impl = t.unsafeGetTensorImpl();
+  if (impl->is_wrapped_number()) {
+    int v = trace_.add_value(type_of(t));
+    ExcludeDispatchKeyGuard no_capture(DispatchKey::Capture);
+    trace_.constants.push_back({v, t.item()});
+    return v;
+  }
+  Tensor w = lift(t);
+  *out = meta_of(w);
+  return (*out)->value;
+}
+
+int Session::add_node(const OperatorHandle &op, std::vector<ir::Arg> args,
+                      const Tensor &result_like) {
+  int v = trace_.add_value(type_of(result_like));
+  trace_.nodes.push_back({&op, std::move(args), {v}, ""});
+  return v;
+}
+
+void Session::refresh_view(CaptureMeta *m) {
+  auto *root = static_cast<CaptureMeta *>(m->base->capture_meta());
+  if (root->gen == m->base_gen)
+    return;
+  // Replay the view ops on the base's current value; types come from the
+  // same ops applied to a fake row-major base.
+  int cur = root->value;
+  Tensor fake =
+      meta::fake(m->base->sizes(), m->base->dtype(), m->base->device());
+  for (const ViewStep &s : m->chain) {
+    Stack args = s.args;
+    args[0] = fake;
+    fake = meta::infer(*s.op, args).outputs.at(0);
+    std::vector<ir::Arg> a;
+    a.push_back(ir::Arg::of_value(cur));
+    for (size_t i = 1; i < s.args.size(); ++i)
+      a.push_back(ir::Arg::of_attr(s.args[i]));
+    cur = add_node(*s.op, std::move(a), fake);
+  }
+  m->value = cur;
+  m->base_gen = root->gen;
+}
+
+void Session::write_through_view(CaptureMeta *m, int new_value) {
+  auto *root = static_cast<CaptureMeta *>(m->base->capture_meta());
+  static const OperatorHandle &scatter =
+      Dispatcher::singleton().findSchemaOrThrow("ember::as_strided_scatter");
+  const Tensor &g = m->geom;
+  std::vector<ir::Arg> a;
+  a.push_back(ir::Arg::of_value(root->value));
+  a.push_back(ir::Arg::of_value(new_value));
+  a.push_back(ir::Arg::of_attr(g.sizes().vec()));
+  a.push_back(ir::Arg::of_attr(g.strides().vec()));
+  a.push_back(ir::Arg::of_attr(IValue(g.storage_offset())));
+  root->value = add_node(scatter, std::move(a), Tensor(m->base));
+  root->gen++;
+  m->value = new_value;
+  m->base_gen = root->gen;
+}
+
+void Session::run_eagerly(const OperatorHandle &op, Stack &stack) {
+  call_eager(op, stack);
+}
+
+void Session::record(const OperatorHandle &op, Stack &stack) {
+  if (eager_rest_) {
+    call_eager(op, stack);
+    return;
+  }
+  const FunctionSchema &schema = op.schema();
+
+  // Training: an op that would record autograd history runs eagerly, with
+  // everything after it (compiled training is a later issue).
+  if (GradMode::is_enabled()) {
+    for (const IValue &v : stack) {
+      auto needs_grad = [&](const Tensor &t) {
+        if (!t.defined())
+          return false;
+        if (CaptureMeta *m = meta_of(t))
+          return m->real.defined() && m->real.requires_grad();
+        return t.requires_grad();
+      };
+      bool any = v.isTensor() && needs_grad(v.toTensor());
+      if (v.isTensorList())
+        for (const Tensor &t : v.toTensorList())
+          any = any || needs_grad(t);
+      if (any) {
+        std::string why = op.name() +
+                          " has an input that requires grad "
+                          "and grad mode is enabled: the rest of the call "
+                          "runs eagerly (compiled training is not "
+                          "implemented yet; use ember::NoGradGuard for "
+                          "inference)";
+        graph_break(why, "");
+        eager_rest_ = true;
+        eager_reason_ = why;
+        tls_local_dispatch_key_set().included =
+            tls_local_dispatch_key_set().included - DispatchKey::Capture;
+        call_eager(op, stack);
+        return;
+      }
+    }
+  }
+
+  // Ops the graph cannot hold: a graph break, then the op runs eagerly.
+  std::string needs_data;
+  meta::Result r;
+  if (!meta::has_rule(op)) {
+    needs_data = op.name() +
+                 " has no shape rule (a custom op: register one with "
+                 "ember::meta::register_fake)";
+  } else {
+    for (const IValue &v : stack)
+      if (v.isGenerator())
+        needs_data = op.name() + " takes an explicit Generator";
+    if (needs_data.empty()) {
+      r = meta::infer(op, stack);
+      needs_data = r.needs_data;
+    }
+  }
+  if (!needs_data.empty()) {
+    graph_break(needs_data, "");
+    call_eager(op, stack);
+    return;
+  }
+
+  // Arguments -> trace arguments.
+  std::vector<ir::Arg> args;
+  args.reserve(stack.size());
+  CaptureMeta *self_meta = nullptr;
+  for (size_t i = 0; i < stack.size(); ++i) {
+    const IValue &v = stack[i];
+    if (v.isTensor()) {
+      const Tensor &t = v.toTensor();
+      CaptureMeta *m = nullptr;
+      args.push_back(ir::Arg::of_value(t.defined() ? value_of(t, &m) : -1));
+      if (i == 0)
+        self_meta = m;
+    } else if (v.isTensorList()) {
+      std::vector<int> ids;
+      for (const Tensor &t : v.toTensorList()) {
+        CaptureMeta *m = nullptr;
+        ids.push_back(value_of(t, &m));
+      }
+      args.push_back(ir::Arg::of_values(std::move(ids)));
+    } else if (i < schema.arguments.size() &&
+               schema.arguments[i].type.rfind("Tensor", 0) == 0) {
+      args.push_back(ir::Arg::of_value(-1)); // an absent Tensor?
+    } else {
+      args.push_back(ir::Arg::of_attr(v));
+    }
+  }
+
+  bool inplace = !schema.arguments.empty() && schema.arguments[0].is_write;
+  if (inplace) {
+    EMBER_INTERNAL_ASSERT(self_meta && r.outputs.size() == 1);
+    int nv = add_node(op, std::move(args), r.outputs[0]);
+    if (self_meta->is_view()) {
+      write_through_view(self_meta, nv);
+    } else {
+      self_meta->value = nv;
+      self_meta->gen++;
+    }
+    Tensor self = stack[0].toTensor();
+    stack.clear();
+    stack.emplace_back(std::move(self));
+    return;
+  }
+
+  std::vector<int> results;
+  std::vector<Tensor> outs;
+  for (const Tensor &o : r.outputs) {
+    int v = trace_.add_value(type_of(o));
+    results.push_back(v);
+    outs.push_back(make_capture(o, v));
+  }
+  // A view of a capture tensor: remember its base, recipe and geometry.
+  if (self_meta && outs.size() == 1 && stack[0].isTensor()) {
+    const Tensor &in = stack[0].toTensor();
+    const Tensor &o = r.outputs[0];
+    TensorImpl *in_impl = self_meta->self;
+    if (o.storage().is_alias_of(in_impl->storage()) ||
+        o.storage().is_alias_of(in.storage())) {
+      auto *m = static_cast<CaptureMeta *>(
+          outs[0].unsafeGetTensorImpl()->capture_meta());
+      CaptureMeta *root =
+          self_meta->is_view()
+              ? static_cast<CaptureMeta *>(self_meta->base->capture_meta())
+              : self_meta;
+      m->base = intrusive_ptr<TensorImpl>(root->self);
+      m->base_gen = root->gen;
+      m->chain = self_meta->chain;
+      ViewStep step{&op, stack};
+      step.args[0] = IValue();
+      m->chain.push_back(step);
+      Tensor parent_geom = self_meta->is_view()
+                               ? self_meta->geom
+                               : meta::fake(in_impl->sizes(), in_impl->dtype(),
+                                            in_impl->device());
+      Stack gargs = stack;
+      gargs[0] = parent_geom;
+      m->geom = meta::infer(op, gargs).outputs.at(0);
+    }
+  }
+  trace_.nodes.push_back({&op, std::move(args), std::move(results), ""});
+  stack.clear();
+  for (Tensor &t : outs)
+    stack.emplace_back(std::move(t));
+}
+
+void Session::graph_break(const std::string &reason, const std::string &where) {
+  BreakInfo b{reason, where};
+  if (fullgraph_)
+    EMBER_CHECK(false, "compile(fullgraph=true): graph break in ", trace_.name,
+                ": ", reason, where.empty() ? "" : " (at " + where + ")",
+                "; remove the sync point or compile with fullgraph=false");
+  if (logging::enabled(logging::Topic::breaks))
+    logging::log(logging::Topic::breaks,
+                 "graph break in " + trace_.name + ": " + reason +
+                     (where.empty() ? "" : " at " + where));
+  breaks_.push_back(b);
+  end_graph(&breaks_.back());
+}
+
+std::vector<OutputRecipe> Session::finish(const std::vector<Tensor> &outs) {
+  std::vector<OutputRecipe> recipes(outs.size());
+  std::vector<int> values(outs.size(), -1);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    OutputRecipe &r = recipes[i];
+    CaptureMeta *m = eager_rest_ ? nullptr : meta_of(outs[i]);
+    if (!m) {
+      r.fixed = outs[i];
+      continue;
+    }
+    CaptureMeta *root = m;
+    if (m->is_view()) {
+      root = static_cast<CaptureMeta *>(m->base->capture_meta());
+      r.chain = m->chain;
+    }
+    if (root->real.defined()) {
+      r.kind = OutputRecipe::Kind::Input;
+      r.index = root->input;
+    } else {
+      r.kind = OutputRecipe::Kind::GraphOutput;
+      values[i] = root->value;
+    }
+  }
+  end_graph(nullptr);
+  for (size_t i = 0; i < outs.size(); ++i)
+    if (values[i] >= 0)
+      recipes[i].index =
+          int(std::find(last_outputs_.begin(), last_outputs_.end(), values[i]) -
+              last_outputs_.begin());
+  return recipes;
+}
+
+void Session::end_graph(const BreakInfo *ended_by) {
+  // Every live capture tensor stays alive until it is materialized (a view
+  // may hold the last reference to its base).
+  std::vector<intrusive_ptr<TensorImpl>> keep;
+  for (CaptureMeta *m : live_)
+    keep.emplace_back(m->self);
+  // Roots first, then views (whose recipes start from their root).
+  std::vector<CaptureMeta *> roots, views;
+  for (CaptureMeta *m : live_)
+    (m->is_view() ? views : roots).push_back(m);
+  // A deterministic order (value ids) for the graph's outputs.
+  auto by_value = [](CaptureMeta *a, CaptureMeta *b) {
+    return a->value < b->value;
+  };
+  std::sort(roots.begin(), roots.end(), by_value);
+  std::sort(views.begin(), views.end(), by_value);
+
+  std::vector<CaptureMeta *> out_roots;
+  for (CaptureMeta *m : roots) {
+    if (m->real.defined()) {
+      if (m->value != m->input_value)
+        trace_.mutations.push_back({m->input, m->value});
+    } else if (std::find(trace_.outputs.begin(), trace_.outputs.end(),
+                         m->value) == trace_.outputs.end()) {
+      trace_.outputs.push_back(m->value);
+      out_roots.push_back(m);
+    } else {
+      out_roots.push_back(m);
+    }
+  }
+
+  std::vector<Tensor> outputs;
+  if (!trace_.nodes.empty() || !trace_.mutations.empty()) {
+    // The graph runs without capture (and without the grad mode switch
+    // below having any effect on it).
+    outputs = runner_(trace_, inputs_, ended_by);
+    ++graphs_run_;
+  }
+
+  // Materialize in place: roots, then views replayed on their real base.
+  auto finish_impl = [&](CaptureMeta *m, const Tensor &real) {
+    TensorImpl *impl = m->self;
+    impl->set_data_from(*real.unsafeGetTensorImpl());
+    impl->set_key(DispatchKey::Capture, false);
+  };
+  for (CaptureMeta *m : roots) {
+    if (m->real.defined()) {
+      finish_impl(m, m->real);
+    } else {
+      auto it =
+          std::find(trace_.outputs.begin(), trace_.outputs.end(), m->value);
+      finish_impl(m, outputs.at(size_t(it - trace_.outputs.begin())));
+    }
+  }
+  for (CaptureMeta *m : views) {
+    Tensor t(m->base);
+    for (const ViewStep &s : m->chain) {
+      Stack st = s.args;
+      st[0] = t;
+      call_eager(*s.op, st);
+      t = st.at(0).toTensor();
+    }
+    finish_impl(m, t);
+  }
+  // Drop the capture records (their destructors leave live_).
+  std::vector<CaptureMeta *> all(live_.begin(), live_.end());
+  for (CaptureMeta *m : all) {
+    m->session = nullptr;
+    m->self->set_capture_meta(nullptr);
+  }
+  live_.clear();
+  last_outputs_ = trace_.outputs;
+  last_inputs_ = trace_.inputs;
+  last_input_tensors_ = inputs_;
+  ++graph_index_;
+  reset_graph();
+}
+
+// ---------------------------------------------------------------------------
+// The Capture key's fallback and the sync hook.
+// ---------------------------------------------------------------------------
+
+namespace {
+void capture_fallback(const OperatorHandle &op, DispatchKeySet, Stack &stack) {
+  Session *s = Session::current();
+  if (!s) {
+    // A capture tensor outside its call (it raised): say so.
+    EMBER_CHECK(false,
+                "a capture tensor was used outside of ember::compile "
+                "(in ",
+                op.name(),
+                "); capture tensors exist only "
+                "while a compiled call runs");
+  }
+  s->record(op, stack);
+}
+
+void capture_sync(TensorImpl &t, const char *reason,
+                  const std::source_location &where) {
+  auto *m = static_cast<CaptureMeta *>(t.capture_meta());
+  Session *s = m ? m->session : nullptr;
+  EMBER_CHECK(s && s == Session::current(),
+              "a capture tensor was used outside of the compiled call that "
+              "made it (",
+              reason, ")");
+  s->graph_break(reason, where_str(where));
+}
+} // namespace
+
+void install_capture() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Dispatcher::singleton().setFallback(DispatchKey::Capture,
+                                        &capture_fallback);
+    detail::capture_sync_fn = &capture_sync;
+  });
+}
+
+} // namespace ember::frontend

@@ -1,0 +1,170 @@
+#pragma once
+/// Capture (DESIGN.md, "Compiler"): one call of a compiled function runs the
+/// user's code with *capture tensors*; the Capture dispatch key's fallback
+/// records each op into an ir::Trace with the output metadata from
+/// ember::meta, instead of running it.
+///
+/// Note [Functionalization in capture]
+/// Traces have value semantics. A capture tensor names a value of the graph;
+/// an in-place op records its functional form and rebinds the tensor to the
+/// new value. A view remembers its root base, the view ops that made it from
+/// the base, and its geometry relative to the base's row-major layout. An
+/// in-place op on a view writes the new view value back into the base with
+/// as_strided_scatter; other views of that base see the base's generation
+/// change and are recomputed from it (by replaying their view ops) the next
+/// time they are used. Roots that stand for real tensors (the function's
+/// arguments and lifted tensors) whose value changed become the graph's
+/// mutations, written back after it runs.
+///
+/// Note [Materialization]
+/// A graph ends at a sync point (item(), printing, data_ptr(), an op that
+/// needs data) and at the function's return. Every capture tensor still
+/// alive then is made real in place, keeping its identity: roots that stand
+/// for a real tensor alias it (after the mutations are written back), other
+/// roots become graph outputs, and views are made by replaying their view
+/// ops eagerly on their (real) base, so aliasing is as in eager.
+
+#include "eager/Meta.h"
+#include "eager/TensorImpl.h"
+#include "ir/Trace.h"
+
+#include <functional>
+#include <source_location>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace ember::frontend {
+
+class Session;
+
+/// One view op in a view's recipe: `op` applied to the previous tensor
+/// (argument 0, left None here) and the other arguments.
+struct ViewStep {
+  const OperatorHandle *op;
+  Stack args;
+};
+
+/// What a capture tensor carries (TensorImpl::capture_meta()).
+struct CaptureMeta final : CaptureMetaInterface {
+  Session *session = nullptr;
+  TensorImpl *self = nullptr;
+  int value = -1; ///< current value id in the session's graph
+  // Roots.
+  uint64_t gen = 0; ///< bumped when an in-place op rebinds the root
+  Tensor real;      ///< the real tensor this root stands for, if any
+  int input = -1;   ///< its graph input index
+  int input_value = -1;
+  // Views.
+  intrusive_ptr<TensorImpl> base; ///< the root base (a capture tensor)
+  uint64_t base_gen = 0;          ///< base->gen when `value` was computed
+  std::vector<ViewStep> chain;    ///< from the root base to this view
+  Tensor geom; ///< fake view of a fake row-major root: the geometry
+
+  bool is_view() const { return bool(base); }
+  ~CaptureMeta() override;
+};
+
+/// What a graph break reports.
+struct BreakInfo {
+  std::string reason;
+  std::string where;
+};
+
+/// How a returned tensor is rebuilt from a graph's results (replay mode).
+struct OutputRecipe {
+  enum class Kind { GraphOutput, Input, Fixed };
+  Kind kind = Kind::Fixed;
+  int index = -1;              ///< graph output / graph input index
+  Tensor fixed;                ///< Fixed: a real tensor returned as is
+  std::vector<ViewStep> chain; ///< view ops applied after
+};
+
+/// Runs a finished graph: gets the trace and the real tensors of its inputs,
+/// returns the real outputs (mutations already applied to the inputs).
+using GraphRunner = std::function<std::vector<Tensor>(
+    ir::Trace &trace, const std::vector<Tensor> &inputs,
+    const BreakInfo *ended_by)>;
+
+/// One call of a compiled function (thread-local while it runs).
+class Session {
+public:
+  Session(std::string name, GraphRunner runner, bool fullgraph);
+  ~Session();
+  Session(const Session &) = delete;
+  Session &operator=(const Session &) = delete;
+
+  /// The session capturing on this thread, or null.
+  static Session *current();
+
+  /// A capture tensor standing for argument `index` of the function.
+  Tensor wrap_argument(const Tensor &real, int index);
+
+  /// Records `op` (the Capture key's fallback).
+  void record(const OperatorHandle &op, Stack &stack);
+
+  /// Ends the current graph (a sync point): runs it and materializes every
+  /// live capture tensor.
+  void graph_break(const std::string &reason, const std::string &where);
+  /// The end of the function: the last graph. Returns how each of `outs`
+  /// (the function's flattened results) comes from that graph.
+  std::vector<OutputRecipe> finish(const std::vector<Tensor> &outs);
+  /// The inputs of the last graph run (replay mode keeps them).
+  const std::vector<ir::Input> &last_inputs() const { return last_inputs_; }
+  const std::vector<Tensor> &last_input_tensors() const {
+    return last_input_tensors_;
+  }
+  /// After an exception: capture tensors still alive become unusable.
+  void abandon();
+
+  /// Calls after a training fallback run eagerly (ops are not recorded).
+  bool eager_rest() const { return eager_rest_; }
+  const std::string &eager_reason() const { return eager_reason_; }
+
+  int graphs_run() const { return graphs_run_; }
+  const std::vector<BreakInfo> &breaks() const { return breaks_; }
+
+  // Used by CaptureMeta's destructor.
+  void forget(CaptureMeta *m) { live_.erase(m); }
+
+private:
+  friend struct CaptureMeta;
+  CaptureMeta *meta_of(const Tensor &t) const;
+  /// The value id of a tensor argument (lifting real tensors, recomputing
+  /// stale views); sets *m to its capture meta when it has one.
+  int value_of(const Tensor &t, CaptureMeta **m);
+  Tensor make_capture(const Tensor &like, int value);
+  Tensor lift(const Tensor &real);
+  int add_node(const OperatorHandle &op, std::vector<ir::Arg> args,
+               const Tensor &result_like);
+  void refresh_view(CaptureMeta *m);
+  void write_through_view(CaptureMeta *m, int new_value);
+  void run_eagerly(const OperatorHandle &op, Stack &stack);
+  void end_graph(const BreakInfo *ended_by);
+  void reset_graph();
+
+  std::string name_;
+  GraphRunner runner_;
+  bool fullgraph_;
+  Session *prev_;
+  LocalDispatchKeySet saved_tls_;
+
+  ir::Trace trace_;
+  std::vector<Tensor> inputs_; ///< real tensors of trace_.inputs
+  std::unordered_map<TensorImpl *, Tensor> lifted_; ///< real -> wrapper
+  std::unordered_set<CaptureMeta *> live_;
+  int graph_index_ = 0;
+  int graphs_run_ = 0;
+  std::vector<BreakInfo> breaks_;
+  bool eager_rest_ = false;
+  std::string eager_reason_;
+  std::vector<int> last_outputs_;
+  std::vector<ir::Input> last_inputs_;
+  std::vector<Tensor> last_input_tensors_;
+};
+
+/// Installs the Capture fallback and the sync hook (once).
+void install_capture();
+
+} // namespace ember::frontend

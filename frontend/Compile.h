@@ -1,0 +1,276 @@
+#pragma once
+/// ember::compile: capture a function's ops into graphs, compile them once
+/// per guard set, run the compiled program (DESIGN.md, "Compiler").
+///
+///   auto f = ember::compile([&](const ember::Tensor &x) {
+///     return ember::relu(model->forward(x)).sum(1);
+///   });
+///   ember::Tensor y = f(x);          // captures, compiles, runs
+///   std::cout << f.explain();        // graphs, breaks, recompiles, guards
+///
+/// Each call runs the function with *capture tensors* in place of its tensor
+/// arguments: ops are recorded, not run. Tensors it reaches that are not
+/// arguments (module parameters, captured variables) are lifted to graph
+/// inputs and read at every call. A value the C++ code needs now (item(),
+/// printing, data_ptr(), an op whose output shape depends on data) ends the
+/// graph: it runs, and capture goes on in a new graph (a graph break).
+
+#include "eager/Tensor.h"
+#include "eager/nn/Options.h"
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace ember {
+
+/// Options of compile() (torch.compile's, and torch._dynamo.config's
+/// cache_size_limit as recompile_limit).
+struct CompileOptions {
+  /// Compiled entries per function; past it, the function runs eagerly
+  /// (with one warning).
+  EMBER_ARG(int64_t, recompile_limit) = 8;
+  /// The caller declares the function pure in its tensors (its ops depend
+  /// only on its arguments' metadata and its non-tensor arguments): after the
+  /// first capture of a guard set, calls run the cached program without
+  /// running the function (the lowest overhead, like CUDA graphs). Tensors
+  /// the function creates itself are then constants.
+  EMBER_ARG(bool, replay) = false;
+  /// A graph break raises instead of splitting the graph.
+  EMBER_ARG(bool, fullgraph) = false;
+  /// The name used in logs, dumps and explain(); default "fn<N>".
+  EMBER_ARG(std::string, name) = "";
+};
+
+/// A graph break: why and where in the user's code.
+struct GraphBreak {
+  int graph = 0;      ///< the graph it ended
+  std::string reason; ///< "Tensor::item()", "ember::nonzero: output shape ..."
+  std::string where;  ///< "model.cpp:42:10", or "" when unknown
+};
+
+/// A recompile: which guard failed against which earlier entry.
+struct Recompile {
+  int graph = 0;
+  std::string reason;
+};
+
+/// One compiled graph (a cache entry).
+struct GraphInfo {
+  std::string name;      ///< "fn0_graph1"
+  int64_t ops = 0;       ///< ops in the graph
+  int64_t fallbacks = 0; ///< ops run by their eager kernel
+  int64_t guards = 0;    ///< checks a call makes before it reuses the graph
+  int64_t inputs = 0, outputs = 0, mutations = 0;
+  std::string trace; ///< the captured trace (ir::Trace::str())
+  std::string ir;    ///< the ember dialect module
+  std::string dot;   ///< the graph in Graphviz DOT
+};
+
+/// What explain() reports (torch._dynamo.explain's ExplainOutput, plus the
+/// cache's history). Printable; every field is data too.
+struct ExplainOutput {
+  std::string name;
+  int64_t calls = 0;
+  int64_t graph_count = 0; ///< graphs run by the last call
+  int64_t graph_break_count = 0;
+  int64_t op_count = 0;
+  int64_t cache_hits = 0, cache_misses = 0;
+  std::vector<GraphInfo> graphs; ///< every cache entry
+  std::vector<GraphBreak> break_reasons;
+  std::vector<Recompile> recompiles;
+  /// Why calls ran eagerly instead (training, the recompile limit).
+  std::vector<std::string> eager_reasons;
+  int64_t eager_calls = 0;
+  double capture_seconds = 0, compile_seconds = 0;
+  std::string str() const;
+};
+std::ostream &operator<<(std::ostream &os, const ExplainOutput &e);
+
+namespace detail {
+
+class CompiledState; // frontend/Frontend.cpp
+
+std::shared_ptr<CompiledState> make_compiled_state(CompileOptions options);
+
+/// What the user's function gave back, flattened.
+struct FlatOutputs {
+  std::vector<Tensor> tensors;
+  std::vector<int64_t> list_sizes; ///< lengths of vector<Tensor> returns
+};
+
+/// Runs one call of a compiled function. `tensors` are its tensor arguments,
+/// `guards` its other arguments rendered as text (guarded on their values).
+/// `body(args)` runs the user's function with `args` in place of `tensors`
+/// and returns its flattened outputs. Returns the outputs when the call was
+/// replayed without running `body` (replay mode); nullopt when `body` ran
+/// (its own result, now holding real tensors, is the answer).
+std::optional<FlatOutputs> run_compiled(
+    CompiledState &state, const std::vector<Tensor> &tensors,
+    const std::vector<std::string> &guards,
+    const std::function<FlatOutputs(const std::vector<Tensor> &)> &body);
+
+ExplainOutput explain_of(const CompiledState &state);
+
+// --- flattening of arguments and results ----------------------------------
+
+template <class T> struct is_tuple_like : std::false_type {};
+template <class... Ts>
+struct is_tuple_like<std::tuple<Ts...>> : std::true_type {};
+template <class A, class B>
+struct is_tuple_like<std::pair<A, B>> : std::true_type {};
+
+template <class T> using plain_t = std::remove_cvref_t<T>;
+
+/// Tensor arguments go to `tensors`, vectors of tensors element by element;
+/// anything else is guarded on its printed value.
+template <class T>
+void collect_arg(const T &a, std::vector<Tensor> &tensors,
+                 std::vector<std::string> &guards) {
+  using P = plain_t<T>;
+  if constexpr (std::is_same_v<P, Tensor>) {
+    tensors.push_back(a);
+  } else if constexpr (std::is_same_v<P, std::vector<Tensor>>) {
+    guards.push_back("list of " + std::to_string(a.size()) + " tensors");
+    for (const Tensor &t : a)
+      tensors.push_back(t);
+  } else {
+    std::ostringstream os;
+    os.precision(17); // doubles guarded by their exact value
+    if constexpr (std::is_same_v<P, bool>)
+      os << (a ? "true" : "false");
+    else
+      os << a; // a non-tensor argument must be printable to be guarded
+    guards.push_back(os.str());
+  }
+}
+
+/// The argument passed to the user's function: tensors replaced by the
+/// capture tensors in `tensors` (consumed from `pos`).
+template <class T>
+plain_t<T> rebuild_arg(const T &a, const std::vector<Tensor> &tensors,
+                       size_t &pos) {
+  using P = plain_t<T>;
+  if constexpr (std::is_same_v<P, Tensor>) {
+    return tensors[pos++];
+  } else if constexpr (std::is_same_v<P, std::vector<Tensor>>) {
+    std::vector<Tensor> v(tensors.begin() + pos,
+                          tensors.begin() + pos + a.size());
+    pos += a.size();
+    return v;
+  } else {
+    return a;
+  }
+}
+
+template <class R> void flatten_result(const R &r, FlatOutputs &out) {
+  if constexpr (std::is_same_v<R, Tensor>) {
+    out.tensors.push_back(r);
+  } else if constexpr (std::is_same_v<R, std::vector<Tensor>>) {
+    out.list_sizes.push_back(int64_t(r.size()));
+    for (const Tensor &t : r)
+      out.tensors.push_back(t);
+  } else if constexpr (is_tuple_like<R>::value) {
+    std::apply([&](const auto &...e) { (flatten_result(e, out), ...); }, r);
+  } else {
+    static_assert(sizeof(R) == 0,
+                  "ember::compile: the function must return a Tensor, a "
+                  "vector of Tensors, a tuple or pair of those, or nothing");
+  }
+}
+
+template <class R>
+R unflatten_result(const FlatOutputs &f, size_t &pos, size_t &lpos) {
+  if constexpr (std::is_same_v<R, Tensor>) {
+    return f.tensors[pos++];
+  } else if constexpr (std::is_same_v<R, std::vector<Tensor>>) {
+    size_t n = size_t(f.list_sizes[lpos++]);
+    std::vector<Tensor> v(f.tensors.begin() + pos, f.tensors.begin() + pos + n);
+    pos += n;
+    return v;
+  } else {
+    return unflatten_tuple<R>(f, pos, lpos,
+                              std::make_index_sequence<std::tuple_size_v<R>>{});
+  }
+}
+template <class R, size_t... I>
+R unflatten_tuple(const FlatOutputs &f, size_t &pos, size_t &lpos,
+                  std::index_sequence<I...>) {
+  // Braced initialisation evaluates the elements in order.
+  return R{unflatten_result<std::tuple_element_t<I, R>>(f, pos, lpos)...};
+}
+
+} // namespace detail
+
+/// The callable that compile() returns.
+template <class F> class CompiledFunction {
+public:
+  CompiledFunction(F fn, CompileOptions options)
+      : fn_(std::move(fn)),
+        state_(detail::make_compiled_state(std::move(options))) {}
+
+  template <class... Args> auto operator()(Args &&...args) {
+    using R = std::invoke_result_t<F &, Args...>;
+    std::vector<Tensor> tensors;
+    std::vector<std::string> guards;
+    (detail::collect_arg(args, tensors, guards), ...);
+    // (void results keep a placeholder)
+    std::optional<std::conditional_t<std::is_void_v<R>, int, R>> result;
+    auto body = [&](const std::vector<Tensor> &in) {
+      size_t pos = 0;
+      // Braced initialisation keeps the arguments' order.
+      std::tuple<detail::plain_t<Args>...> rebuilt{
+          detail::rebuild_arg(args, in, pos)...};
+      detail::FlatOutputs out;
+      if constexpr (std::is_void_v<R>) {
+        std::apply(fn_, rebuilt);
+      } else {
+        result.emplace(std::apply(fn_, rebuilt));
+        detail::flatten_result(*result, out);
+      }
+      return out;
+    };
+    auto replayed = detail::run_compiled(*state_, tensors, guards, body);
+    if constexpr (!std::is_void_v<R>) {
+      if (replayed) {
+        size_t pos = 0, lpos = 0;
+        return detail::unflatten_result<R>(*replayed, pos, lpos);
+      }
+      return std::move(*result);
+    }
+  }
+
+  /// Graphs, breaks, recompiles and timings of every call so far.
+  ExplainOutput explain() const { return detail::explain_of(*state_); }
+
+private:
+  F fn_;
+  std::shared_ptr<detail::CompiledState> state_;
+};
+
+/// Wraps `fn` (any callable of tensors, vectors of tensors and printable
+/// non-tensor values, returning a Tensor, a vector of Tensors, a tuple of
+/// those, or nothing) in a compiled callable.
+template <class F>
+CompiledFunction<std::decay_t<F>> compile(F &&fn, CompileOptions options = {}) {
+  return CompiledFunction<std::decay_t<F>>(std::forward<F>(fn),
+                                           std::move(options));
+}
+
+/// Compiles `fn`, calls it once with `args` and reports what happened
+/// (torch._dynamo.explain(fn)(*args)).
+template <class F, class... Args>
+ExplainOutput explain(F &&fn, Args &&...args) {
+  auto compiled = compile(std::forward<F>(fn));
+  compiled(std::forward<Args>(args)...);
+  return compiled.explain();
+}
+
+} // namespace ember

@@ -1,0 +1,138 @@
+#include "frontend/Executor.h"
+
+#include "eager/Factory.h"
+
+#include <algorithm>
+
+namespace ember::frontend {
+
+Program::Program(ir::Trace trace) : trace_(std::move(trace)) {
+  const size_t nvalues = trace_.types.size();
+  keep_.assign(nvalues, false);
+  for (int v : trace_.outputs)
+    keep_[v] = true;
+  for (const ir::Mutation &m : trace_.mutations)
+    keep_[m.value] = true;
+  // Inputs belong to the caller; freeing our handle early is harmless, but
+  // an input is never run in place.
+  for (const ir::Input &in : trace_.inputs)
+    keep_[in.value] = true;
+  for (const ir::Constant &c : trace_.constants) {
+    const ir::ValueType &t = trace_.types[c.value];
+    if (c.tensor.defined()) {
+      constants_.push_back(c.tensor);
+    } else {
+      Tensor k =
+          scalar_tensor(c.scalar, TensorOptions(t.dtype).device(t.device));
+      k.unsafeGetTensorImpl()->set_wrapped_number(true);
+      constants_.push_back(k);
+    }
+    keep_[c.value] = true;
+  }
+  // Last use of every value.
+  std::vector<int> last(nvalues, -1);
+  for (size_t i = 0; i < trace_.nodes.size(); ++i)
+    for (const ir::Arg &a : trace_.nodes[i].args) {
+      if (a.kind == ir::Arg::Kind::Value && a.value >= 0)
+        last[a.value] = int(i);
+      else if (a.kind == ir::Arg::Kind::ValueList)
+        for (int v : a.values)
+          last[v] = int(i);
+    }
+  steps_.resize(trace_.nodes.size());
+  for (size_t i = 0; i < trace_.nodes.size(); ++i) {
+    Step &s = steps_[i];
+    s.node = &trace_.nodes[i];
+    const auto &args = s.node->op->schema().arguments;
+    s.inplace = !args.empty() && args[0].is_write;
+    // Results nobody reads are freed at once.
+    for (int r : s.node->results)
+      if (last[r] < 0 && !keep_[r])
+        s.free_after.push_back(r);
+  }
+  for (size_t v = 0; v < nvalues; ++v)
+    if (last[v] >= 0 && !keep_[v])
+      steps_[last[v]].free_after.push_back(int(v));
+}
+
+std::vector<Tensor> Program::run(const std::vector<Tensor> &inputs) const {
+  EMBER_CHECK(inputs.size() == trace_.inputs.size(), "graph ", trace_.name,
+              " expects ", trace_.inputs.size(), " inputs, got ",
+              inputs.size());
+  // Steps run the eager kernels, never the capture of an enclosing call.
+  ExcludeDispatchKeyGuard no_capture(DispatchKey::Capture);
+  std::vector<Tensor> env(trace_.types.size());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    env[trace_.inputs[i].value] = inputs[i];
+  for (size_t i = 0; i < constants_.size(); ++i)
+    env[trace_.constants[i].value] = constants_[i];
+
+  Stack stack;
+  for (const Step &s : steps_) {
+    const ir::Node &n = *s.node;
+    stack.clear();
+    stack.reserve(n.args.size());
+    for (size_t i = 0; i < n.args.size(); ++i) {
+      const ir::Arg &a = n.args[i];
+      switch (a.kind) {
+      case ir::Arg::Kind::Value:
+        if (a.value < 0) {
+          stack.emplace_back();
+        } else if (i == 0 && s.inplace) {
+          // Value semantics: write into a copy unless this is the value's
+          // last use and nothing else can see its buffer.
+          Tensor &self = env[a.value];
+          bool exclusive = !keep_[a.value] &&
+                           std::find(s.free_after.begin(), s.free_after.end(),
+                                     a.value) != s.free_after.end() &&
+                           self.use_count() == 1 &&
+                           self.storage().use_count() == 1;
+          stack.emplace_back(exclusive ? self : self.clone());
+        } else {
+          stack.emplace_back(env[a.value]);
+        }
+        break;
+      case ir::Arg::Kind::ValueList: {
+        std::vector<Tensor> l;
+        l.reserve(a.values.size());
+        for (int v : a.values)
+          l.push_back(env[v]);
+        stack.emplace_back(std::move(l));
+        break;
+      }
+      case ir::Arg::Kind::Attr:
+        stack.push_back(a.attr);
+        break;
+      }
+    }
+    n.op->callBoxed(stack);
+    EMBER_INTERNAL_ASSERT(stack.size() >= n.results.size());
+    size_t r = 0;
+    for (IValue &v : stack) {
+      if (v.isTensor()) {
+        if (r < n.results.size())
+          env[n.results[r++]] = v.toTensor();
+      } else if (v.isTensorList()) {
+        for (const Tensor &t : v.toTensorList())
+          if (r < n.results.size())
+            env[n.results[r++]] = t;
+      }
+    }
+    EMBER_INTERNAL_ASSERT(r == n.results.size());
+    for (int v : s.free_after)
+      env[v] = Tensor();
+  }
+
+  for (const ir::Mutation &m : trace_.mutations) {
+    const Tensor &dst = inputs[m.input];
+    if (!dst.is_same(env[m.value]))
+      dst.copy_(env[m.value]);
+  }
+  std::vector<Tensor> out;
+  out.reserve(trace_.outputs.size());
+  for (int v : trace_.outputs)
+    out.push_back(env[v]);
+  return out;
+}
+
+} // namespace ember::frontend

@@ -1,0 +1,39 @@
+#pragma once
+/// The executor of compiled programs: a graph's steps in order, each an
+/// eager kernel call (the fallback path: every op runs through the
+/// dispatcher below Capture), with the values held in a flat environment and
+/// released after their last use.
+
+#include "ir/Trace.h"
+
+#include <vector>
+
+namespace ember::frontend {
+
+/// A graph ready to run.
+class Program {
+public:
+  /// Prepares `trace` (value liveness, constants). The trace's ops run with
+  /// value semantics: an in-place op runs on a copy of `self` unless `self`
+  /// is an exclusively owned intermediate at its last use.
+  explicit Program(ir::Trace trace);
+
+  /// Runs the graph on `inputs` (one per trace input), applies the trace's
+  /// mutations to them, and returns the outputs (one per trace output).
+  std::vector<Tensor> run(const std::vector<Tensor> &inputs) const;
+
+  const ir::Trace &trace() const { return trace_; }
+
+private:
+  struct Step {
+    const ir::Node *node;
+    bool inplace = false;        ///< value semantics for an in-place op
+    std::vector<int> free_after; ///< values whose last use is this step
+  };
+  ir::Trace trace_;
+  std::vector<Step> steps_;
+  std::vector<Tensor> constants_; ///< by index in trace_.constants
+  std::vector<bool> keep_;        ///< values that outlive the steps
+};
+
+} // namespace ember::frontend

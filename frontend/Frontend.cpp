@@ -1,0 +1,548 @@
+// compile()'s driver: the per-function state, the compile cache and its
+// guards, recompiles and the recompile limit, replay mode, explain(), logs
+// and the debug directory.
+#include "frontend/Capture.h"
+#include "frontend/Compile.h"
+#include "frontend/Executor.h"
+#include "frontend/Lowering.h"
+
+#include "eager/autograd/GradMode.h"
+#include "runtime/Env.h"
+#include "runtime/Logging.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+
+namespace ember {
+
+namespace detail {
+
+using frontend::OutputRecipe;
+using frontend::Program;
+using frontend::Session;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::string sizes_str(IntArrayRef s) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < s.size(); ++i)
+    os << (i ? ", " : "") << s[i];
+  os << "]";
+  return os.str();
+}
+
+/// What a cache entry checks about one graph input.
+struct InputGuard {
+  std::string name;
+  ScalarType dtype;
+  Device device;
+  std::vector<int64_t> sizes, strides;
+  bool requires_grad;
+  static InputGuard of(const std::string &name, const Tensor &t) {
+    return {name,
+            t.dtype(),
+            t.device(),
+            t.sizes().vec(),
+            t.strides().vec(),
+            t.requires_grad()};
+  }
+};
+
+/// The first way `now` differs from `was`, in PyTorch's words; "" if none.
+std::string compare_input(const InputGuard &was, const InputGuard &now) {
+  std::ostringstream os;
+  os << "tensor '" << now.name << "' ";
+  if (was.dtype != now.dtype)
+    os << "dtype mismatch. expected " << toString(was.dtype) << ", actual "
+       << toString(now.dtype);
+  else if (was.device != now.device)
+    os << "device mismatch. expected " << was.device.str() << ", actual "
+       << now.device.str();
+  else if (was.sizes.size() != now.sizes.size())
+    os << "rank mismatch. expected " << was.sizes.size() << ", actual "
+       << now.sizes.size();
+  else if (was.sizes != now.sizes) {
+    size_t i = 0;
+    while (was.sizes[i] == now.sizes[i])
+      ++i;
+    os << "size mismatch at index " << i << ". expected " << was.sizes[i]
+       << ", actual " << now.sizes[i];
+  } else if (was.strides != now.strides) {
+    size_t i = 0;
+    while (was.strides[i] == now.strides[i])
+      ++i;
+    os << "stride mismatch at index " << i << ". expected " << was.strides[i]
+       << ", actual " << now.strides[i];
+  } else if (was.requires_grad != now.requires_grad)
+    os << "requires_grad mismatch. expected " << was.requires_grad
+       << ", actual " << now.requires_grad;
+  else
+    return "";
+  return os.str();
+}
+
+struct Entry {
+  std::string name;
+  int position = 0; ///< which graph of the call (0 = the first)
+  std::string key;
+  std::vector<InputGuard> inputs;
+  std::vector<std::string> arg_guards;
+  bool grad_mode = true;
+  std::unique_ptr<Program> program;
+  GraphInfo info;
+};
+
+struct ReplayEntry {
+  Entry *entry = nullptr;
+  std::vector<ir::Input> inputs; ///< the graph's inputs
+  std::vector<Tensor> lifted;    ///< real tensors of lifted inputs
+  std::vector<OutputRecipe> outputs;
+  std::vector<int64_t> list_sizes;
+};
+
+std::atomic<int> g_function_counter{0};
+
+void write_file(const std::string &path, const std::string &text) {
+  std::ofstream f(path);
+  EMBER_CHECK(f.good(), "EMBER_DEBUG_DIR: cannot write ", path,
+              "; check that the folder exists and is writable");
+  f << text;
+}
+} // namespace
+
+class CompiledState {
+public:
+  explicit CompiledState(CompileOptions o) : options(std::move(o)) {
+    name = options.name().empty() ? "fn" + std::to_string(g_function_counter++)
+                                  : options.name();
+    EMBER_CHECK_VALUE(options.recompile_limit() >= 1,
+                      "compile: recompile_limit must be at least 1, got ",
+                      options.recompile_limit());
+  }
+
+  CompileOptions options;
+  std::string name;
+  std::mutex mu;
+  std::vector<std::unique_ptr<Entry>> entries;
+  std::unordered_map<std::string, Entry *> by_key;
+  std::unordered_map<std::string, ReplayEntry> replays;
+  bool over_limit = false;
+  ExplainOutput stats;
+
+  // Per call.
+  std::vector<std::string> call_guards;
+  int position = 0;
+  Entry *last_entry = nullptr;
+  double run_seconds = 0;
+
+  std::vector<Tensor> run_graph(ir::Trace &trace,
+                                const std::vector<Tensor> &inputs);
+  void add_eager_reason(const std::string &why) {
+    if (std::find(stats.eager_reasons.begin(), stats.eager_reasons.end(),
+                  why) == stats.eager_reasons.end())
+      stats.eager_reasons.push_back(why);
+  }
+
+private:
+  std::string key_of(const ir::Trace &trace,
+                     const std::vector<InputGuard> &guards, bool grad) const;
+  std::string miss_reason(const Entry &was, const ir::Trace &trace,
+                          const std::vector<InputGuard> &guards,
+                          bool grad) const;
+  Entry *compile(ir::Trace &trace, std::vector<InputGuard> guards, bool grad,
+                 std::string key);
+};
+
+std::string CompiledState::key_of(const ir::Trace &trace,
+                                  const std::vector<InputGuard> &guards,
+                                  bool grad) const {
+  std::ostringstream os;
+  os << position << "|" << grad << "|";
+  for (const std::string &g : call_guards)
+    os << g << ";";
+  for (const InputGuard &g : guards)
+    os << int(g.dtype) << g.device.str() << sizes_str(g.sizes)
+       << sizes_str(g.strides) << g.requires_grad << "|";
+  ir::Trace t = trace;
+  t.name.clear();
+  os << t.str();
+  return os.str();
+}
+
+std::string CompiledState::miss_reason(const Entry &was, const ir::Trace &trace,
+                                       const std::vector<InputGuard> &guards,
+                                       bool grad) const {
+  for (size_t i = 0; i < call_guards.size() && i < was.arg_guards.size(); ++i)
+    if (call_guards[i] != was.arg_guards[i])
+      return "non-tensor argument " + std::to_string(i) +
+             " changed. expected " + was.arg_guards[i] + ", actual " +
+             call_guards[i];
+  if (grad != was.grad_mode)
+    return std::string("grad mode changed. expected ") +
+           (was.grad_mode ? "enabled" : "disabled") + ", actual " +
+           (grad ? "enabled" : "disabled");
+  if (guards.size() != was.inputs.size())
+    return "the graph has " + std::to_string(guards.size()) +
+           " inputs, the entry had " + std::to_string(was.inputs.size());
+  for (size_t i = 0; i < guards.size(); ++i) {
+    std::string r = compare_input(was.inputs[i], guards[i]);
+    if (!r.empty())
+      return r;
+  }
+  const auto &a = was.program->trace().nodes, &b = trace.nodes;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    if (a[i].op != b[i].op)
+      return "the captured ops differ: op " + std::to_string(i) + " is " +
+             b[i].op->name() + ", the entry had " + a[i].op->name();
+  if (a.size() != b.size())
+    return "the captured ops differ: " + std::to_string(b.size()) +
+           " ops, the entry had " + std::to_string(a.size());
+  return "the captured ops differ in their arguments";
+}
+
+Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
+                              bool grad, std::string key) {
+  auto t0 = Clock::now();
+  int version = 0;
+  for (auto &e : entries)
+    if (e->position == position)
+      ++version;
+  trace.name = name + "_graph" + std::to_string(position) +
+               (version ? "_v" + std::to_string(version) : "");
+
+  auto e = std::make_unique<Entry>();
+  e->name = trace.name;
+  e->position = position;
+  e->key = std::move(key);
+  e->inputs = std::move(guards);
+  e->arg_guards = call_guards;
+  e->grad_mode = grad;
+
+  frontend::Lowered lowered = frontend::lower(trace);
+  e->program = std::make_unique<Program>(std::move(lowered.program));
+
+  GraphInfo &info = e->info;
+  info.name = e->name;
+  info.ops = int64_t(trace.nodes.size());
+  info.fallbacks = info.ops; // every step runs its eager kernel
+  info.guards =
+      int64_t(e->inputs.size()) * 5 + 1 + int64_t(e->arg_guards.size());
+  info.inputs = int64_t(trace.inputs.size());
+  info.outputs = int64_t(trace.outputs.size());
+  info.mutations = int64_t(trace.mutations.size());
+  info.trace = trace.str();
+  info.ir = lowered.ir;
+  info.dot = ir::to_dot(trace);
+
+  using logging::Topic;
+  if (logging::enabled(Topic::graph))
+    logging::log(Topic::graph, "captured " + info.name + ":\n" + info.trace);
+  if (logging::enabled(Topic::ir))
+    logging::log(Topic::ir, info.name + ":\n" + info.ir);
+  if (logging::enabled(Topic::guards)) {
+    std::ostringstream os;
+    os << "guards of " << info.name << ":\n";
+    os << "  grad mode " << (grad ? "enabled" : "disabled") << "\n";
+    for (size_t i = 0; i < e->arg_guards.size(); ++i)
+      os << "  non-tensor argument " << i << " == " << e->arg_guards[i] << "\n";
+    for (const InputGuard &g : e->inputs)
+      os << "  tensor '" << g.name << "': " << toString(g.dtype) << " "
+         << g.device.str() << " size " << sizes_str(g.sizes) << " stride "
+         << sizes_str(g.strides) << " requires_grad=" << g.requires_grad
+         << "\n";
+    logging::log(Topic::guards, os.str());
+  }
+  if (auto dir = env::get("EMBER_DEBUG_DIR")) {
+    std::string base = *dir + "/" + info.name;
+    write_file(base + ".trace", info.trace);
+    write_file(base + ".mlir", lowered.ir_with_locations);
+    write_file(base + ".dot", info.dot);
+  }
+
+  stats.compile_seconds += seconds_since(t0);
+  stats.graphs.push_back(info);
+  Entry *raw = e.get();
+  by_key.emplace(raw->key, raw);
+  entries.push_back(std::move(e));
+  return raw;
+}
+
+std::vector<Tensor>
+CompiledState::run_graph(ir::Trace &trace, const std::vector<Tensor> &inputs) {
+  bool grad = GradMode::is_enabled();
+  std::vector<InputGuard> guards;
+  guards.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    guards.push_back(InputGuard::of(trace.inputs[i].name, inputs[i]));
+  std::string key = key_of(trace, guards, grad);
+  ++stats.graph_count;
+  stats.op_count += int64_t(trace.nodes.size());
+
+  Entry *e = nullptr;
+  auto it = by_key.find(key);
+  if (it != by_key.end()) {
+    e = it->second;
+    ++stats.cache_hits;
+  } else {
+    ++stats.cache_misses;
+    const Entry *prev = nullptr;
+    for (auto &x : entries)
+      if (x->position == position)
+        prev = x.get();
+    std::string reason;
+    if (prev) {
+      reason = prev->name + ": " + miss_reason(*prev, trace, guards, grad);
+      stats.recompiles.push_back({position, reason});
+      logging::log(logging::Topic::recompiles,
+                   "recompiling " + name + " graph " +
+                       std::to_string(position) +
+                       ", triggered by the guard failure: " + reason);
+    }
+    if (int64_t(entries.size()) >= options.recompile_limit()) {
+      // Past the limit: this graph runs uncompiled, later calls eagerly.
+      if (!over_limit) {
+        std::cerr << "[ember] warning: " << name << " hit the recompile limit ("
+                  << options.recompile_limit()
+                  << "); it now runs eagerly. Last recompile: " << reason
+                  << "\n";
+        add_eager_reason("the recompile limit (" +
+                         std::to_string(options.recompile_limit()) +
+                         ") was reached; last recompile: " + reason);
+      }
+      over_limit = true;
+      ++position;
+      last_entry = nullptr;
+      auto t0 = Clock::now();
+      auto out = Program(trace).run(inputs);
+      run_seconds += seconds_since(t0);
+      return out;
+    }
+    e = compile(trace, std::move(guards), grad, std::move(key));
+  }
+  ++position;
+  last_entry = e;
+  auto t0 = Clock::now();
+  auto out = e->program->run(inputs);
+  run_seconds += seconds_since(t0);
+  return out;
+}
+
+std::shared_ptr<CompiledState> make_compiled_state(CompileOptions options) {
+  return std::make_shared<CompiledState>(std::move(options));
+}
+
+namespace {
+std::string replay_key(const std::vector<Tensor> &tensors,
+                       const std::vector<std::string> &guards) {
+  std::ostringstream os;
+  os << GradMode::is_enabled() << "|";
+  for (const std::string &g : guards)
+    os << g << ";";
+  for (const Tensor &t : tensors)
+    os << int(t.dtype()) << t.device().str() << sizes_str(t.sizes())
+       << sizes_str(t.strides()) << t.requires_grad() << "|";
+  return os.str();
+}
+
+std::vector<Tensor> apply_recipes(const std::vector<OutputRecipe> &recipes,
+                                  const std::vector<Tensor> &graph_outputs,
+                                  const std::vector<Tensor> &graph_inputs) {
+  std::vector<Tensor> out;
+  for (const OutputRecipe &r : recipes) {
+    Tensor t;
+    switch (r.kind) {
+    case OutputRecipe::Kind::Fixed:
+      t = r.fixed;
+      break;
+    case OutputRecipe::Kind::Input:
+      t = graph_inputs.at(r.index);
+      break;
+    case OutputRecipe::Kind::GraphOutput:
+      t = graph_outputs.at(r.index);
+      break;
+    }
+    for (const frontend::ViewStep &s : r.chain) {
+      Stack st = s.args;
+      st[0] = t;
+      s.op->callBoxed(st);
+      t = st.at(0).toTensor();
+    }
+    out.push_back(t);
+  }
+  return out;
+}
+} // namespace
+
+std::optional<FlatOutputs> run_compiled(
+    CompiledState &st, const std::vector<Tensor> &tensors,
+    const std::vector<std::string> &guards,
+    const std::function<FlatOutputs(const std::vector<Tensor> &)> &body) {
+  // A compiled function called while another one captures is inlined into
+  // the enclosing graph.
+  if (Session::current()) {
+    body(tensors);
+    return std::nullopt;
+  }
+  std::unique_lock<std::mutex> lock(st.mu);
+  auto t_call = Clock::now();
+  ++st.stats.calls;
+
+  auto run_eagerly = [&](const std::string &why) {
+    st.add_eager_reason(why);
+    ++st.stats.eager_calls;
+    lock.unlock();
+    body(tensors);
+    return std::nullopt;
+  };
+  if (st.over_limit)
+    return run_eagerly("the recompile limit (" +
+                       std::to_string(st.options.recompile_limit()) +
+                       ") was reached");
+  if (GradMode::is_enabled())
+    for (size_t i = 0; i < tensors.size(); ++i)
+      if (tensors[i].requires_grad())
+        return run_eagerly(
+            "tensor argument " + std::to_string(i) +
+            " requires grad and grad mode is enabled: the call runs eagerly "
+            "(compiled training is not implemented yet; use "
+            "ember::NoGradGuard for inference)");
+
+  std::string rkey;
+  if (st.options.replay()) {
+    rkey = replay_key(tensors, guards);
+    auto it = st.replays.find(rkey);
+    if (it != st.replays.end()) {
+      ReplayEntry &r = it->second;
+      std::vector<Tensor> inputs;
+      for (const ir::Input &in : r.inputs)
+        inputs.push_back(in.kind == ir::InputKind::Argument
+                             ? tensors.at(in.index)
+                             : r.lifted.at(size_t(&in - r.inputs.data())));
+      ++st.stats.cache_hits;
+      ++st.stats.graph_count;
+      std::vector<Tensor> outs;
+      if (r.entry)
+        outs = r.entry->program->run(inputs);
+      FlatOutputs f;
+      f.tensors = apply_recipes(r.outputs, outs, inputs);
+      f.list_sizes = r.list_sizes;
+      return f;
+    }
+  }
+
+  st.call_guards = guards;
+  st.position = 0;
+  st.last_entry = nullptr;
+  st.run_seconds = 0;
+  int64_t misses_before = st.stats.cache_misses;
+  double compile_before = st.stats.compile_seconds;
+  st.stats.graph_count = 0;
+  st.stats.op_count = 0;
+
+  Session s(
+      st.name,
+      [&](ir::Trace &trace, const std::vector<Tensor> &inputs,
+          const frontend::BreakInfo *ended_by) {
+        if (ended_by) {
+          st.stats.break_reasons.push_back(
+              {st.position, ended_by->reason, ended_by->where});
+          ++st.stats.graph_break_count;
+        }
+        return st.run_graph(trace, inputs);
+      },
+      st.options.fullgraph());
+  std::vector<Tensor> wrapped;
+  for (size_t i = 0; i < tensors.size(); ++i)
+    wrapped.push_back(s.wrap_argument(tensors[i], int(i)));
+  FlatOutputs out = body(wrapped);
+  std::vector<OutputRecipe> recipes = s.finish(out.tensors);
+  if (s.eager_rest())
+    st.add_eager_reason(s.eager_reason());
+  st.stats.capture_seconds += seconds_since(t_call) - st.run_seconds -
+                              (st.stats.compile_seconds - compile_before);
+
+  if (st.options.replay() && s.breaks().empty() && !s.eager_rest() &&
+      s.graphs_run() <= 1 && !st.over_limit) {
+    ReplayEntry r;
+    r.entry = s.graphs_run() ? st.last_entry : nullptr;
+    r.inputs = s.last_inputs();
+    r.lifted = s.last_input_tensors();
+    r.outputs = std::move(recipes);
+    r.list_sizes = out.list_sizes;
+    if (!s.graphs_run() || r.entry)
+      st.replays.emplace(std::move(rkey), std::move(r));
+  } else if (st.options.replay() && st.stats.cache_misses > misses_before) {
+    st.add_eager_reason(
+        "replay needs a single graph without breaks or eager parts; this "
+        "call is captured every time");
+  }
+  return std::nullopt;
+}
+
+ExplainOutput explain_of(const CompiledState &st) {
+  ExplainOutput e = st.stats;
+  e.name = st.name;
+  return e;
+}
+
+} // namespace detail
+
+std::string ExplainOutput::str() const {
+  std::ostringstream os;
+  os << "ember.compile explain: " << name << "\n";
+  os << "Calls: " << calls << " (" << eager_calls << " eager)\n";
+  os << "Graph Count: " << graph_count << "\n";
+  os << "Graph Break Count: " << graph_break_count << "\n";
+  os << "Op Count: " << op_count << "\n";
+  os << "Cache: " << cache_hits << " hits, " << cache_misses << " misses\n";
+  if (!break_reasons.empty()) {
+    os << "Break Reasons:\n";
+    for (size_t i = 0; i < break_reasons.size(); ++i) {
+      const GraphBreak &b = break_reasons[i];
+      os << "  Break Reason " << i + 1 << " (after graph " << b.graph
+         << "):\n    Reason: " << b.reason << "\n";
+      if (!b.where.empty())
+        os << "    User Stack: " << b.where << "\n";
+    }
+  }
+  if (!recompiles.empty()) {
+    os << "Recompiles:\n";
+    for (const Recompile &r : recompiles)
+      os << "  graph " << r.graph << ": " << r.reason << "\n";
+  }
+  if (!eager_reasons.empty()) {
+    os << "Ran Eagerly:\n";
+    for (const std::string &r : eager_reasons)
+      os << "  " << r << "\n";
+  }
+  os << "Compiled Graphs:\n";
+  for (const GraphInfo &g : graphs) {
+    os << "  " << g.name << ": " << g.ops << " ops (" << g.fallbacks
+       << " eager fallback), " << g.inputs << " inputs, " << g.outputs
+       << " outputs, " << g.mutations << " mutations, " << g.guards
+       << " guards\n";
+    std::istringstream lines(g.trace);
+    for (std::string line; std::getline(lines, line);)
+      os << "    " << line << "\n";
+  }
+  os << "Compile Times: capture " << capture_seconds << " s, compile "
+     << compile_seconds << " s\n";
+  return os.str();
+}
+
+std::ostream &operator<<(std::ostream &os, const ExplainOutput &e) {
+  return os << e.str();
+}
+
+} // namespace ember

@@ -1,0 +1,42 @@
+#pragma once
+/// Trace -> ember dialect (DESIGN.md, "Pipeline": trace -> ember MLIR).
+///
+/// Each trace becomes a `func.func` named after it:
+/// - block arguments: the trace's inputs in order, with the argument
+///   attributes `ember.name` (Input::name) and `ember.input` ("argument:N" or
+///   "lifted:N");
+/// - `ember.constant {wrapped_number}` per wrapped number, `ember.constant`
+///   per constant tensor;
+/// - one op per node: its dialect op, or `ember.eager_call` when the dialect
+///   has none (custom ops) or the call passes a generator;
+/// - `func.return` of the outputs, then of the values written to inputs; the
+///   function attribute `ember.mutations` lists, for each of those trailing
+///   results, the input it is written to.
+/// Locations: NameLoc("ember::add.Tensor") around FileLineColLoc for a node
+/// whose loc is "file:line:col" (around an unknown location when it has
+/// none). ir/Import.h reads the function back.
+
+#include "ir/Dialect.h"
+#include "ir/Trace.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <string>
+
+namespace ember::ir {
+
+/// A module with one func.func per trace. Throws ember::Error for a
+/// malformed trace (a value used before it is defined, arguments that do not
+/// match the schema); the module is not verified (see verify_module).
+mlir::OwningOpRef<mlir::ModuleOp>
+build_module(mlir::MLIRContext &ctx, llvm::ArrayRef<const Trace *> traces);
+
+/// Verifies a module; throws ember::Error with every diagnostic.
+void verify_module(mlir::ModuleOp module);
+
+/// The module as text (the custom assembly form); with its locations
+/// (`loc(...)`) when `with_locations`.
+std::string print_module(mlir::ModuleOp module, bool with_locations = false);
+
+} // namespace ember::ir

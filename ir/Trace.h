@@ -1,0 +1,118 @@
+#pragma once
+/// A captured graph as plain C++ data: what capture (frontend/) records and
+/// what the ember dialect's builder turns into a `func.func` (ir/Builder.h),
+/// and back (ir/Import.h). No MLIR here: the front end's hot path uses it.
+///
+/// Values are numbered; a value is a graph input (an argument of the compiled
+/// function, or a lifted tensor it reached: a module parameter, a captured
+/// variable), a constant (a C++ number wrapped as a 0-dim tensor, as in
+/// `x + 2`), or a result of a node. Nodes are calls of dispatcher ops with
+/// value semantics: an in-place op (`add_`) returns the updated value of
+/// `self` as a new value and mutates nothing; writes to inputs are listed in
+/// `mutations` and applied after the graph runs.
+
+#include "eager/Dispatcher.h"
+#include "eager/Scalar.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ember::ir {
+
+/// Static type of a value: a ranked tensor.
+struct ValueType {
+  std::vector<int64_t> sizes;
+  ScalarType dtype = ScalarType::Float;
+  Device device = kCPU;
+  bool operator==(const ValueType &o) const = default;
+};
+
+enum class InputKind { Argument, Lifted };
+
+struct Input {
+  int value = -1;
+  InputKind kind = InputKind::Argument;
+  /// Argument: position among the compiled function's tensor arguments.
+  /// Lifted: position in the front end's list of lifted tensors.
+  int index = 0;
+  /// "x", "arg0", "L['weight']"...: a readable name for dumps.
+  std::string name;
+};
+
+/// A wrapped number: a 0-dim tensor of `type` holding `value`.
+struct Constant {
+  int value = -1;
+  Scalar scalar;
+  /// Set instead for a constant tensor that is not a wrapped number (one the
+  /// compiler folded: ember.constant without `wrapped_number`, see
+  /// ir/Import.h); `scalar` is then unused.
+  Tensor tensor;
+};
+
+/// One argument of a node, per schema argument.
+struct Arg {
+  enum class Kind { Value, ValueList, Attr };
+  Kind kind = Kind::Attr;
+  int value = -1;          ///< Value: the value id; -1 for an absent Tensor?
+  std::vector<int> values; ///< ValueList (Tensor[]): value ids
+  IValue attr;             ///< Attr: any non-tensor argument (None included)
+
+  static Arg of_value(int v) {
+    Arg a;
+    a.kind = Kind::Value;
+    a.value = v;
+    return a;
+  }
+  static Arg of_values(std::vector<int> vs) {
+    Arg a;
+    a.kind = Kind::ValueList;
+    a.values = std::move(vs);
+    return a;
+  }
+  static Arg of_attr(IValue v) {
+    Arg a;
+    a.attr = std::move(v);
+    return a;
+  }
+};
+
+struct Node {
+  const OperatorHandle *op = nullptr;
+  std::vector<Arg> args;    ///< one per schema argument
+  std::vector<int> results; ///< one per tensor returned (lists flattened)
+  /// The user's source location ("file.cpp:12:7"), or empty.
+  std::string loc;
+};
+
+/// After the graph: copy `value` into graph input `input` (an index into
+/// Trace::inputs), as the in-place op in the user's code would have.
+struct Mutation {
+  int input = -1;
+  int value = -1;
+};
+
+struct Trace {
+  std::string name;             ///< "graph0", unique within a compiled function
+  std::vector<ValueType> types; ///< by value id
+  std::vector<Input> inputs;
+  std::vector<Constant> constants;
+  std::vector<Node> nodes;
+  std::vector<int> outputs;
+  std::vector<Mutation> mutations;
+
+  int add_value(ValueType t) {
+    types.push_back(std::move(t));
+    return int(types.size()) - 1;
+  }
+  /// A readable listing, one line a node:
+  ///   %2 : f32[4, 8] = ember::add.Tensor(%0, %1, alpha=1)
+  std::string str() const;
+};
+
+/// The graph in Graphviz DOT: inputs, constants, one node per op (named by
+/// the op, with its result types), edges along the values, the outputs and
+/// the mutations.
+std::string to_dot(const Trace &trace);
+
+} // namespace ember::ir

@@ -1,0 +1,43 @@
+#pragma once
+/// Compiler logs (torch._logging): topics switched on by EMBER_LOGS (a comma
+/// list) or set_logs(), printed on stderr as "[ember:topic] message".
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace ember::logging {
+
+// Note [Log topics]
+// name, what it prints. EMBER_LOGS accepts exactly these names (and "all").
+#define EMBER_FORALL_LOG_TOPICS(_)                                             \
+  _(graph, "each captured graph as a readable trace, when it is compiled")     \
+  _(ir, "each compiled graph's ember MLIR module")                             \
+  _(guards, "the guards of each new cache entry")                              \
+  _(breaks, "each graph break, with its reason and source location")           \
+  _(recompiles, "each recompile, with the guard that failed and the entry")
+
+enum class Topic {
+#define EMBER_LOG_TOPIC(name, desc) name,
+  EMBER_FORALL_LOG_TOPICS(EMBER_LOG_TOPIC)
+#undef EMBER_LOG_TOPIC
+      NumTopics
+};
+
+struct TopicInfo {
+  const char *name;
+  const char *description;
+};
+const std::vector<TopicInfo> &topics();
+
+/// True when `t` is on. The first call reads EMBER_LOGS.
+bool enabled(Topic t);
+/// Switches the topics of a comma list on (and every other off), as
+/// EMBER_LOGS does; "" switches all off. Throws ember::Error naming the
+/// valid topics for an unknown name.
+void set_logs(const std::string &comma_list);
+
+/// Prints one message under topic `t` (when enabled).
+void log(Topic t, const std::string &message);
+
+} // namespace ember::logging

@@ -1,0 +1,78 @@
+// compile() basics: capture, lifted tensors, mutation, views, breaks,
+// recompiles, replay.
+#include "E2EUtil.h"
+
+using namespace ember;
+using ember::test::expect_same;
+using ember::test::random;
+
+TEST(E2EBasic, Pointwise) {
+  auto e = expect_same(
+      [](const Tensor &x, const Tensor &y) { return (x * y + 1).relu(); },
+      {random({4, 8}), random({8})});
+  EXPECT_EQ(e.graph_count, 1);
+  EXPECT_EQ(e.cache_misses, 1);
+  EXPECT_EQ(e.cache_hits, 1);
+  EXPECT_EQ(e.graph_break_count, 0);
+}
+
+TEST(E2EBasic, ItemBreaks) {
+  auto fn = [](const Tensor &x) {
+    Tensor s = x.sum();
+    if (s.item<double>() > 0)
+      return x * 2;
+    return x - 1;
+  };
+  auto e = expect_same(fn, {random({5})});
+  EXPECT_EQ(e.graph_break_count, 2);
+  EXPECT_NE(e.break_reasons.at(0).reason.find("item"), std::string::npos);
+  EXPECT_NE(e.break_reasons.at(0).where.find("e2e_basic.cpp"),
+            std::string::npos);
+}
+
+TEST(E2EBasic, InplaceOnInputAndView) {
+  expect_same(
+      [](const Tensor &x) {
+        x.add_(1);
+        x.select(0, 1).mul_(3);
+        return x.sum(0);
+      },
+      {random({3, 4})});
+}
+
+TEST(E2EBasic, LiftedParameterSeesUpdates) {
+  Tensor w = random({4});
+  auto f = compile([&](const Tensor &x) { return x * w; });
+  Tensor x = random({4});
+  auto y1 = f(x);
+  w.add_(1);
+  auto y2 = f(x);
+  EXPECT_TRUE(ember::test::same(y2, x * w));
+  EXPECT_FALSE(ember::test::same(y1, y2));
+}
+
+TEST(E2EBasic, RecompileOnShape) {
+  auto f = compile([](const Tensor &x) { return x.exp(); });
+  f(random({2, 3}));
+  f(random({2, 5}));
+  auto e = f.explain();
+  ASSERT_EQ(e.recompiles.size(), 1u);
+  EXPECT_NE(e.recompiles[0].reason.find(
+                "size mismatch at index 1. expected 3, actual 5"),
+            std::string::npos)
+      << e.recompiles[0].reason;
+}
+
+TEST(E2EBasic, Replay) {
+  int runs = 0;
+  auto f = compile(
+      [&](const Tensor &x) {
+        ++runs;
+        return x.t().matmul(x);
+      },
+      CompileOptions().replay(true));
+  Tensor x = random({3, 4});
+  for (int i = 0; i < 3; ++i)
+    EXPECT_TRUE(ember::test::same(f(x), x.t().matmul(x)));
+  EXPECT_EQ(runs, 1);
+}

@@ -1,0 +1,1122 @@
+// Shape and dtype inference (eager/Meta.h): every dispatched op of the op
+// table is run eagerly on random inputs and inferred on (a) the same real
+// tensors, (b) fake twins (meta::fake storage, same metadata) and (c)
+// capture-like twins (the Capture key, a storage without data); the inferred
+// sizes, strides, storage offset, dtype and device must be eager's, and an
+// error must be eager's error (same exception type and message).
+#include "TestUtil.h"
+#include "eager/Meta.h"
+
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <set>
+#include <typeinfo>
+
+namespace ember {
+namespace {
+
+using test::random;
+using test::random_positive;
+
+// --- argument helpers -------------------------------------------------------
+
+using Shape = std::vector<int64_t>;
+Tensor R(const Shape &s, ScalarType dt = kFloat, uint64_t seed = 1) {
+  return random(s, dt, seed);
+}
+/// Non-contiguous copy.
+Tensor NC(const Tensor &t) { return test::noncontiguous(t); }
+/// A wrapped number (as `x + 2` makes).
+Tensor W(const Scalar &s) { return wrapped_scalar_tensor(s); }
+/// Nonzero values (odd integers, or floats away from 0): divisors.
+Tensor NZ(const Shape &s, ScalarType dt = kFloat, uint64_t seed = 3) {
+  if (isFloatingType(dt))
+    return random_positive(s, dt, 0.5, 3.0, seed);
+  return (random(s, kLong, seed) * 2 + 1).to(dt);
+}
+/// Integer indices in [0, n).
+Tensor Idx(const Shape &s, int64_t n, ScalarType dt = kLong,
+           uint64_t seed = 5) {
+  Generator g(seed);
+  return randint(0, n, s, g).to(dt);
+}
+/// A fake tensor.
+Tensor F(const Shape &s, ScalarType dt = kFloat) { return meta::fake(s, dt); }
+IValue L(std::vector<int64_t> v) { return IValue(std::move(v)); }
+IValue TL(std::vector<Tensor> v) { return IValue(std::move(v)); }
+IValue None() { return IValue(); }
+
+// --- the cases --------------------------------------------------------------
+
+enum Flags : unsigned {
+  kNone = 0,
+  kThrows = 1,    ///< eager must raise (a misuse case)
+  kNeedsData = 2, ///< infer answers needs_data
+};
+
+struct Case {
+  std::string op; ///< "ember::add.Tensor"
+  std::function<Stack()> args;
+  unsigned flags = kNone;
+};
+
+std::vector<Case> &cases() {
+  static std::vector<Case> c;
+  return c;
+}
+void add(const std::string &op, std::function<Stack()> args,
+         unsigned flags = kNone) {
+  cases().push_back({"ember::" + op, std::move(args), flags});
+}
+/// A misuse case: eager raises, and so must infer.
+void bad(const std::string &op, std::function<Stack()> args) {
+  add(op, std::move(args), kThrows);
+}
+/// A case whose result needs the data.
+void data(const std::string &op, std::function<Stack()> args) {
+  add(op, std::move(args), kNeedsData);
+}
+
+const char *kUnary[] = {
+    "neg",       "abs",        "exp",     "exp2",        "expm1",       "log",
+    "log2",      "log10",      "log1p",   "sqrt",        "rsqrt",       "sin",
+    "cos",       "tan",        "asin",    "acos",        "atan",        "sinh",
+    "cosh",      "tanh",       "sigmoid", "relu",        "silu",        "erf",
+    "erfc",      "sign",       "floor",   "ceil",        "round",       "trunc",
+    "frac",      "reciprocal", "square",  "logical_not", "bitwise_not", "isnan",
+    "_gelu_erf", "_gelu_tanh"};
+
+const char *kBinary[] = {"add.Tensor",
+                         "sub.Tensor",
+                         "rsub.Tensor",
+                         "mul.Tensor",
+                         "div.Tensor",
+                         "_div_trunc",
+                         "_div_floor",
+                         "pow.Tensor_Tensor",
+                         "atan2",
+                         "maximum",
+                         "minimum",
+                         "fmod.Tensor",
+                         "remainder.Tensor",
+                         "eq.Tensor",
+                         "ne.Tensor",
+                         "lt.Tensor",
+                         "le.Tensor",
+                         "gt.Tensor",
+                         "ge.Tensor",
+                         "logical_and",
+                         "logical_or",
+                         "logical_xor",
+                         "bitwise_and.Tensor",
+                         "bitwise_or.Tensor",
+                         "bitwise_xor.Tensor",
+                         "clamp_min.Tensor",
+                         "clamp_max.Tensor"};
+
+/// "add.Tensor" -> "add_.Tensor" when that in-place op exists.
+std::optional<std::string> inplaceOf(const std::string &name) {
+  auto dot = name.find('.');
+  std::string ip = dot == std::string::npos
+                       ? name + "_"
+                       : name.substr(0, dot) + "_" + name.substr(dot);
+  if (Dispatcher::singleton().findOp("ember::" + ip))
+    return ip;
+  return std::nullopt;
+}
+
+void addPointwiseCases() {
+  for (const char *n : kUnary) {
+    std::string op = n;
+    std::vector<std::string> forms{op};
+    if (auto ip = inplaceOf(op))
+      forms.push_back(*ip);
+    for (const std::string &f : forms) {
+      add(f, [] { return Stack{NC(R({3, 4}))}; });
+      add(f, [] { return Stack{R({3, 4}, kLong)}; });
+      add(f, [] { return Stack{R({2, 3}, kInt)}; });
+      add(f, [] { return Stack{R({5}, kBool)}; });
+      add(f, [] { return Stack{R({}, kDouble)}; });
+      add(f, [] { return Stack{R({0, 3}, kHalf)}; });
+      add(f, [] { return Stack{R({4}, kBFloat16)}; });
+    }
+  }
+  add("softplus", [] { return Stack{R({2, 3}), 1, 20}; });
+  add("softplus", [] { return Stack{R({2, 3}, kDouble), 2.0, 10.0}; });
+  add("softplus", [] { return Stack{R({2, 3}, kLong), 1, 20}; });
+
+  for (const char *n : kBinary) {
+    std::string op = n;
+    // add/sub/rsub take alpha.
+    bool alpha =
+        op == "add.Tensor" || op == "sub.Tensor" || op == "rsub.Tensor";
+    auto mk = [alpha](Tensor a, Tensor b) {
+      Stack s{std::move(a), std::move(b)};
+      if (alpha)
+        s.emplace_back(1);
+      return s;
+    };
+    std::vector<std::string> forms{op};
+    if (auto ip = inplaceOf(op))
+      forms.push_back(*ip);
+    for (const std::string &f : forms) {
+      add(f, [mk] { return mk(R({2, 3, 4}), NZ({3, 1})); });
+      add(f, [mk] { return mk(R({3, 4}, kLong), NZ({4}, kFloat)); });
+      add(f, [mk] { return mk(NZ({3, 4}, kFloat), R({3, 4}, kLong)); });
+      add(f, [mk] { return mk(R({2, 3}, kInt), NZ({}, kLong)); });
+      add(f, [mk] { return mk(R({3}, kHalf), W(2.5)); });
+      add(f, [mk] { return mk(R({3}, kLong), W(2.5)); });
+      add(f, [mk] { return mk(R({3}, kInt), W(int64_t(3))); });
+      add(f, [mk] { return mk(R({4}, kBool), R({4}, kBool, 2)); });
+      add(f, [mk] { return mk(NC(R({2, 3}, kLong)), NC(NZ({2, 3}, kLong))); });
+      add(f, [mk] { return mk(R({}, kDouble), NZ({2}, kFloat)); });
+      add(f, [mk] { return mk(R({0, 3}), NZ({3})); });
+      add(f, [mk] { return mk(R({3}), NZ({2, 3})); }); // in place: no fit
+      bad(f, [mk] { return mk(R({2, 3}), NZ({4})); });
+      add(f, [mk] { return mk(R({3}).expand({2, 3}), NZ({2, 3})); });
+    }
+  }
+
+  // Ternary and scalar-taking pointwise ops.
+  for (std::string f : {"where.self"}) {
+    add(f, [] { return Stack{R({3, 1}, kBool), R({4}), R({3, 4}, kDouble)}; });
+    add(f, [] { return Stack{R({3}, kBool), R({3}, kLong), W(1.5)}; });
+    bad(f, [] { return Stack{R({2}, kBool), R({3}), R({3})}; });
+  }
+  for (std::string f : {"clamp_min", "clamp_max", "clamp_min_", "clamp_max_"}) {
+    add(f, [] { return Stack{R({3, 4}), 0.5}; });
+    add(f, [] { return Stack{R({3, 4}, kLong), 0.5}; });
+    add(f, [] { return Stack{R({3, 4}, kLong), int64_t(2)}; });
+    add(f, [] { return Stack{R({3}, kBool), int64_t(1)}; });
+  }
+  for (std::string f : {"lerp.Scalar", "lerp_.Scalar"}) {
+    add(f, [] { return Stack{R({3, 4}), R({4}), 0.3}; });
+    add(f, [] { return Stack{R({3}, kLong), R({3}, kLong), 0.3}; });
+    add(f, [] { return Stack{R({4}), R({3, 4}), 0.3}; });
+  }
+  for (std::string f : {"lerp.Tensor", "lerp_.Tensor"}) {
+    add(f, [] { return Stack{R({3, 4}), R({4}), R({3, 1})}; });
+    add(f, [] { return Stack{R({3, 4}, kDouble), R({4}), W(0.5)}; });
+    bad(f, [] { return Stack{R({2}), R({3}), R({3})}; });
+  }
+  for (std::string f : {"addcmul", "addcmul_", "addcdiv", "addcdiv_"}) {
+    add(f, [] { return Stack{R({3, 4}), R({4}), NZ({3, 1}), 0.5}; });
+    add(f, [] {
+      return Stack{R({3}, kLong), R({3}, kLong), NZ({3}, kLong), 2};
+    });
+    add(f, [] { return Stack{R({4}), R({3, 4}), NZ({4}), 1}; });
+  }
+  for (std::string f : {"masked_fill.Scalar", "masked_fill_.Scalar"}) {
+    add(f, [] { return Stack{R({3, 4}), R({4}, kBool), 1.5}; });
+    add(f, [] { return Stack{R({3, 4}, kLong), R({3, 1}, kBool), 2}; });
+    add(f, [] { return Stack{R({4}), R({3, 4}, kBool), 2}; });
+  }
+}
+
+void addDataCases() {
+  add("pow.Tensor_Scalar", [] { return Stack{R({2, 3}), 2.0}; });
+  add("pow.Tensor_Scalar", [] { return Stack{R({2, 3}, kLong), 2}; });
+  add("pow.Tensor_Scalar", [] { return Stack{R({3}, kLong), 0.5}; });
+  add("pow.Tensor_Scalar", [] { return Stack{R({3}, kHalf), 3}; });
+  bad("pow.Tensor_Scalar", [] { return Stack{R({3}, kLong), -1}; });
+  add("pow.Scalar", [] { return Stack{2.0, R({3}, kLong)}; });
+  add("pow.Scalar", [] { return Stack{2, NC(R({2, 3}))}; });
+  add("pow.Scalar", [] { return Stack{2, R({}, kInt)}; });
+
+  add("copy_", [] { return Stack{R({2, 3}), R({3}, kLong), false}; });
+  add("copy_", [] { return Stack{NC(R({2, 3})), R({1, 2, 3}), false}; });
+  bad("copy_", [] { return Stack{R({3}), R({2, 3}), false}; });
+  bad("copy_", [] { return Stack{R({1}).expand({3}), R({3}), false}; });
+  add("fill_.Scalar", [] { return Stack{NC(R({2, 3})), 1.5}; });
+  add("fill_.Scalar", [] { return Stack{R({1}).expand({1}), 1}; });
+  bad("fill_.Scalar", [] { return Stack{R({1}).expand({3}), 1}; });
+  add("_to_copy", [] { return Stack{NC(R({2, 3})), kDouble, None()}; });
+  add("_to_copy", [] { return Stack{R({2, 3}, kLong), None(), Device(kCPU)}; });
+  bad("_to_copy", [] { return Stack{R({2}), None(), Device(kCUDA, 0)}; });
+  add("clone", [] { return Stack{NC(R({3, 4}))}; });
+  add("clone", [] { return Stack{R({}, kLong)}; });
+  add("as_strided_scatter", [] {
+    return Stack{R({4, 4}), R({2, 2}), L({2, 2}), L({4, 1}), 1};
+  });
+  add("as_strided_scatter", [] {
+    return Stack{NC(R({3, 4})), R({3}, kDouble), L({3}), L({4}), None()};
+  });
+  bad("as_strided_scatter", [] {
+    return Stack{R({4, 4}), R({2, 3}), L({2, 2}), L({4, 1}), 1};
+  });
+  bad("as_strided_scatter", [] {
+    return Stack{R({2, 2}), R({3, 3}), L({3, 3}), L({3, 1}), 0};
+  });
+  bad("as_strided_scatter", [] {
+    return Stack{R({4}), R({2}), L({2}), L({0}), 0};
+  });
+}
+
+void addViewCases() {
+  add("as_strided", [] { return Stack{R({4, 5}), L({2, 3}), L({5, 1}), 2}; });
+  add("as_strided", [] {
+    return Stack{NC(R({4, 5})), L({2, 2}), L({1, 2}), None()};
+  });
+  bad("as_strided", [] { return Stack{R({4}), L({5}), L({1}), 0}; });
+  add("view", [] { return Stack{R({2, 6}), L({3, 4})}; });
+  add("view", [] { return Stack{R({2, 6}).select(1, 2), L({1, 2})}; });
+  add("view", [] { return Stack{R({2, 3, 4}), L({-1, 4})}; });
+  add("view", [] { return Stack{R({0, 3}), L({3, 0})}; });
+  bad("view", [] { return Stack{R({2, 3}).t(), L({6})}; });
+  bad("view", [] { return Stack{R({2, 3}), L({4})}; });
+  add("squeeze", [] { return Stack{NC(R({1, 3, 1}))}; });
+  add("squeeze", [] { return Stack{R({}, kLong)}; });
+  add("squeeze.dim", [] { return Stack{R({1, 3}), 0}; });
+  add("squeeze.dim", [] { return Stack{R({3, 1}), -1}; });
+  bad("squeeze.dim", [] { return Stack{R({3, 1}), 2}; });
+  add("squeeze.dims", [] { return Stack{R({1, 3, 1}), L({0, -1})}; });
+  bad("squeeze.dims", [] { return Stack{R({1, 3, 1}), L({0, 0})}; });
+  add("unsqueeze", [] { return Stack{NC(R({2, 3})), -1}; });
+  add("unsqueeze", [] { return Stack{R({}), 0}; });
+  bad("unsqueeze", [] { return Stack{R({2}), 3}; });
+  add("transpose.int", [] { return Stack{NC(R({2, 3, 4})), 0, -1}; });
+  add("transpose.int", [] { return Stack{R({}), 0, -1}; });
+  bad("transpose.int", [] { return Stack{R({2}), 0, 2}; });
+  add("t", [] { return Stack{NC(R({2, 3}))}; });
+  add("t", [] { return Stack{R({3})}; });
+  bad("t", [] { return Stack{R({2, 3, 4})}; });
+  add("permute", [] { return Stack{NC(R({2, 3, 4})), L({2, 0, 1})}; });
+  bad("permute", [] { return Stack{R({2, 3}), L({1, 1})}; });
+  bad("permute", [] { return Stack{R({2, 3}), L({0})}; });
+  add("expand", [] { return Stack{R({3, 1}), L({2, 3, 4}), false}; });
+  add("expand", [] { return Stack{NC(R({2, 1})), L({-1, 5}), false}; });
+  bad("expand", [] { return Stack{R({3}), L({2, 4}), false}; });
+  add("select.int", [] { return Stack{NC(R({3, 4})), 1, -1}; });
+  add("select.int", [] { return Stack{R({3, 4}), 0, 2}; });
+  bad("select.int", [] { return Stack{R({3, 4}), 0, 3}; });
+  bad("select.int", [] { return Stack{R({}), 0, 0}; });
+  add("slice.Tensor", [] { return Stack{R({5, 4}), 0, 1, None(), 2}; });
+  add("slice.Tensor", [] { return Stack{NC(R({5, 4})), 1, -3, None(), 1}; });
+  add("slice.Tensor", [] { return Stack{R({5, 4}), -1, 9, 20, 1}; });
+  bad("slice.Tensor", [] { return Stack{R({5}), 0, 0, 3, 0}; });
+  add("diagonal", [] { return Stack{R({3, 4}), 1, 0, 1}; });
+  add("diagonal", [] { return Stack{NC(R({2, 3, 4})), -1, 2, 0}; });
+  add("diagonal", [] { return Stack{R({3, 4}), 5, 0, 1}; });
+  bad("diagonal", [] { return Stack{R({3, 4}), 0, 1, -1}; });
+  add("unfold", [] { return Stack{R({7}), 0, 3, 2}; });
+  add("unfold", [] { return Stack{NC(R({2, 8})), -1, 4, 4}; });
+  add("unfold", [] { return Stack{R({}), 0, 1, 1}; });
+  bad("unfold", [] { return Stack{R({3}), 0, 4, 1}; });
+}
+
+void addReductionCases() {
+  add("sum", [] { return Stack{R({2, 3}, kLong), None()}; });
+  add("sum", [] { return Stack{NC(R({2, 3})), kDouble}; });
+  add("sum", [] { return Stack{R({0}, kBool), None()}; });
+  add("sum.dim_IntList", [] {
+    return Stack{R({2, 3, 4}), L({1, -1}), true, None()};
+  });
+  add("sum.dim_IntList", [] {
+    return Stack{R({2, 3}), None(), false, None()};
+  });
+  add("sum.dim_IntList", [] {
+    return Stack{R({2, 3}, kInt), L({0}), false, kFloat};
+  });
+  add("sum.dim_IntList", [] { return Stack{R({}), L({0}), true, None()}; });
+  bad("sum.dim_IntList", [] {
+    return Stack{R({2, 3}), L({2}), false, None()};
+  });
+  bad("sum.dim_IntList", [] {
+    return Stack{R({2, 3}), L({1, -1}), false, None()};
+  });
+  add("mean", [] { return Stack{R({2, 3}), None()}; });
+  add("mean", [] { return Stack{R({2, 3}, kLong), kFloat}; });
+  bad("mean", [] { return Stack{R({2, 3}, kLong), None()}; });
+  bad("mean", [] { return Stack{R({2, 3}), kLong}; });
+  add("mean.dim", [] {
+    return Stack{NC(R({2, 3, 4})), L({0, 2}), true, None()};
+  });
+  add("mean.dim", [] {
+    return Stack{R({2, 3}, kHalf), L({-1}), false, None()};
+  });
+  bad("mean.dim", [] { return Stack{R({2, 3}, kInt), L({1}), false, None()}; });
+  add("prod.dim_int", [] { return Stack{R({2, 3}), -1, true, None()}; });
+  add("prod.dim_int", [] { return Stack{R({3, 2}, kBool), 0, false, None()}; });
+  bad("prod.dim_int", [] { return Stack{R({3}), 1, false, None()}; });
+  for (std::string f : {"max.dim", "min.dim"}) {
+    add(f, [] { return Stack{NC(R({2, 3})), 1, false}; });
+    add(f, [] { return Stack{R({2, 3}, kLong), 0, true}; });
+    add(f, [] { return Stack{R({2, 0}), 0, false}; });
+    add(f, [] { return Stack{R({}, kBool), 0, false}; });
+    bad(f, [] { return Stack{R({0, 3}), 0, false}; });
+  }
+  for (std::string f : {"amax", "amin"}) {
+    add(f, [] { return Stack{R({2, 3, 4}), L({0, 2}), true}; });
+    add(f, [] { return Stack{R({2, 3}, kInt), L({}), false}; });
+    add(f, [] { return Stack{R({0, 3}), L({1}), false}; });
+    bad(f, [] { return Stack{R({0, 3}), L({}), false}; });
+  }
+  for (std::string f : {"argmax", "argmin"}) {
+    add(f, [] { return Stack{NC(R({2, 3})), None(), false}; });
+    add(f, [] { return Stack{R({2, 3}), None(), true}; });
+    add(f, [] { return Stack{R({2, 3}, kLong), -1, true}; });
+    bad(f, [] { return Stack{R({3}, kBool), 0, false}; });
+    bad(f, [] { return Stack{R({0}), None(), false}; });
+  }
+  add("var.correction", [] { return Stack{R({3, 4}), L({1}), None(), false}; });
+  add("var.correction", [] { return Stack{NC(R({3, 4})), None(), 0, true}; });
+  bad("var.correction", [] {
+    return Stack{R({3, 4}, kLong), None(), None(), false};
+  });
+  add("norm.ScalarOpt_dim", [] { return Stack{R({3, 4}), 2, L({1}), false}; });
+  add("norm.ScalarOpt_dim", [] {
+    return Stack{R({3, 4}, kDouble), None(), L({0, 1}), true};
+  });
+  add("norm.ScalarOpt_dim", [] {
+    return Stack{R({0, 4}), 1.0, L({1}), false};
+  });
+  bad("norm.ScalarOpt_dim", [] {
+    return Stack{R({3}, kLong), 2, L({0}), false};
+  });
+  bad("norm.ScalarOpt_dim", [] {
+    return Stack{R({3}), std::nan(""), L({0}), false};
+  });
+  bad("norm.ScalarOpt_dim", [] {
+    return Stack{R({0, 4}), INFINITY, L({0}), false};
+  });
+  add("logsumexp", [] { return Stack{R({3, 4}), L({1}), false}; });
+  add("logsumexp", [] { return Stack{R({3, 4}, kLong), L({0}), true}; });
+  bad("logsumexp", [] { return Stack{R({3}), L({1}), true}; });
+  for (std::string f : {"all.dim", "any.dim"}) {
+    add(f, [] { return Stack{R({3, 4}, kBool), 1, false}; });
+    add(f, [] { return Stack{R({3}, kByte), 0, true}; });
+    add(f, [] { return Stack{NC(R({3, 4})), -1, true}; });
+    bad(f, [] { return Stack{R({3}), 1, true}; });
+  }
+  for (std::string f : {"cumsum", "cumprod"}) {
+    add(f, [] { return Stack{R({3, 4}, kInt), 1, None()}; });
+    add(f, [] { return Stack{NC(R({3, 4})), -1, kDouble}; });
+    add(f, [] { return Stack{R({}, kBool), 0, None()}; });
+    bad(f, [] { return Stack{R({3}), 1, None()}; });
+  }
+  for (std::string f : {"softmax.int", "log_softmax.int"}) {
+    add(f, [] { return Stack{NC(R({3, 4})), 1, None()}; });
+    add(f, [] { return Stack{R({3, 4}, kLong), 0, kFloat}; });
+    add(f, [] { return Stack{R({3, 4}, kHalf), -1, None()}; });
+    bad(f, [] { return Stack{R({3}, kLong), 0, None()}; });
+    bad(f, [] { return Stack{R({3}), 2, None()}; });
+  }
+}
+
+void addLinalgCases() {
+  add("mm", [] { return Stack{R({2, 3}), R({3, 4})}; });
+  add("mm", [] { return Stack{NC(R({2, 3}, kLong)), R({4, 3}, kLong).t()}; });
+  add("mm", [] { return Stack{R({2, 0}), R({0, 4})}; });
+  bad("mm", [] { return Stack{R({2, 3}), R({4, 4})}; });
+  bad("mm", [] { return Stack{R({2, 3}), R({3, 4}, kDouble)}; });
+  bad("mm", [] { return Stack{R({2, 3}, kBool), R({3, 4}, kBool)}; });
+  bad("mm", [] { return Stack{R({3}), R({3, 4})}; });
+  add("bmm", [] { return Stack{R({2, 3, 4}), NC(R({2, 4, 5}))}; });
+  bad("bmm", [] { return Stack{R({2, 3, 4}), R({3, 4, 5})}; });
+  bad("bmm", [] { return Stack{R({3, 4}), R({4, 5})}; });
+  add("addmm", [] { return Stack{R({4}), R({2, 3}), R({3, 4}), 1, 1}; });
+  add("addmm", [] {
+    return Stack{R({2, 1}, kDouble), R({2, 3}, kDouble), R({3, 4}, kDouble), 0,
+                 2};
+  });
+  bad("addmm", [] { return Stack{R({3}), R({2, 3}), R({3, 4}), 1, 1}; });
+  bad("addmm", [] {
+    return Stack{R({4}, kDouble), R({2, 3}), R({3, 4}), 1, 1};
+  });
+  bad("addmm", [] { return Stack{R({4}), R({2, 3, 1}), R({3, 4}), 1, 1}; });
+  add("baddbmm", [] {
+    return Stack{R({3, 5}), R({2, 3, 4}), R({2, 4, 5}), 1, 1};
+  });
+  bad("baddbmm", [] {
+    return Stack{R({2, 4, 5}), R({2, 3, 4}), R({2, 4, 5}), 1, 1};
+  });
+  add("dot", [] { return Stack{R({5}), NC(R({5}))}; });
+  add("dot", [] { return Stack{R({5}, kLong), R({5}, kLong)}; });
+  bad("dot", [] { return Stack{R({5}), R({4})}; });
+  bad("dot", [] { return Stack{R({5}), R({5}, kDouble)}; });
+  bad("dot", [] { return Stack{R({5, 1}), R({5})}; });
+}
+
+void addShapeCases() {
+  add("cat", [] { return Stack{TL({R({2, 3}), R({4, 3})}), 0}; });
+  add("cat", [] { return Stack{TL({NC(R({2, 3})), R({2, 1}, kLong)}), -1}; });
+  add("cat", [] { return Stack{TL({R({0}, kLong), R({2, 3})}), 1}; });
+  add("cat", [] { return Stack{TL({R({0}), R({0}, kDouble)}), 0}; });
+  bad("cat", [] { return Stack{TL({R({2, 3}), R({2, 4})}), 0}; });
+  bad("cat", [] { return Stack{TL({R({}), R({2})}), 0}; });
+  bad("cat", [] { return Stack{TL({}), 0}; });
+  bad("cat", [] { return Stack{TL({R({2}), R({2, 2})}), 0}; });
+  add("flip", [] { return Stack{NC(R({2, 3, 4})), L({0, -1})}; });
+  bad("flip", [] { return Stack{R({2, 3}), L({0, 0})}; });
+  add("tril", [] { return Stack{R({3, 4}), 1}; });
+  bad("tril", [] { return Stack{R({3}), 0}; });
+  add("triu", [] { return Stack{NC(R({2, 3, 4}, kLong)), -1}; });
+  bad("triu", [] { return Stack{R({}), 0}; });
+  add("constant_pad_nd", [] { return Stack{R({2, 3}), L({1, 2}), 0}; });
+  add("constant_pad_nd", [] {
+    return Stack{NC(R({2, 3, 4})), L({-1, 1, 1, 0}), 1.5};
+  });
+  bad("constant_pad_nd", [] { return Stack{R({2, 3}), L({1}), 0}; });
+  bad("constant_pad_nd", [] { return Stack{R({2}), L({1, 1, 1, 1}), 0}; });
+  bad("constant_pad_nd", [] { return Stack{R({2}), L({-2, -1}), 0}; });
+  data("equal", [] { return Stack{R({3}), R({3})}; });
+  data("equal", [] { return Stack{R({3}), R({2, 2})}; });
+  bad("equal", [] { return Stack{R({3}), R({3}, kDouble)}; });
+  add("sort", [] { return Stack{NC(R({3, 4})), -1, false, false}; });
+  add("sort", [] { return Stack{R({3, 4}, kLong), 0, true, true}; });
+  add("sort", [] { return Stack{R({}), 0, false, false}; });
+  bad("sort", [] { return Stack{R({3}), 1, false, false}; });
+  add("topk", [] { return Stack{R({3, 5}), 2, -1, true, true}; });
+  add("topk", [] { return Stack{NC(R({4, 3})), 0, 0, false, false}; });
+  add("topk", [] { return Stack{R({}), 1, 0, true, true}; });
+  add("topk", [] { return Stack{R({}), 0, -1, true, true}; });
+  bad("topk", [] { return Stack{R({3}), 4, 0, true, true}; });
+  add("_im2col", [] {
+    return Stack{R({1, 2, 5, 5}), L({2, 2}), L({1, 1}),
+                 L({0, 0}),       L({1, 1}), 0};
+  });
+  add("_im2col", [] {
+    return Stack{R({2, 6, 7}, kLong), L({3, 2}), L({2, 1}),
+                 L({1, 0}),           L({2, 2}), 0};
+  });
+  bad("_im2col", [] {
+    return Stack{R({2, 5, 5}), L({2}), L({1, 1}), L({0, 0}), L({1, 1}), 0};
+  });
+  bad("_im2col", [] {
+    return Stack{R({2, 2, 2}), L({3, 3}), L({1, 1}), L({0, 0}), L({1, 1}), 0};
+  });
+  // A NaN pad has no integer value (unless there is nothing to pad).
+  add("_im2col", [] {
+    return Stack{R({1, 2, 3, 3}), L({2, 2}), L({1, 1}),
+                 L({1, 1}),       L({1, 1}), -INFINITY};
+  });
+  add("_im2col", [] {
+    return Stack{
+        R({0, 2, 3, 3}, kInt), L({2, 2}), L({1, 1}), L({1, 1}), L({1, 1}),
+        std::nan("")};
+  });
+  bad("_im2col", [] {
+    return Stack{
+        R({1, 2, 3, 3}, kInt), L({2, 2}), L({1, 1}), L({1, 1}), L({1, 1}),
+        std::nan("")};
+  });
+  add("_col2im", [] {
+    return Stack{R({1, 8, 16}), L({5, 5}), L({2, 2}),
+                 L({1, 1}),     L({0, 0}), L({1, 1})};
+  });
+  add("_col2im", [] {
+    return Stack{R({8, 16}, kDouble), L({5, 5}), L({2, 2}),
+                 L({1, 1}),           L({0, 0}), L({1, 1})};
+  });
+  bad("_col2im", [] {
+    return Stack{R({1, 8, 15}), L({5, 5}), L({2, 2}),
+                 L({1, 1}),     L({0, 0}), L({1, 1})};
+  });
+  bad("_col2im", [] {
+    return Stack{R({1, 8, 16}, kBool),
+                 L({5, 5}),
+                 L({2, 2}),
+                 L({1, 1}),
+                 L({0, 0}),
+                 L({1, 1})};
+  });
+}
+
+void addIndexingCases() {
+  add("index_select", [] { return Stack{NC(R({3, 4})), 1, Idx({2}, 4)}; });
+  add("index_select", [] {
+    return Stack{R({3, 4}, kLong), -2, Idx({5}, 3, kInt)};
+  });
+  add("index_select", [] { return Stack{R({}), 0, Idx({1}, 1)}; });
+  add("index_select", [] { return Stack{R({3, 4}), 0, Idx({0}, 3)}; });
+  bad("index_select", [] { return Stack{R({3}), 0, R({2})}; });
+  bad("index_select", [] { return Stack{R({3}), 0, Idx({2, 2}, 3)}; });
+  bad("index_select", [] { return Stack{R({3}), 1, Idx({2}, 3)}; });
+  add("gather", [] { return Stack{NC(R({3, 4})), 1, Idx({3, 2}, 4)}; });
+  add("gather", [] { return Stack{R({3, 4}, kInt), -2, Idx({2, 4}, 3)}; });
+  bad("gather", [] { return Stack{R({3}), 0, Idx({3}, 3, kInt)}; });
+  bad("gather", [] { return Stack{R({3}), 0, Idx({3, 1}, 3)}; });
+  bad("gather", [] { return Stack{R({3, 2}), 0, Idx({2, 3}, 2)}; });
+  for (std::string f : {"scatter_.src", "scatter_add_"}) {
+    add(f, [] { return Stack{R({3, 4}), 1, Idx({3, 2}, 4), R({3, 2})}; });
+    add(f, [] { return Stack{NC(R({3, 4})), 0, Idx({2, 4}, 3), R({3, 4})}; });
+    bad(f, [] { return Stack{R({3}), 0, Idx({2}, 3), R({2}, kDouble)}; });
+    bad(f, [] { return Stack{R({3, 2}), 0, Idx({2, 3}, 2), R({3, 3})}; });
+    bad(f, [] { return Stack{R({1}).expand({3}), 0, Idx({2}, 3), R({2})}; });
+  }
+  add("index_add_", [] {
+    return Stack{R({3, 4}), 0, Idx({2}, 3), R({2, 4}), 1};
+  });
+  add("index_add_", [] {
+    return Stack{NC(R({3, 4}, kLong)), -1, Idx({3}, 4, kInt), R({3, 3}, kLong),
+                 2};
+  });
+  bad("index_add_", [] {
+    return Stack{R({3, 4}), 0, Idx({2}, 3), R({2, 5}), 1};
+  });
+  bad("index_add_", [] {
+    return Stack{R({3, 4}), 0, Idx({3}, 3), R({2, 4}), 1};
+  });
+  bad("index_add_", [] {
+    return Stack{R({3, 4}), 0, Idx({2}, 3), R({2, 4}, kDouble), 1};
+  });
+  data("masked_select", [] { return Stack{R({3, 4}), R({4}, kBool)}; });
+  bad("masked_select", [] { return Stack{R({3, 4}), R({4})}; });
+  bad("masked_select", [] { return Stack{R({3, 4}), R({3}, kBool)}; });
+  data("nonzero", [] { return Stack{R({3, 4})}; });
+  data("nonzero", [] { return Stack{R({}, kBool)}; });
+
+  add("index.Tensor", [] { return Stack{R({4, 5}), TL({Idx({3}, 4)})}; });
+  add("index.Tensor", [] {
+    return Stack{NC(R({4, 5})), TL({Tensor(), Idx({2, 1}, 5)})};
+  });
+  add("index.Tensor", [] {
+    return Stack{R({4, 5, 6}), TL({Idx({2}, 4), Idx({2}, 5, kInt)})};
+  });
+  add("index.Tensor", [] {
+    return Stack{R({4, 5, 6}), TL({Idx({2, 1}, 4), Tensor(), Idx({3}, 6)})};
+  });
+  add("index.Tensor", [] {
+    return Stack{R({4, 5, 6}), TL({Tensor(), Idx({2}, 5), Idx({2}, 6)})};
+  });
+  add("index.Tensor", [] { return Stack{R({4, 5}), TL({})}; });
+  data("index.Tensor", [] { return Stack{R({4, 5}), TL({R({4}, kBool)})}; });
+  data("index.Tensor", [] { return Stack{R({4, 5}), TL({R({4, 5}, kByte)})}; });
+  data("index.Tensor", [] {
+    return Stack{R({4, 5}), TL({Tensor(), R({5}, kBool)})};
+  });
+  bad("index.Tensor", [] {
+    return Stack{R({4, 5}), TL({Idx({2}, 4), Idx({3}, 5)})};
+  });
+  bad("index.Tensor", [] {
+    return Stack{R({4}), TL({Idx({2}, 4), Idx({2}, 4)})};
+  });
+  bad("index.Tensor", [] { return Stack{R({4}), TL({R({2})})}; });
+  bad("index.Tensor", [] { return Stack{R({4, 5}), TL({R({5}, kBool)})}; });
+
+  add("index_put_", [] {
+    return Stack{R({4, 5}), TL({Idx({3}, 4)}), R({3, 5}), false};
+  });
+  add("index_put_", [] {
+    return Stack{NC(R({4, 5})), TL({Idx({3}, 4)}), R({5}), true};
+  });
+  add("index_put_", [] {
+    return Stack{R({4, 5}), TL({Tensor(), Idx({2}, 5)}), R({4, 1}), false};
+  });
+  add("index_put_", [] {
+    return Stack{R({4, 5}), TL({R({4, 5}, kBool)}), R({1}), false};
+  });
+  add("index_put_", [] { return Stack{R({4, 5}), TL({}), R({5}), true}; });
+  bad("index_put_", [] {
+    return Stack{R({4, 5}), TL({Idx({3}, 4)}), R({3, 5}, kDouble), false};
+  });
+  bad("index_put_", [] {
+    return Stack{R({4, 5}), TL({Idx({3}, 4)}), R({2, 5}), false};
+  });
+  bad("index_put_", [] {
+    return Stack{R({4}), TL({Idx({3}, 4), Idx({3}, 4)}), R({3}), false};
+  });
+}
+
+void buildCases() {
+  if (!cases().empty())
+    return;
+  addPointwiseCases();
+  addDataCases();
+  addViewCases();
+  addReductionCases();
+  addLinalgCases();
+  addShapeCases();
+  addIndexingCases();
+}
+
+// --- running a case ---------------------------------------------------------
+
+/// A twin of t with the same metadata (sizes, strides, offset, dtype,
+/// device, wrapped-number flag): a fake tensor, or a capture-like tensor
+/// (the Capture key over a storage without data).
+Tensor twin(const Tensor &t, bool capture) {
+  if (!t.defined())
+    return t;
+  size_t nbytes = t.storage().nbytes();
+  Storage s = capture
+                  ? Storage::borrow(nullptr, nbytes, t.device())
+                  : meta::fake({int64_t(nbytes)}, kByte, t.device()).storage();
+  auto impl = make_intrusive<TensorImpl>(s, t.dtype(), t.sizes(), t.strides(),
+                                         t.storage_offset());
+  impl->set_wrapped_number(t.unsafeGetTensorImpl()->is_wrapped_number());
+  if (capture)
+    impl->set_key(DispatchKey::Capture, true);
+  return Tensor(std::move(impl));
+}
+
+Stack twins(const Stack &args, bool capture) {
+  Stack out;
+  for (const IValue &v : args) {
+    if (v.isTensor()) {
+      out.emplace_back(twin(v.toTensor(), capture));
+    } else if (v.isTensorList()) {
+      std::vector<Tensor> l;
+      for (const Tensor &t : v.toTensorList())
+        l.push_back(twin(t, capture));
+      out.emplace_back(std::move(l));
+    } else {
+      out.push_back(v);
+    }
+  }
+  return out;
+}
+
+struct Outcome {
+  bool threw = false;
+  std::string type, msg;
+  std::vector<Tensor> outs;
+  std::string needs_data;
+};
+
+Outcome runEager(const OperatorHandle &op, Stack s) {
+  Outcome o;
+  try {
+    op.callBoxed(s);
+  } catch (const Error &e) {
+    o.threw = true;
+    o.type = typeid(e).name();
+    o.msg = e.what();
+    return o;
+  }
+  for (IValue &v : s) {
+    if (v.isTensor())
+      o.outs.push_back(v.toTensor());
+    else if (v.isTensorList())
+      for (const Tensor &t : v.toTensorList())
+        o.outs.push_back(t);
+  }
+  return o;
+}
+
+Outcome runInfer(const OperatorHandle &op, const Stack &s) {
+  Outcome o;
+  try {
+    meta::Result r = meta::infer(op, s);
+    o.outs = r.outputs;
+    o.needs_data = r.needs_data;
+  } catch (const Error &e) {
+    o.threw = true;
+    o.type = typeid(e).name();
+    o.msg = e.what();
+  }
+  return o;
+}
+
+// Reading a capture twin's data calls the front end's sync hook: here it
+// fails the test (shape rules never read data).
+int gDataReads = 0;
+void failingSync(TensorImpl &, const char *reason,
+                 const std::source_location &) {
+  ++gDataReads;
+  throw Error(std::string("shape rule read a capture tensor's data: ") +
+              reason);
+}
+
+/// The view ops (kernel: entries): their outputs alias their input.
+bool isView(const OperatorHandle &op) {
+  return op.hasKernel(DispatchKey::CPU) && op.hasKernel(DispatchKey::CUDA);
+}
+
+struct Stats {
+  std::map<std::string, int> ok, errors;
+};
+
+void checkCase(const Case &c, Stats &st) {
+  SCOPED_TRACE(c.op);
+  const OperatorHandle &op = Dispatcher::singleton().findSchemaOrThrow(c.op);
+  Stack args = c.args();
+  Stack fakes = twins(args, false), caps = twins(args, true);
+  Outcome fromReal = runInfer(op, args);
+  Outcome fromFake = runInfer(op, fakes);
+  Outcome fromCapture = runInfer(op, caps);
+  Outcome eager = runEager(op, args);
+  if (c.flags & kThrows) {
+    EXPECT_TRUE(eager.threw) << c.op << ": expected eager to raise";
+  }
+  (eager.threw ? st.errors : st.ok)[c.op]++;
+  const bool inplace = op.schema().is_inplace();
+  const bool view = isView(op);
+  struct Variant {
+    const char *name;
+    const Outcome *o;
+    const Stack *args;
+  } variants[] = {{"real", &fromReal, &args},
+                  {"fake", &fromFake, &fakes},
+                  {"capture", &fromCapture, &caps}};
+  for (const Variant &v : variants) {
+    SCOPED_TRACE(v.name);
+    const Outcome &m = *v.o;
+    if (eager.threw) {
+      EXPECT_TRUE(m.threw) << c.op << ": eager raised '" << eager.msg
+                           << "' but infer did not";
+      if (m.threw) {
+        EXPECT_EQ(m.type, eager.type)
+            << "infer: " << m.msg << "\neager: " << eager.msg;
+        EXPECT_EQ(m.msg, eager.msg);
+      }
+      continue;
+    }
+    ASSERT_FALSE(m.threw) << c.op << ": infer raised '" << m.msg
+                          << "' where eager did not";
+    if (c.flags & kNeedsData) {
+      EXPECT_FALSE(m.needs_data.empty());
+      EXPECT_TRUE(m.outs.empty());
+      EXPECT_NE(m.needs_data.find(op.schema().name), std::string::npos)
+          << m.needs_data;
+      continue;
+    }
+    ASSERT_TRUE(m.needs_data.empty()) << m.needs_data;
+    ASSERT_EQ(m.outs.size(), eager.outs.size());
+    for (size_t i = 0; i < m.outs.size(); ++i) {
+      const Tensor &a = m.outs[i], &e = eager.outs[i];
+      ASSERT_TRUE(a.defined());
+      EXPECT_EQ(a.sizes(), e.sizes()) << "output " << i;
+      EXPECT_EQ(a.strides(), e.strides()) << "output " << i;
+      EXPECT_EQ(a.storage_offset(), e.storage_offset()) << "output " << i;
+      EXPECT_EQ(a.dtype(), e.dtype()) << "output " << i;
+      EXPECT_EQ(a.device(), e.device()) << "output " << i;
+      const Tensor &self0 =
+          (*v.args)[0].isTensor() ? (*v.args)[0].toTensor() : Tensor();
+      if (inplace) {
+        EXPECT_TRUE(a.is_same(self0)) << "in place: the result is self";
+      } else if (view) {
+        EXPECT_TRUE(a.is_alias_of(self0)) << "a view shares self's storage";
+      } else if (std::string(v.name) != "real") {
+        EXPECT_TRUE(meta::is_fake(a)) << "output " << i << " is fake";
+      }
+    }
+  }
+}
+
+class MetaTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    saved_ = detail::capture_sync_fn;
+    detail::capture_sync_fn = &failingSync;
+    gDataReads = 0;
+  }
+  void TearDown() override {
+    detail::capture_sync_fn = saved_;
+    EXPECT_EQ(gDataReads, 0);
+  }
+  detail::CaptureSyncFn saved_ = nullptr;
+};
+
+// --- tests ------------------------------------------------------------------
+
+TEST_F(MetaTest, EveryOpMatchesEager) {
+  buildCases();
+  Stats st;
+  for (const Case &c : cases())
+    checkCase(c, st);
+  // Every case's op exists, and every op has at least one case where eager
+  // succeeds (so its shapes, not just its errors, are checked).
+  for (const Case &c : cases())
+    EXPECT_GT(st.ok[c.op], 0) << c.op << " has no succeeding case";
+  int ok = 0, errors = 0;
+  for (auto &[op, n] : st.ok)
+    ok += n;
+  for (auto &[op, n] : st.errors)
+    errors += n;
+  std::cout << "[ meta     ] " << cases().size() << " cases over "
+            << st.ok.size() << " ops: " << ok << " run, " << errors
+            << " raise (in eager and in infer)\n";
+  EXPECT_GT(ok, 900);
+}
+
+TEST_F(MetaTest, EveryDispatchedOpHasARuleAndACase) {
+  buildCases();
+  std::set<std::string> tested;
+  for (const Case &c : cases())
+    tested.insert(c.op);
+  int n = 0;
+  for (const OperatorHandle *op : Dispatcher::singleton().allOps()) {
+    if (op->schema().ns != "ember")
+      continue;
+    ++n;
+    EXPECT_TRUE(meta::has_rule(*op)) << op->name() << " has no shape rule";
+    EXPECT_TRUE(tested.count(op->name()))
+        << op->name() << " has no case in test_meta.cpp";
+  }
+  EXPECT_GT(n, 150);
+}
+
+TEST_F(MetaTest, FakeTensors) {
+  Tensor f = F({2, 3}, kHalf);
+  EXPECT_TRUE(meta::is_fake(f));
+  EXPECT_EQ(f.sizes(), IntArrayRef({2, 3}));
+  EXPECT_EQ(f.strides(), IntArrayRef({3, 1}));
+  EXPECT_EQ(f.dtype(), kHalf);
+  EXPECT_EQ(f.storage().nbytes(), 12u);
+  EXPECT_EQ(f.storage().data(), nullptr);
+  Tensor g = meta::fake({2, 3}, kFloat, kCPU, IntArrayRef({1, 2}));
+  EXPECT_EQ(g.strides(), IntArrayRef({1, 2}));
+  EXPECT_FALSE(g.is_contiguous());
+  EXPECT_EQ(g.storage().nbytes(), 24u);
+  EXPECT_EQ(F({0, 3}, kFloat).storage().nbytes(), 0u);
+  // Real tensors, empty ones included, and capture-like ones are not fake.
+  EXPECT_FALSE(meta::is_fake(R({2})));
+  EXPECT_FALSE(meta::is_fake(empty({0})));
+  EXPECT_FALSE(meta::is_fake(Tensor()));
+  EXPECT_FALSE(meta::is_fake(twin(R({2}), true)));
+  EXPECT_TRUE(meta::is_fake(twin(R({2}), false)));
+  // A view of a fake tensor is fake, and view kernels check its storage.
+  Tensor v = meta::infer(ops::t(), {f}).outputs[0];
+  EXPECT_TRUE(meta::is_fake(v));
+  EXPECT_TRUE(v.is_alias_of(f));
+  EXPECT_EMBER_ERROR(
+      meta::infer(ops::as_strided(), {f, L({3, 3}), L({3, 1}), None()}),
+      "require a storage of");
+  EXPECT_EMBER_ERROR(meta::fake({2}, kFloat, kCPU, IntArrayRef({1, 1})),
+                     "2 strides");
+  // A fake CUDA tensor: its rules need no CUDA device.
+  Tensor c = meta::fake({4, 1}, kFloat, Device(kCUDA, 0));
+  meta::Result r = meta::infer(ops::expand(), {c, L({2, 4, 3}), false});
+  EXPECT_EQ(r.outputs[0].sizes(), IntArrayRef({2, 4, 3}));
+  EXPECT_EQ(r.outputs[0].device(), Device(kCUDA, 0));
+  r = meta::infer(ops::mul_Tensor(),
+                  {c, meta::fake({3}, kFloat, Device(kCUDA, 0))});
+  EXPECT_EQ(r.outputs[0].device(), Device(kCUDA, 0));
+  EXPECT_EQ(r.outputs[0].sizes(), IntArrayRef({4, 3}));
+}
+
+TEST_F(MetaTest, WrappedNumbersPromoteAsScalars) {
+  Tensor h = F({3}, kHalf), l = F({3}, kLong);
+  auto dt = [](const Tensor &a, const Tensor &b) {
+    return meta::infer(ops::add_Tensor(), {a, b, 1}).outputs[0].dtype();
+  };
+  // A wrapped double does not promote a float16 tensor; a 0-dim double
+  // tensor does not either (same category), a 1-d one does.
+  EXPECT_EQ(dt(h, meta::fake_wrapped_number(kDouble)), kHalf);
+  EXPECT_EQ(dt(h, F({}, kDouble)), kHalf);
+  EXPECT_EQ(dt(h, F({1}, kDouble)), kDouble);
+  // Integers with a wrapped float give the default dtype.
+  EXPECT_EQ(dt(l, meta::fake_wrapped_number(kDouble)), get_default_dtype());
+  EXPECT_EQ(dt(l, meta::fake_wrapped_number(kLong)), kLong);
+  EXPECT_EQ(dt(F({3}, kBool), meta::fake_wrapped_number(kLong)), kLong);
+  EXPECT_TRUE(meta::fake_wrapped_number(kDouble)
+                  .unsafeGetTensorImpl()
+                  ->is_wrapped_number());
+  EXPECT_TRUE(meta::is_fake(meta::fake_wrapped_number(kDouble)));
+  // The same as eager on real wrapped numbers.
+  EXPECT_EQ(dt(l, meta::fake_wrapped_number(kDouble)),
+            (R({3}, kLong) + 2.5).dtype());
+}
+
+TEST_F(MetaTest, InPlaceChecks) {
+  Tensor x = F({2, 3}, kLong);
+  // The result of an in-place op is self.
+  meta::Result r = meta::infer(ops::add__Tensor(), {x, F({3}, kLong), 1});
+  ASSERT_EQ(r.outputs.size(), 1u);
+  EXPECT_TRUE(r.outputs[0].is_same(x));
+  // A float result can't be written into an int64 tensor; a broadcast
+  // result must have self's shape; an expanded self can't be written.
+  EXPECT_EMBER_ERROR(meta::infer(ops::add__Tensor(), {x, F({3}, kFloat), 1}),
+                     "can't be cast to the desired output type");
+  EXPECT_EMBER_ERROR(meta::infer(ops::div__Tensor(), {x, x}),
+                     "can't be cast to the desired output type");
+  EXPECT_EMBER_ERROR(meta::infer(ops::mul__Tensor(), {F({3}, kLong), x}),
+                     "doesn't match the broadcast shape");
+  Tensor e = meta::infer(ops::expand(), {F({3}), L({2, 3}), false}).outputs[0];
+  EXPECT_EMBER_ERROR(meta::infer(ops::neg_(), {e}), "more than one element");
+  EXPECT_EMBER_ERROR(meta::infer(ops::copy_(), {e, F({2, 3}), false}),
+                     "more than one element");
+  EXPECT_EMBER_ERROR(
+      meta::infer(ops::index_put_(),
+                  {F({4}), TL({F({2}, kLong)}), F({2}, kDouble), false}),
+      "dtypes match");
+}
+
+TEST_F(MetaTest, ErrorsAreEagersErrors) {
+  auto typeOf = [](auto &&fn) -> std::string {
+    try {
+      fn();
+    } catch (const Error &e) {
+      return typeid(e).name();
+    }
+    return "";
+  };
+  Tensor a = F({2, 3}), b = F({4, 4});
+  EXPECT_EQ(typeOf([&] {
+              meta::infer(ops::add_Tensor(), {a, b, 1});
+            }),
+            typeid(Error).name());
+  EXPECT_EQ(typeOf([&] {
+              meta::infer(ops::mm(), {a, b});
+            }),
+            typeid(Error).name());
+  EXPECT_EQ(typeOf([&] {
+              meta::infer(ops::sum_dim_IntList(), {a, L({5}), false, None()});
+            }),
+            typeid(IndexError).name());
+  EXPECT_EQ(typeOf([&] { meta::infer(ops::bitwise_not(), {a}); }), typeOf([&] {
+              ember::bitwise_not(R({2, 3}));
+            }));
+  EXPECT_EQ(typeOf([&] {
+              meta::infer(ops::mean(), {F({2}, kLong), None()});
+            }),
+            typeid(TypeError).name());
+  EXPECT_EQ(typeOf([&] { meta::infer(ops::neg(), {F({2}, kBool)}); }),
+            typeid(TypeError).name());
+  EXPECT_EMBER_ERROR(meta::infer(ops::mm(), {a, b}),
+                     "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x4)");
+  EXPECT_EMBER_ERROR(meta::infer(ops::add_Tensor(), {a, b, 1}),
+                     "must match the size of tensor b");
+  // A stack with the wrong number of arguments.
+  EXPECT_EMBER_ERROR(meta::infer(ops::mm(), {a}), "expected 2 arguments");
+}
+
+TEST_F(MetaTest, NeedsData) {
+  auto why = [](const OperatorHandle &op, Stack s) {
+    meta::Result r = meta::infer(op, s);
+    EXPECT_TRUE(r.outputs.empty());
+    return r.needs_data;
+  };
+  EXPECT_NE(why(ops::nonzero(), {F({3, 4})}).find("ember::nonzero"),
+            std::string::npos);
+  EXPECT_NE(why(ops::masked_select(), {F({3, 4}), F({4}, kBool)}).find("mask"),
+            std::string::npos);
+  EXPECT_FALSE(
+      why(ops::index_Tensor(), {F({3, 4}), TL({F({3}, kBool)})}).empty());
+  EXPECT_FALSE(
+      why(ops::index_Tensor(), {F({3, 4}), TL({F({3, 4}, kByte)})}).empty());
+  EXPECT_NE(why(ops::equal(), {F({3}), F({3})}).find("bool"),
+            std::string::npos);
+  // Integer indices need no data.
+  meta::Result r =
+      meta::infer(ops::index_Tensor(), {F({3, 4}), TL({F({2, 5}, kLong)})});
+  EXPECT_TRUE(r.needs_data.empty());
+  EXPECT_EQ(r.outputs[0].sizes(), IntArrayRef({2, 5, 4}));
+}
+
+// A custom op and its fake function.
+Tensor scaleCpu(const Tensor &x, double a) { return x * a; }
+Tensor stackRowsCpu(const Tensor &x, const Tensor &y) {
+  return ember::cat({x, y}, 0);
+}
+
+TEST_F(MetaTest, RegisterFakeForCustomOps) {
+  static Library lib("metatest");
+  static bool defined = false;
+  if (!defined) {
+    lib.def("scale(Tensor x, float a) -> Tensor", &scaleCpu);
+    lib.def("stack_rows(Tensor x, Tensor y) -> Tensor", &stackRowsCpu);
+    lib.def("split2(Tensor x) -> (Tensor, Tensor)");
+    defined = true;
+  }
+  const OperatorHandle &scale =
+      Dispatcher::singleton().findSchemaOrThrow("metatest::scale");
+  const OperatorHandle &rows =
+      Dispatcher::singleton().findSchemaOrThrow("metatest::stack_rows");
+  const OperatorHandle &split2 =
+      Dispatcher::singleton().findSchemaOrThrow("metatest::split2");
+  EXPECT_FALSE(meta::has_rule(scale));
+  EXPECT_EMBER_ERROR(meta::infer(scale, {F({2}), 2.0}),
+                     "ember::meta::register_fake");
+  try {
+    meta::infer(scale, {F({2}), 2.0});
+  } catch (const NotImplementedError &e) {
+    EXPECT_NE(std::string(e.what()).find("metatest::scale"), std::string::npos);
+  }
+
+  static bool sawFake = true;
+  meta::register_fake("metatest::scale", [](const Stack &s) {
+    const Tensor &x = s[0].toTensor();
+    sawFake = sawFake && meta::is_fake(x);
+    return std::vector<Tensor>{meta::fake(x.sizes(), x.dtype(), x.device())};
+  });
+  EXPECT_TRUE(meta::has_rule(scale));
+  meta::Result r = meta::infer(scale, {F({2, 3}, kDouble), 2.0});
+  ASSERT_EQ(r.outputs.size(), 1u);
+  EXPECT_EQ(r.outputs[0].sizes(), IntArrayRef({2, 3}));
+  EXPECT_EQ(r.outputs[0].dtype(), kDouble);
+  // Real and capture-like arguments reach the fake function as fakes.
+  meta::infer(scale, {R({4}), 2.0});
+  meta::infer(scale, {twin(R({4}), true), 2.0});
+  EXPECT_TRUE(sawFake);
+
+  // A fake function may compute with ember ops: they run as shape rules.
+  meta::register_fake("metatest::stack_rows", [](const Stack &s) {
+    Tensor x = s[0].toTensor(), y = s[1].toTensor();
+    return std::vector<Tensor>{ember::cat({x.t().t(), y + 1}, 0)};
+  });
+  r = meta::infer(rows, {F({2, 3}), twin(R({4, 3}, kLong), true)});
+  EXPECT_EQ(r.outputs[0].sizes(), IntArrayRef({6, 3}));
+  EXPECT_EQ(r.outputs[0].dtype(), kFloat);
+  EXPECT_TRUE(meta::is_fake(r.outputs[0]));
+  Stack eagerArgs{R({2, 3}), R({4, 3}, kLong)};
+  rows.callBoxed(eagerArgs);
+  EXPECT_EQ(eagerArgs[0].toTensor().sizes(), r.outputs[0].sizes());
+  // Errors of the ops it calls are the ops' errors.
+  EXPECT_EMBER_ERROR(meta::infer(rows, {F({2, 3}), F({2, 4})}),
+                     "Sizes of tensors must match");
+
+  // The number of tensors must match the schema.
+  meta::register_fake("metatest::split2", [](const Stack &s) {
+    return std::vector<Tensor>{s[0].toTensor()};
+  });
+  EXPECT_EMBER_ERROR(meta::infer(split2, {F({2})}),
+                     "returned 1 tensors, but the op has 2 returns");
+  // Ops of the table have built-in rules.
+  EXPECT_EMBER_ERROR(
+      meta::register_fake("ember::mm",
+                          [](const Stack &) { return std::vector<Tensor>{}; }),
+      "built in");
+}
+
+TEST_F(MetaTest, RulesNeverRecordOrTrack) {
+  // A Capture fallback that records: infer must never reach it, even on
+  // capture tensors (it runs view kernels below capture and autograd).
+  static int captured = 0;
+  KernelFunction saved = Dispatcher::singleton().fallback(DispatchKey::Capture);
+  Dispatcher::singleton().setFallback(
+      DispatchKey::Capture,
+      [](const OperatorHandle &op, DispatchKeySet ks, Stack &s) {
+        ++captured;
+        op.redispatchBoxed(ks.below(DispatchKey::Capture), s);
+      });
+  captured = 0;
+  Tensor c = twin(R({2, 3}), true);
+  meta::infer(ops::t(), {c});
+  meta::infer(ops::add_Tensor(), {c, c, 1});
+  meta::infer(ops::sum_dim_IntList(), {c, L({1}), false, None()});
+  meta::infer(ops::pow_Tensor_Scalar(), {c, 2});
+  EXPECT_EQ(captured, 0);
+  Dispatcher::singleton().setFallback(
+      DispatchKey::Capture, saved.boxed ? saved.boxed : BoxedKernelFn());
+
+  // Views of tensors that require grad: no autograd history.
+  Tensor x = R({2, 3}).requires_grad_();
+  Tensor v = meta::infer(ops::transpose_int(), {x, 0, 1}).outputs[0];
+  EXPECT_FALSE(v.requires_grad());
+  EXPECT_TRUE(v.is_alias_of(x));
+  EXPECT_EQ(v.strides(), IntArrayRef({1, 3}));
+}
+
+TEST_F(MetaTest, InferIsCheap) {
+  // Capture calls infer once per op: a pointwise rule is a table lookup,
+  // the promotion and broadcast, and one fake tensor.
+  Tensor a = F({64, 128}), b = F({128});
+  Stack args{a, b, 1};
+  const OperatorHandle &add = ops::add_Tensor();
+  auto t0 = std::chrono::steady_clock::now();
+  const int n = 20000;
+  for (int i = 0; i < n; ++i)
+    meta::infer(add, args);
+  double us = std::chrono::duration<double, std::micro>(
+                  std::chrono::steady_clock::now() - t0)
+                  .count() /
+              n;
+  // Generous: a few hundred nanoseconds is typical.
+  EXPECT_LT(us, 20.0) << us << " us per infer()";
+}
+
+} // namespace
+} // namespace ember
