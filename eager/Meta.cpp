@@ -207,6 +207,15 @@ Result pointwise_rule(const PointwiseSpec &spec, const Stack &s,
   return one(fake(m.shape, m.out, m.device));
 }
 
+Result returns_value(const OperatorHandle &op, Result checked) {
+  if (checked.needs_data.empty())
+    checked.needs_data = op.name() + ": returns a " +
+                         op.schema().returns[0].type +
+                         " computed from the tensors' values";
+  checked.outputs.clear();
+  return checked;
+}
+
 // Note [View rules]
 // A view's rule is its kernel: view kernels only compute metadata over the
 // input's storage, so running them on a fake (or capture) tensor gives the

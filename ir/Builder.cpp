@@ -81,7 +81,8 @@ public:
     b_.create<func::ReturnOp>(loc, results);
     func.setFunctionType(
         FunctionType::get(ctx_, inputs, ValueRange(results).getTypes()));
-    func->setAttr("ember.mutations", b_.getDenseI64ArrayAttr(mutated));
+    if (!mutated.empty())
+      func->setAttr("ember.mutations", b_.getDenseI64ArrayAttr(mutated));
   }
 
 private:

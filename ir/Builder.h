@@ -10,11 +10,12 @@
 /// - one op per node: its dialect op, or `ember.eager_call` when the dialect
 ///   has none (custom ops) or the call passes a generator;
 /// - `func.return` of the outputs, then of the values written to inputs; the
-///   function attribute `ember.mutations` lists, for each of those trailing
-///   results, the input it is written to.
+///   function attribute `ember.mutations` (absent when none) lists, for each
+///   of those trailing results, the input it is written to.
 /// Locations: NameLoc("ember::add.Tensor") around FileLineColLoc for a node
-/// whose loc is "file:line:col" (around an unknown location when it has
-/// none). ir/Import.h reads the function back.
+/// whose loc is "file:line:col", a plain NameLoc for a node without one (and
+/// NameLoc around NameLoc(loc) for any other loc text, so that it comes back
+/// on import). ir/Import.h reads the function back.
 
 #include "ir/Dialect.h"
 #include "ir/Trace.h"

@@ -56,7 +56,7 @@ def Ember_Dialect : Dialect {
 //===----------------------------------------------------------------------===//
 
 def Ember_ElementType : AnyTypeOf<[F32, F64, F16, BF16, I64, I32, I16, I8, UI8,
-                                   I1], "an ember dtype">;
+                                   I1], "ember dtype">;
 
 // Ranked tensors of ember dtypes. Shapes are static, except for results of
 // ops whose output shape depends on the data (nonzero, masked_select), which

@@ -57,6 +57,11 @@ inline Result two(Tensor a, Tensor b) {
   r.outputs.push_back(std::move(b));
   return r;
 }
+/// The result of an op whose schema returns a non-tensor (equal -> bool):
+/// `checked` is its rule's answer after the argument checks; such a result
+/// always needs the data.
+Result returns_value(const OperatorHandle &op, Result checked);
+
 /// A result that needs the data (see Result::needs_data).
 inline Result needs_data(std::string why) {
   Result r;

@@ -368,7 +368,12 @@ def meta_files(ops, files):
         else:  # cpu
             args = ", ".join(f"arg<{CPP_CALL[a.type].rstrip('&').replace('const ', '')}>(s, {i})"
                              for i, a in enumerate(s.args))
-            c.append(f"  return rules::{o.native}({args});")
+            nontensor = [r[0] for r in s.returns if not r[0].startswith("Tensor")]
+            if nontensor:
+                # A non-tensor result is a value computed from the data.
+                c.append(f"  return returns_value(op, rules::{o.native}({args}));")
+            else:
+                c.append(f"  return rules::{o.native}({args});")
         c.append("}")
         reg.append(f"  m.add(ops::{s.cname}(), &{fn});")
     c.append("} // namespace\n")

@@ -8,6 +8,7 @@
 // default; some programs change their inputs between calls to show
 // recompiles). trace/ir/dot print every compiled graph in order.
 #include <ember/ember.h>
+#include "eager/Meta.h"
 
 #include <cstring>
 #include <functional>

@@ -59,7 +59,7 @@ func.func @inplace_cast(%a: tensor<4xi64>, %b: tensor<4xf32>) -> tensor<4xi64> {
 
 // Element types outside ember's dtypes.
 func.func @not_a_dtype(%a: tensor<4xi128>) -> tensor<4xi128> {
-  // expected-error @+1 {{operand #0 must be ranked tensor of an ember dtype values}}
+  // expected-error @+1 {{operand #0 must be ranked tensor of ember dtype values}}
   %0 = ember.relu %a : (tensor<4xi128>) -> tensor<4xi128>
   return %0 : tensor<4xi128>
 }
