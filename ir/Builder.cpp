@@ -201,12 +201,21 @@ private:
           st.addOperands(use(arg.value, "an argument"));
         segments.push_back(arg.value >= 0 ? 1 : 0);
         break;
-      case ArgKind::TensorList:
+      case ArgKind::TensorList: {
         ++variable;
-        for (int v : arg.values)
-          st.addOperands(use(v, "an argument"));
-        segments.push_back(int32_t(arg.values.size()));
+        llvm::SmallVector<int64_t> nones; // Note [Schema to ODS]
+        for (size_t k = 0; k < arg.values.size(); ++k) {
+          if (arg.values[k] < 0)
+            nones.push_back(int64_t(k));
+          else
+            st.addOperands(use(arg.values[k], "an argument"));
+        }
+        segments.push_back(int32_t(arg.values.size() - nones.size()));
+        if (!nones.empty())
+          st.addAttribute(none_positions_attr(a),
+                          b_.getDenseI64ArrayAttr(nones));
         break;
+      }
       case ArgKind::Generator:
         break; // None: no IR form
       case ArgKind::Attribute:
@@ -244,7 +253,8 @@ private:
       case ArgKind::TensorList: {
         llvm::SmallVector<Attribute> list;
         for (int v : arg.values)
-          list.push_back(operand(v));
+          list.push_back(v < 0 ? Attribute(NoneAttr::get(ctx_))
+                               : Attribute(operand(v)));
         args.push_back(b_.getArrayAttr(list));
         break;
       }

@@ -494,6 +494,74 @@ std::vector<OperandGroup> operand_groups(const FunctionSchema &schema,
   return groups;
 }
 
+std::string none_positions_attr(const Argument &a) { return a.name + "_none"; }
+
+std::vector<int64_t> none_positions(const Argument &a, DictionaryAttr attrs,
+                                    unsigned num_operands) {
+  auto attr = attrs ? llvm::dyn_cast_or_null<DenseI64ArrayAttr>(
+                          attrs.get(none_positions_attr(a)))
+                    : DenseI64ArrayAttr();
+  if (!attr)
+    return {};
+  std::vector<int64_t> p(attr.asArrayRef().begin(), attr.asArrayRef().end());
+  int64_t size = int64_t(num_operands + p.size());
+  for (size_t i = 0; i < p.size(); ++i)
+    EMBER_CHECK(p[i] >= 0 && p[i] < size && (i == 0 || p[i] > p[i - 1]),
+                none_positions_attr(a), " must list increasing positions in ",
+                "[0, ", size, ") (the list has ", size, " elements), got ",
+                debugString(attr));
+  return p;
+}
+
+ParseResult
+parseTensorList(OpAsmParser &parser,
+                llvm::SmallVectorImpl<OpAsmParser::UnresolvedOperand> &operands,
+                DenseI64ArrayAttr &none) {
+  if (parser.parseLSquare())
+    return failure();
+  llvm::SmallVector<int64_t> nones;
+  if (failed(parser.parseOptionalRSquare())) {
+    int64_t i = 0;
+    do {
+      if (succeeded(parser.parseOptionalKeyword("none"))) {
+        nones.push_back(i);
+      } else {
+        OpAsmParser::UnresolvedOperand operand;
+        if (parser.parseOperand(operand))
+          return failure();
+        operands.push_back(operand);
+      }
+      ++i;
+    } while (succeeded(parser.parseOptionalComma()));
+    if (parser.parseRSquare())
+      return failure();
+  }
+  if (!nones.empty())
+    none = parser.getBuilder().getDenseI64ArrayAttr(nones);
+  return success();
+}
+
+void printTensorList(OpAsmPrinter &p, Operation *, OperandRange operands,
+                     DenseI64ArrayAttr none) {
+  llvm::ArrayRef<int64_t> nones =
+      none ? none.asArrayRef() : llvm::ArrayRef<int64_t>();
+  size_t size = operands.size() + nones.size(), k = 0, n = 0;
+  p << '[';
+  for (size_t pos = 0; pos < size; ++pos) {
+    if (pos)
+      p << ", ";
+    if (n < nones.size() && nones[n] == int64_t(pos)) {
+      p << "none";
+      ++n;
+    } else if (k < operands.size()) {
+      p << operands[k++];
+    } else { // malformed positions (the verifier reports them)
+      p << "none";
+    }
+  }
+  p << ']';
+}
+
 // ---------------------------------------------------------------------------
 // ember.eager_call arguments
 // ---------------------------------------------------------------------------
@@ -531,20 +599,20 @@ std::vector<EagerArg> decode_eager_args(const FunctionSchema &schema,
     e.kind = arg_kind(a);
     switch (e.kind) {
     case ArgKind::Tensor:
-      e.operands.push_back(operand(attr, a));
+      e.operands.push_back(int(operand(attr, a)));
       break;
     case ArgKind::OptionalTensor:
       if (llvm::isa<NoneAttr>(attr))
         e.present = false;
       else
-        e.operands.push_back(operand(attr, a));
+        e.operands.push_back(int(operand(attr, a)));
       break;
     case ArgKind::TensorList: {
       auto list = llvm::dyn_cast<ArrayAttr>(attr);
       EMBER_CHECK(list, "argument '", a.name, "' (Tensor[]) expects an ",
                   "array of #ember.operand<N>, got ", debugString(attr));
       for (Attribute x : list)
-        e.operands.push_back(operand(x, a));
+        e.operands.push_back(llvm::isa<NoneAttr>(x) ? -1 : int(operand(x, a)));
       break;
     }
     case ArgKind::Generator:
@@ -728,9 +796,16 @@ Stack table_arguments(const OperatorHandle &op, unsigned num_operands,
       stack.push_back(g.size ? IValue(tensor(g.begin)) : IValue());
       break;
     case ArgKind::TensorList: {
-      std::vector<Tensor> list;
-      for (unsigned k = 0; k < g.size; ++k)
-        list.push_back(tensor(g.begin + k));
+      std::vector<int64_t> nones = none_positions(a, attrs, g.size);
+      std::vector<Tensor> list(g.size + nones.size());
+      unsigned k = 0;
+      size_t n = 0;
+      for (size_t pos = 0; pos < list.size(); ++pos) {
+        if (n < nones.size() && nones[n] == int64_t(pos))
+          ++n; // None: an undefined tensor, as eager takes it
+        else
+          list[pos] = tensor(g.begin + k++);
+      }
       stack.emplace_back(std::move(list));
       break;
     }
@@ -1019,8 +1094,8 @@ LogicalResult EagerCallOp::verify() {
         break;
       case ArgKind::TensorList: {
         std::vector<Tensor> list;
-        for (unsigned i : a.operands)
-          list.push_back(fake(i));
+        for (int i : a.operands)
+          list.push_back(i < 0 ? Tensor() : fake(unsigned(i)));
         stack.emplace_back(std::move(list));
         break;
       }

@@ -66,6 +66,16 @@ mlir::TypedAttr scalarAttr(mlir::MLIRContext *ctx, bool v);
 /// The Scalar of a Scalar attribute.
 Scalar scalar_of(mlir::Attribute attr);
 
+/// The custom<TensorList> directive of Tensor[] operands: `[%a, none, %b]`;
+/// `none` marks a None element, listed by position in `none` (the
+/// `<name>_none` attribute; absent when there is none).
+mlir::ParseResult parseTensorList(
+    mlir::OpAsmParser &parser,
+    llvm::SmallVectorImpl<mlir::OpAsmParser::UnresolvedOperand> &operands,
+    mlir::DenseI64ArrayAttr &none);
+void printTensorList(mlir::OpAsmPrinter &p, mlir::Operation *op,
+                     mlir::OperandRange operands, mlir::DenseI64ArrayAttr none);
+
 namespace detail {
 // The hooks of the op table's ops (ir/EmberBase.td, Ember_TableOp): each
 // catches every ember::Error and reports it as a diagnostic.
@@ -118,7 +128,10 @@ void register_upstream_passes();
 // any number; several variable-length ones are split by
 // operandSegmentSizes); every other argument is an attribute of the same
 // name (absent: None, or the schema default); a Generator argument has no
-// IR form (None: the default generator). ir/gen_dialect.py emits the ODS
+// IR form (None: the default generator). A Tensor[] may hold None elements
+// (eager's index takes `x[:, i]` as [None, i]): its operands are the
+// defined ones and the attribute `<name>_none` lists the positions of the
+// others. ir/gen_dialect.py emits the ODS
 // by the same rules; test_ir checks the two agree for every op.
 
 /// How a schema argument appears on a dialect op.
@@ -155,12 +168,21 @@ std::vector<OperandGroup> operand_groups(const FunctionSchema &schema,
                                          unsigned num_operands,
                                          mlir::DictionaryAttr attrs);
 
+/// The attribute listing the None elements of a Tensor[] argument.
+std::string none_positions_attr(const Argument &a);
+/// The positions of None elements of a Tensor[] argument of a table op with
+/// `num_operands` operands for it; checked (sorted, unique, in range).
+std::vector<int64_t> none_positions(const Argument &a,
+                                    mlir::DictionaryAttr attrs,
+                                    unsigned num_operands);
+
 /// One schema argument of an ember.eager_call, decoded from `args`.
 struct EagerArg {
   ArgKind kind = ArgKind::Attribute;
-  std::vector<unsigned> operands; ///< tensor arguments: operand numbers
-  bool present = true;            ///< false: an absent Tensor?
-  IValue value;                   ///< non-tensor arguments
+  /// Tensor arguments: operand numbers (-1: a None element of a Tensor[]).
+  std::vector<int> operands;
+  bool present = true; ///< false: an absent Tensor?
+  IValue value;        ///< non-tensor arguments
 };
 /// Decodes and checks the `args` of an ember.eager_call against the schema
 /// (one entry per argument, the right kinds, operands used once each, in

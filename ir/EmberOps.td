@@ -43,8 +43,8 @@ def Ember_EagerCallOp : Ember_Op<"eager_call"> {
 
     `args` holds one entry per schema argument, in order:
     - a tensor: `#ember.operand<N>` (operand N; operands are used in order);
-      a Tensor[]: an array of them; an absent Tensor? or any None:
-      `#ember.none`
+      a Tensor[]: an array of them (`#ember.none` for a None element); an
+      absent Tensor? or any None: `#ember.none`
     - int: `i64`; float: `f64`; bool: `true`/`false`; Scalar: an i64, f64 or
       bool attribute (its kind is kept); int[]: `array<i64: ...>`; float[]:
       `array<f64: ...>`; str: a string; ScalarType: the element type (`f32`);

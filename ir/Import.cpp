@@ -145,9 +145,17 @@ private:
               Arg::of_value(g.size ? id(op.getOperand(g.begin)) : -1));
           break;
         case ArgKind::TensorList: {
-          std::vector<int> vs;
-          for (unsigned k = 0; k < g.size; ++k)
-            vs.push_back(id(op.getOperand(g.begin + k)));
+          // None elements (-1) at the positions `<name>_none` lists.
+          std::vector<int64_t> nones = none_positions(a, attrs, g.size);
+          std::vector<int> vs(g.size + nones.size(), -1);
+          unsigned k = 0;
+          size_t none = 0;
+          for (size_t pos = 0; pos < vs.size(); ++pos) {
+            if (none < nones.size() && nones[none] == int64_t(pos))
+              ++none;
+            else
+              vs[pos] = id(op.getOperand(g.begin + k++));
+          }
           n.args.push_back(Arg::of_values(std::move(vs)));
           break;
         }
@@ -184,12 +192,12 @@ private:
         case ArgKind::Tensor:
         case ArgKind::OptionalTensor:
           n.args.push_back(Arg::of_value(
-              a.present ? id(call.getInputs()[a.operands[0]]) : -1));
+              a.present ? id(call.getInputs()[unsigned(a.operands[0])]) : -1));
           break;
         case ArgKind::TensorList: {
           std::vector<int> vs;
-          for (unsigned i : a.operands)
-            vs.push_back(id(call.getInputs()[i]));
+          for (int i : a.operands)
+            vs.push_back(i < 0 ? -1 : id(call.getInputs()[unsigned(i)]));
           n.args.push_back(Arg::of_values(std::move(vs)));
           break;
         }

@@ -55,7 +55,8 @@ struct Arg {
   enum class Kind { Value, ValueList, Attr };
   Kind kind = Kind::Attr;
   int value = -1;          ///< Value: the value id; -1 for an absent Tensor?
-  std::vector<int> values; ///< ValueList (Tensor[]): value ids
+  std::vector<int> values; ///< ValueList (Tensor[]): value ids; -1 for a
+                           ///< None element (index's x[:, i])
   IValue attr;             ///< Attr: any non-tensor argument (None included)
 
   static Arg of_value(int v) {

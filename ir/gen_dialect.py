@@ -16,7 +16,9 @@ are plain functions (never dispatched, never captured): no dialect op.
 How a schema maps to ODS (ir/Dialect.h, Note [Schema to ODS], implements the
 same mapping in C++ for inference, folding, the builder and the importer):
   Tensor -> operand, Tensor? -> Optional operand, Tensor[] -> Variadic operand
-  (AttrSizedOperandSegments when there are several variable-length ones);
+  (AttrSizedOperandSegments when there are several variable-length ones)
+  plus `<name>_none`, the positions of None elements (index's `x[:, i]`),
+  written `[none, %i]`;
   int -> I64Attr, int[] -> DenseI64ArrayAttr, float -> F64Attr, float[] ->
   DenseF64ArrayAttr, bool -> BoolAttr, Scalar -> i64/f64/i1 attribute, str ->
   StrAttr, ScalarType -> TypeAttr (the element type), Device ->
@@ -235,13 +237,11 @@ class DialectOp:
             if a.type == "Tensor":
                 p = f"${a.name}"
             elif a.type == "Tensor[]":
-                p = f"`[` ${a.name} `]`"
+                p = f"custom<TensorList>(${a.name}, ${a.name}_none)"
             else:  # Tensor?: the operand or the keyword `none`
                 p = f"(${a.name}^) : (`none`)?"
             parts.append(p)
         body = " `,` ".join(parts)
-        if self.tensors and self.tensors[0].type == "Tensor[]":
-            body = "` ` " + body  # `ember.cat [%a, %b]`, not `ember.cat[`
         return f"{body} attr-dict `:` functional-type(operands, results)"
 
     def summary(self):
@@ -275,6 +275,11 @@ class DialectOp:
             d += ["The generator argument is not represented: the op uses the "
                   "default generator (a call with one is captured as "
                   "`ember.eager_call`).", ""]
+        for a in self.tensors:
+            if a.type == "Tensor[]":
+                d += [f"`{a.name}` is a list of tensors, `[%a, %b]`; `none` "
+                      "elements (`[none, %i]`, as in `x[:, i]`) are listed by "
+                      f"the attribute `{a.name}_none`.", ""]
         if self.attrs:
             d.append("Attributes (schema arguments):")
             for a in self.attrs:
@@ -307,6 +312,7 @@ class DialectOp:
                 args.append(f"Optional<Ember_AnyTensor>:${a.name}")
             elif a.type == "Tensor[]":
                 args.append(f"Variadic<Ember_AnyTensor>:${a.name}")
+                args.append(f"OptionalAttr<DenseI64ArrayAttr>:${a.name}_none")
             else:
                 args.append(f"{attr_constraint(a)}:${a.name}")
         results = []

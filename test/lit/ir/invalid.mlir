@@ -197,3 +197,12 @@ func.func @eager_result_count(%a: tensor<4xf32>) {
   %0:2 = ember.eager_call "ember::relu"(%a) {args = [#ember.operand<0>]} : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   return
 }
+
+// -----
+
+// The None positions of a list are increasing and within the list.
+func.func @none_positions(%t: tensor<4x3xf32>, %i: tensor<2xi64>) -> tensor<4x2xf32> {
+  // expected-error @+1 {{indices_none must list increasing positions in [0, 2)}}
+  %0 = "ember.index.Tensor"(%t, %i) {indices_none = array<i64: 5>} : (tensor<4x3xf32>, tensor<2xi64>) -> tensor<4x2xf32>
+  return %0 : tensor<4x2xf32>
+}

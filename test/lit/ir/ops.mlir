@@ -44,16 +44,21 @@ func.func @defaults_and_scalars(%x: tensor<4xf32>, %m: tensor<4xi1>) -> (tensor<
   return %a, %b, %c, %d : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xi1>
 }
 
-// Tensor[] arguments are bracketed lists, possibly of one.
+// Tensor[] arguments are bracketed lists, possibly of one; `none` is a None
+// element (x[:, i] indexes with [None, i]).
 // CHECK-LABEL: func.func @lists
 // CHECK: ember.cat [%{{.*}}, %{{.*}}, %{{.*}}] {dim = 1 : i64} : (tensor<2x1xf32>, tensor<2x2xf32>, tensor<2x1xf32>) -> tensor<2x4xf32>
 // CHECK: ember.index.Tensor %{{.*}}, [%{{.*}}, %{{.*}}] : (tensor<4x3xf32>, tensor<2xi64>, tensor<2xi64>) -> tensor<2xf32>
 // CHECK: ember.index_put_ %{{.*}}, [%{{.*}}], %{{.*}} {accumulate = true} : (tensor<4x3xf32>, tensor<2xi64>, tensor<3xf32>) -> tensor<4x3xf32>
-func.func @lists(%a: tensor<2x1xf32>, %b: tensor<2x2xf32>, %t: tensor<4x3xf32>, %i: tensor<2xi64>, %v: tensor<3xf32>) -> (tensor<2x4xf32>, tensor<2xf32>, tensor<4x3xf32>) {
+// CHECK: ember.index.Tensor %{{.*}}, [none, %{{.*}}] : (tensor<4x3xf32>, tensor<2xi64>) -> tensor<4x2xf32>
+// CHECK: ember.index_put_ %{{.*}}, [none, %{{.*}}], %{{.*}} : (tensor<4x3xf32>, tensor<2xi64>, tensor<f32>) -> tensor<4x3xf32>
+func.func @lists(%a: tensor<2x1xf32>, %b: tensor<2x2xf32>, %t: tensor<4x3xf32>, %i: tensor<2xi64>, %v: tensor<3xf32>, %s: tensor<f32>) -> (tensor<2x4xf32>, tensor<2xf32>, tensor<4x3xf32>, tensor<4x2xf32>, tensor<4x3xf32>) {
   %0 = ember.cat [%a, %b, %a] {dim = 1 : i64} : (tensor<2x1xf32>, tensor<2x2xf32>, tensor<2x1xf32>) -> tensor<2x4xf32>
   %1 = ember.index.Tensor %t, [%i, %i] : (tensor<4x3xf32>, tensor<2xi64>, tensor<2xi64>) -> tensor<2xf32>
   %2 = ember.index_put_ %t, [%i], %v {accumulate = true} : (tensor<4x3xf32>, tensor<2xi64>, tensor<3xf32>) -> tensor<4x3xf32>
-  return %0, %1, %2 : tensor<2x4xf32>, tensor<2xf32>, tensor<4x3xf32>
+  %3 = ember.index.Tensor %t, [none, %i] : (tensor<4x3xf32>, tensor<2xi64>) -> tensor<4x2xf32>
+  %4 = ember.index_put_ %t, [none, %i], %s : (tensor<4x3xf32>, tensor<2xi64>, tensor<f32>) -> tensor<4x3xf32>
+  return %0, %1, %2, %3, %4 : tensor<2x4xf32>, tensor<2xf32>, tensor<4x3xf32>, tensor<4x2xf32>, tensor<4x3xf32>
 }
 
 // Ops with several results; in-place ops return the updated value of self.
@@ -111,12 +116,14 @@ func.func @data_dependent(%x: tensor<2x3xi1>) -> tensor<?x2xi64> {
 // CHECK: ember.eager_call "ember::add.Tensor"(%{{.*}}, %{{.*}}) {args = [#ember.operand<0>, #ember.operand<1>, 2.500000e+00]} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
 // CHECK: ember.eager_call "ember::sum.dim_IntList"(%{{.*}}) {args = [#ember.operand<0>, array<i64: 0>, true, f64]} : (tensor<4xf32>) -> tensor<1xf64>
 // CHECK: ember.eager_call "ember::_to_copy"(%{{.*}}) {args = [#ember.operand<0>, #ember.none, #ember.device<"cpu">]} : (tensor<4xf32>) -> tensor<4xf32>
+// CHECK: ember.eager_call "ember::index.Tensor"(%{{.*}}, %{{.*}}) {args = [#ember.operand<0>, [#ember.none, #ember.operand<1>]]} : (tensor<4x3xf32>, tensor<2xi64>) -> tensor<4x2xf32>
 // CHECK: ember.eager_call "ember::cat"(%{{.*}}, %{{.*}}) {args = {{\[}}[#ember.operand<0>, #ember.operand<1>], -1]} : (tensor<4xf32>, tensor<4xf32>) -> tensor<8xf32>
 // CHECK: %{{.*}}:2 = ember.eager_call "ember::topk"(%{{.*}}) {args = [#ember.operand<0>, 2, -1, false, true]} : (tensor<4xf32>) -> (tensor<2xf32>, tensor<2xi64>)
-func.func @eager_calls(%x: tensor<4xf32>, %y: tensor<4xf32>) {
+func.func @eager_calls(%x: tensor<4xf32>, %y: tensor<4xf32>, %t: tensor<4x3xf32>, %i: tensor<2xi64>) {
   %0 = ember.eager_call "ember::add.Tensor"(%x, %y) {args = [#ember.operand<0>, #ember.operand<1>, 2.5 : f64]} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   %1 = ember.eager_call "ember::sum.dim_IntList"(%x) {args = [#ember.operand<0>, array<i64: 0>, true, f64]} : (tensor<4xf32>) -> tensor<1xf64>
   %2 = ember.eager_call "ember::_to_copy"(%x) {args = [#ember.operand<0>, #ember.none, #ember.device<"cpu">]} : (tensor<4xf32>) -> tensor<4xf32>
+  %5 = ember.eager_call "ember::index.Tensor"(%t, %i) {args = [#ember.operand<0>, [#ember.none, #ember.operand<1>]]} : (tensor<4x3xf32>, tensor<2xi64>) -> tensor<4x2xf32>
   %3 = ember.eager_call "ember::cat"(%x, %y) {args = [[#ember.operand<0>, #ember.operand<1>], -1]} : (tensor<4xf32>, tensor<4xf32>) -> tensor<8xf32>
   %4:2 = ember.eager_call "ember::topk"(%x) {args = [#ember.operand<0>, 2, -1, false, true]} : (tensor<4xf32>) -> (tensor<2xf32>, tensor<2xi64>)
   return
