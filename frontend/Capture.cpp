@@ -31,6 +31,16 @@ void call_eager(const OperatorHandle &op, Stack &stack) {
 }
 } // namespace
 
+Tensor replay_views(Tensor base, const std::vector<ViewStep> &chain) {
+  for (const ViewStep &s : chain) {
+    Stack st = s.args;
+    st[0] = std::move(base);
+    call_eager(*s.op, st);
+    base = st.at(0).toTensor();
+  }
+  return base;
+}
+
 CaptureMeta::~CaptureMeta() {
   if (session)
     session->forget(this);
@@ -96,35 +106,31 @@ Tensor Session::make_capture(const Tensor &like, int value) {
   return Tensor(std::move(impl));
 }
 
-Tensor Session::wrap_argument(const Tensor &real, int index) {
+Tensor Session::add_input(const Tensor &real, ir::InputKind kind, int index,
+                          std::string name) {
   int v = trace_.add_value(type_of(real));
-  trace_.inputs.push_back(
-      {v, ir::InputKind::Argument, index, "arg" + std::to_string(index)});
+  trace_.inputs.push_back({v, kind, index, std::move(name)});
   inputs_.push_back(real);
   Tensor t = make_capture(
       meta::fake(real.sizes(), real.dtype(), real.device(), real.strides()), v);
-  auto *m = static_cast<CaptureMeta *>(t.unsafeGetTensorImpl()->capture_meta());
+  CaptureMeta *m = meta_of(t);
   m->real = real;
   m->input = int(trace_.inputs.size()) - 1;
   m->input_value = v;
   return t;
 }
 
+Tensor Session::wrap_argument(const Tensor &real, int index) {
+  return add_input(real, ir::InputKind::Argument, index,
+                   "arg" + std::to_string(index));
+}
+
 Tensor Session::lift(const Tensor &real) {
   auto it = lifted_.find(real.unsafeGetTensorImpl());
   if (it != lifted_.end())
     return it->second;
-  int v = trace_.add_value(type_of(real));
-  int k = int(trace_.inputs.size());
-  trace_.inputs.push_back(
-      {v, ir::InputKind::Lifted, k, "lifted" + std::to_string(lifted_.size())});
-  inputs_.push_back(real);
-  Tensor t = make_capture(
-      meta::fake(real.sizes(), real.dtype(), real.device(), real.strides()), v);
-  auto *m = static_cast<CaptureMeta *>(t.unsafeGetTensorImpl()->capture_meta());
-  m->real = real;
-  m->input = k;
-  m->input_value = v;
+  Tensor t = add_input(real, ir::InputKind::Lifted, int(trace_.inputs.size()),
+                       "lifted" + std::to_string(lifted_.size()));
   lifted_.emplace(real.unsafeGetTensorImpl(), t);
   return t;
 }
@@ -157,7 +163,7 @@ int Session::add_node(const OperatorHandle &op, std::vector<ir::Arg> args,
 }
 
 void Session::refresh_view(CaptureMeta *m) {
-  auto *root = static_cast<CaptureMeta *>(m->base->capture_meta());
+  CaptureMeta *root = m->root();
   if (root->gen == m->base_gen)
     return;
   // Replay the view ops on the base's current value; types come from the
@@ -180,7 +186,7 @@ void Session::refresh_view(CaptureMeta *m) {
 }
 
 void Session::write_through_view(CaptureMeta *m, int new_value) {
-  auto *root = static_cast<CaptureMeta *>(m->base->capture_meta());
+  CaptureMeta *root = m->root();
   static const OperatorHandle &scatter =
       Dispatcher::singleton().findSchemaOrThrow("ember::as_strided_scatter");
   const Tensor &g = m->geom;
@@ -194,10 +200,6 @@ void Session::write_through_view(CaptureMeta *m, int new_value) {
   root->gen++;
   m->value = new_value;
   m->base_gen = root->gen;
-}
-
-void Session::run_eagerly(const OperatorHandle &op, Stack &stack) {
-  call_eager(op, stack);
 }
 
 void Session::record(const OperatorHandle &op, Stack &stack) {
@@ -319,12 +321,8 @@ void Session::record(const OperatorHandle &op, Stack &stack) {
     TensorImpl *in_impl = self_meta->self;
     if (o.storage().is_alias_of(in_impl->storage()) ||
         o.storage().is_alias_of(in.storage())) {
-      auto *m = static_cast<CaptureMeta *>(
-          outs[0].unsafeGetTensorImpl()->capture_meta());
-      CaptureMeta *root =
-          self_meta->is_view()
-              ? static_cast<CaptureMeta *>(self_meta->base->capture_meta())
-              : self_meta;
+      CaptureMeta *m = meta_of(outs[0]);
+      CaptureMeta *root = self_meta->root();
       m->base = intrusive_ptr<TensorImpl>(root->self);
       m->base_gen = root->gen;
       m->chain = self_meta->chain;
@@ -370,11 +368,8 @@ std::vector<OutputRecipe> Session::finish(const std::vector<Tensor> &outs) {
       r.fixed = outs[i];
       continue;
     }
-    CaptureMeta *root = m;
-    if (m->is_view()) {
-      root = static_cast<CaptureMeta *>(m->base->capture_meta());
-      r.chain = m->chain;
-    }
+    CaptureMeta *root = m->root();
+    r.chain = m->chain;
     if (root->real.defined()) {
       r.kind = OutputRecipe::Kind::Input;
       r.index = root->input;
@@ -446,16 +441,8 @@ void Session::end_graph(const BreakInfo *ended_by) {
       finish_impl(m, outputs.at(size_t(it - trace_.outputs.begin())));
     }
   }
-  for (CaptureMeta *m : views) {
-    Tensor t(m->base);
-    for (const ViewStep &s : m->chain) {
-      Stack st = s.args;
-      st[0] = t;
-      call_eager(*s.op, st);
-      t = st.at(0).toTensor();
-    }
-    finish_impl(m, t);
-  }
+  for (CaptureMeta *m : views)
+    finish_impl(m, replay_views(Tensor(m->base), m->chain));
   // Drop the capture records (their destructors leave live_).
   std::vector<CaptureMeta *> all(live_.begin(), live_.end());
   for (CaptureMeta *m : all) {

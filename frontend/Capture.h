@@ -63,8 +63,17 @@ struct CaptureMeta final : CaptureMetaInterface {
   Tensor geom; ///< fake view of a fake row-major root: the geometry
 
   bool is_view() const { return bool(base); }
+  /// The root base's record (this one for a root).
+  CaptureMeta *root() const {
+    return base ? static_cast<CaptureMeta *>(base->capture_meta())
+                : const_cast<CaptureMeta *>(this);
+  }
   ~CaptureMeta() override;
 };
+
+/// Applies a view recipe to `base` with the eager kernels (materializing a
+/// view, or rebuilding a returned view in replay mode).
+Tensor replay_views(Tensor base, const std::vector<ViewStep> &chain);
 
 /// What a graph break reports.
 struct BreakInfo {
@@ -136,11 +145,13 @@ private:
   int value_of(const Tensor &t, CaptureMeta **m);
   Tensor make_capture(const Tensor &like, int value);
   Tensor lift(const Tensor &real);
+  /// A graph input for `real` and the root capture tensor standing for it.
+  Tensor add_input(const Tensor &real, ir::InputKind kind, int index,
+                   std::string name);
   int add_node(const OperatorHandle &op, std::vector<ir::Arg> args,
                const Tensor &result_like);
   void refresh_view(CaptureMeta *m);
   void write_through_view(CaptureMeta *m, int new_value);
-  void run_eagerly(const OperatorHandle &op, Stack &stack);
   void end_graph(const BreakInfo *ended_by);
   void reset_graph();
 

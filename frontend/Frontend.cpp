@@ -33,15 +33,6 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-std::string sizes_str(IntArrayRef s) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < s.size(); ++i)
-    os << (i ? ", " : "") << s[i];
-  os << "]";
-  return os.str();
-}
-
 /// What a cache entry checks about one graph input.
 struct InputGuard {
   std::string name;
@@ -56,6 +47,11 @@ struct InputGuard {
             t.sizes().vec(),
             t.strides().vec(),
             t.requires_grad()};
+  }
+  /// Appends what the guard checks to a cache key.
+  void append_key(std::ostream &os) const {
+    os << int(dtype) << device.str() << IntArrayRef(sizes)
+       << IntArrayRef(strides) << requires_grad << "|";
   }
 };
 
@@ -138,6 +134,7 @@ public:
   std::unordered_map<std::string, Entry *> by_key;
   std::unordered_map<std::string, ReplayEntry> replays;
   bool over_limit = false;
+  std::string limit_reason; ///< why over_limit was set
   ExplainOutput stats;
 
   // Per call.
@@ -172,8 +169,7 @@ std::string CompiledState::key_of(const ir::Trace &trace,
   for (const std::string &g : call_guards)
     os << g << ";";
   for (const InputGuard &g : guards)
-    os << int(g.dtype) << g.device.str() << sizes_str(g.sizes)
-       << sizes_str(g.strides) << g.requires_grad << "|";
+    g.append_key(os);
   ir::Trace t = trace;
   t.name.clear();
   os << t.str();
@@ -258,8 +254,8 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
       os << "  non-tensor argument " << i << " == " << e->arg_guards[i] << "\n";
     for (const InputGuard &g : e->inputs)
       os << "  tensor '" << g.name << "': " << toString(g.dtype) << " "
-         << g.device.str() << " size " << sizes_str(g.sizes) << " stride "
-         << sizes_str(g.strides) << " requires_grad=" << g.requires_grad
+         << g.device.str() << " size " << IntArrayRef(g.sizes) << " stride "
+         << IntArrayRef(g.strides) << " requires_grad=" << g.requires_grad
          << "\n";
     logging::log(Topic::guards, os.str());
   }
@@ -316,9 +312,10 @@ CompiledState::run_graph(ir::Trace &trace, const std::vector<Tensor> &inputs) {
                   << options.recompile_limit()
                   << "); it now runs eagerly. Last recompile: " << reason
                   << "\n";
-        add_eager_reason("the recompile limit (" +
-                         std::to_string(options.recompile_limit()) +
-                         ") was reached; last recompile: " + reason);
+        limit_reason = "the recompile limit (" +
+                       std::to_string(options.recompile_limit()) +
+                       ") was reached; last recompile: " + reason;
+        add_eager_reason(limit_reason);
       }
       over_limit = true;
       ++position;
@@ -350,8 +347,7 @@ std::string replay_key(const std::vector<Tensor> &tensors,
   for (const std::string &g : guards)
     os << g << ";";
   for (const Tensor &t : tensors)
-    os << int(t.dtype()) << t.device().str() << sizes_str(t.sizes())
-       << sizes_str(t.strides()) << t.requires_grad() << "|";
+    InputGuard::of("", t).append_key(os);
   return os.str();
 }
 
@@ -372,13 +368,7 @@ std::vector<Tensor> apply_recipes(const std::vector<OutputRecipe> &recipes,
       t = graph_outputs.at(r.index);
       break;
     }
-    for (const frontend::ViewStep &s : r.chain) {
-      Stack st = s.args;
-      st[0] = t;
-      s.op->callBoxed(st);
-      t = st.at(0).toTensor();
-    }
-    out.push_back(t);
+    out.push_back(frontend::replay_views(t, r.chain));
   }
   return out;
 }
@@ -406,9 +396,7 @@ std::optional<FlatOutputs> run_compiled(
     return std::nullopt;
   };
   if (st.over_limit)
-    return run_eagerly("the recompile limit (" +
-                       std::to_string(st.options.recompile_limit()) +
-                       ") was reached");
+    return run_eagerly(st.limit_reason);
   if (GradMode::is_enabled())
     for (size_t i = 0; i < tensors.size(); ++i)
       if (tensors[i].requires_grad())
