@@ -46,8 +46,10 @@ CaptureMeta::~CaptureMeta() {
     session->forget(this);
 }
 
-Session::Session(std::string name, GraphRunner runner, bool fullgraph)
-    : name_(std::move(name)), runner_(std::move(runner)), fullgraph_(fullgraph),
+Session::Session(std::string name, GraphRunner runner, BreakHook on_break,
+                 bool fullgraph)
+    : name_(std::move(name)), runner_(std::move(runner)),
+      on_break_(std::move(on_break)), fullgraph_(fullgraph),
       prev_(tls_session), saved_tls_(tls_local_dispatch_key_set()) {
   install_capture();
   tls_session = this;
@@ -120,15 +122,61 @@ Tensor Session::add_input(const Tensor &real, ir::InputKind kind, int index,
   return t;
 }
 
-Tensor Session::wrap_argument(const Tensor &real, int index) {
-  return add_input(real, ir::InputKind::Argument, index,
-                   "arg" + std::to_string(index));
+std::vector<Tensor> Session::wrap_arguments(const std::vector<Tensor> &reals) {
+  static const OperatorHandle &as_strided =
+      Dispatcher::singleton().findSchemaOrThrow("ember::as_strided");
+  std::vector<Tensor> out(reals.size());
+  for (size_t i = 0; i < reals.size(); ++i) {
+    if (out[i].defined())
+      continue;
+    const Tensor &r = reals[i];
+    std::string name = "arg" + std::to_string(i);
+    std::vector<size_t> group{i}; // later arguments sharing r's storage
+    for (size_t j = i + 1; j < reals.size(); ++j)
+      if (reals[j].is_alias_of(r) && r.nbytes() && reals[j].nbytes())
+        group.push_back(j);
+    bool one_impl = true;
+    for (size_t j : group)
+      one_impl = one_impl && reals[j].is_same(r);
+    if (one_impl) {
+      out[i] = add_input(r, ir::InputKind::Argument, int(i), name);
+      for (size_t j : group)
+        out[j] = out[i];
+      args_.emplace(r.unsafeGetTensorImpl(), out[i]);
+      continue;
+    }
+    for (size_t j : group)
+      EMBER_CHECK(reals[j].dtype() == r.dtype(), "compile: arguments ", i,
+                  " and ", j, " share memory but have different dtypes (",
+                  toString(r.dtype()), " and ", toString(reals[j].dtype()),
+                  "); pass a copy (.clone()) of one of them");
+    // The whole storage as a 1-D input; each argument an as_strided view.
+    Tensor flat;
+    {
+      ExcludeDispatchKeyGuard no_capture(DispatchKey::Capture);
+      int64_t n = int64_t(r.storage().nbytes() / r.itemsize());
+      flat = r.as_strided({n}, {1}, 0);
+    }
+    Tensor root =
+        add_input(flat, ir::InputKind::ArgumentStorage, int(i), name + "_storage");
+    for (size_t j : group) {
+      const Tensor &a = reals[j];
+      Stack st{IValue(root), IValue(a.sizes().vec()),
+               IValue(a.strides().vec()), IValue(a.storage_offset())};
+      record(as_strided, st);
+      out[j] = st.at(0).toTensor();
+    }
+  }
+  return out;
 }
 
 Tensor Session::lift(const Tensor &real) {
   auto it = lifted_.find(real.unsafeGetTensorImpl());
   if (it != lifted_.end())
     return it->second;
+  auto a = args_.find(real.unsafeGetTensorImpl());
+  if (a != args_.end() && meta_of(a->second))
+    return a->second; // still the capture tensor of that argument
   Tensor t = add_input(real, ir::InputKind::Lifted, int(trace_.inputs.size()),
                        "lifted" + std::to_string(lifted_.size()));
   lifted_.emplace(real.unsafeGetTensorImpl(), t);
@@ -279,8 +327,8 @@ void Session::record(const OperatorHandle &op, Stack &stack) {
     } else if (v.isTensorList()) {
       std::vector<int> ids;
       for (const Tensor &t : v.toTensorList()) {
-        CaptureMeta *m = nullptr;
-        ids.push_back(value_of(t, &m));
+        CaptureMeta *m = nullptr; // undefined elements: None in Tensor?[]
+        ids.push_back(t.defined() ? value_of(t, &m) : -1);
       }
       args.push_back(ir::Arg::of_values(std::move(ids)));
     } else if (i < schema.arguments.size() &&
@@ -355,7 +403,9 @@ void Session::graph_break(const std::string &reason, const std::string &where) {
                  "graph break in " + trace_.name + ": " + reason +
                      (where.empty() ? "" : " at " + where));
   breaks_.push_back(b);
-  end_graph(&breaks_.back());
+  if (on_break_)
+    on_break_(b);
+  end_graph();
 }
 
 std::vector<OutputRecipe> Session::finish(const std::vector<Tensor> &outs) {
@@ -378,7 +428,7 @@ std::vector<OutputRecipe> Session::finish(const std::vector<Tensor> &outs) {
       values[i] = root->value;
     }
   }
-  end_graph(nullptr);
+  end_graph();
   for (size_t i = 0; i < outs.size(); ++i)
     if (values[i] >= 0)
       recipes[i].index =
@@ -387,7 +437,7 @@ std::vector<OutputRecipe> Session::finish(const std::vector<Tensor> &outs) {
   return recipes;
 }
 
-void Session::end_graph(const BreakInfo *ended_by) {
+void Session::end_graph() {
   // Every live capture tensor stays alive until it is materialized (a view
   // may hold the last reference to its base).
   std::vector<intrusive_ptr<TensorImpl>> keep;
@@ -422,7 +472,7 @@ void Session::end_graph(const BreakInfo *ended_by) {
   if (!trace_.nodes.empty() || !trace_.mutations.empty()) {
     // The graph runs without capture (and without the grad mode switch
     // below having any effect on it).
-    outputs = runner_(trace_, inputs_, ended_by);
+    outputs = runner_(trace_, inputs_);
     ++graphs_run_;
   }
 

@@ -83,9 +83,9 @@ struct BreakInfo {
 
 /// How a returned tensor is rebuilt from a graph's results (replay mode).
 struct OutputRecipe {
-  enum class Kind { GraphOutput, Input, Fixed };
+  enum class Kind { GraphOutput, Input, Argument, Fixed };
   Kind kind = Kind::Fixed;
-  int index = -1;              ///< graph output / graph input index
+  int index = -1; ///< graph output / graph input / tensor argument index
   Tensor fixed;                ///< Fixed: a real tensor returned as is
   std::vector<ViewStep> chain; ///< view ops applied after
 };
@@ -93,13 +93,15 @@ struct OutputRecipe {
 /// Runs a finished graph: gets the trace and the real tensors of its inputs,
 /// returns the real outputs (mutations already applied to the inputs).
 using GraphRunner = std::function<std::vector<Tensor>(
-    ir::Trace &trace, const std::vector<Tensor> &inputs,
-    const BreakInfo *ended_by)>;
+    ir::Trace &trace, const std::vector<Tensor> &inputs)>;
+/// Told of every graph break (before the graph it ends runs, if any).
+using BreakHook = std::function<void(const BreakInfo &)>;
 
 /// One call of a compiled function (thread-local while it runs).
 class Session {
 public:
-  Session(std::string name, GraphRunner runner, bool fullgraph);
+  Session(std::string name, GraphRunner runner, BreakHook on_break,
+          bool fullgraph);
   ~Session();
   Session(const Session &) = delete;
   Session &operator=(const Session &) = delete;
@@ -107,8 +109,11 @@ public:
   /// The session capturing on this thread, or null.
   static Session *current();
 
-  /// A capture tensor standing for argument `index` of the function.
-  Tensor wrap_argument(const Tensor &real, int index);
+  /// The capture tensors standing for the function's tensor arguments.
+  /// Arguments that share memory stay aliased: the same tensor passed twice
+  /// gets one capture tensor; arguments that view one storage become views
+  /// of a graph input holding that whole storage (InputKind::ArgumentStorage).
+  std::vector<Tensor> wrap_arguments(const std::vector<Tensor> &reals);
 
   /// Records `op` (the Capture key's fallback).
   void record(const OperatorHandle &op, Stack &stack);
@@ -152,11 +157,12 @@ private:
                const Tensor &result_like);
   void refresh_view(CaptureMeta *m);
   void write_through_view(CaptureMeta *m, int new_value);
-  void end_graph(const BreakInfo *ended_by);
+  void end_graph();
   void reset_graph();
 
   std::string name_;
   GraphRunner runner_;
+  BreakHook on_break_;
   bool fullgraph_;
   Session *prev_;
   LocalDispatchKeySet saved_tls_;
@@ -164,6 +170,9 @@ private:
   ir::Trace trace_;
   std::vector<Tensor> inputs_; ///< real tensors of trace_.inputs
   std::unordered_map<TensorImpl *, Tensor> lifted_; ///< real -> wrapper
+  /// Arguments (real impl -> capture tensor) of the first graph: a tensor
+  /// the function reaches that is also an argument is that argument.
+  std::unordered_map<TensorImpl *, Tensor> args_;
   std::unordered_set<CaptureMeta *> live_;
   int graph_index_ = 0;
   int graphs_run_ = 0;

@@ -51,7 +51,10 @@ struct CompileOptions {
 
 /// A graph break: why and where in the user's code.
 struct GraphBreak {
-  int graph = 0;      ///< the graph it ended
+  /// The graph it ended: its index among the graphs of its call (when
+  /// nothing was captured before the break no graph ran, and the graph after
+  /// the break gets this index).
+  int graph = 0;
   std::string reason; ///< "Tensor::item()", "ember::nonzero: output shape ..."
   std::string where;  ///< "model.cpp:42:10", or "" when unknown
 };
@@ -80,11 +83,12 @@ struct ExplainOutput {
   std::string name;
   int64_t calls = 0;
   int64_t graph_count = 0; ///< graphs run by the last call
+  int64_t op_count = 0;    ///< ops in the graphs of the last call
+  /// Breaks over every captured call (break_reasons.size()).
   int64_t graph_break_count = 0;
-  int64_t op_count = 0;
   int64_t cache_hits = 0, cache_misses = 0;
   std::vector<GraphInfo> graphs; ///< every cache entry
-  std::vector<GraphBreak> break_reasons;
+  std::vector<GraphBreak> break_reasons; ///< every captured call's breaks
   std::vector<Recompile> recompiles;
   /// Why calls ran eagerly instead (training, the recompile limit).
   std::vector<std::string> eager_reasons;
@@ -109,10 +113,11 @@ struct FlatOutputs {
 /// Runs one call of a compiled function. `tensors` are its tensor arguments,
 /// `guards` its other arguments rendered as text (guarded on their values).
 /// `body(args)` runs the user's function with `args` in place of `tensors`
-/// and returns its flattened outputs. Returns the outputs when the call was
-/// replayed without running `body` (replay mode); nullopt when `body` ran
-/// (its own result, now holding real tensors, is the answer).
-std::optional<FlatOutputs> run_compiled(
+/// and returns its flattened outputs. Returns the call's outputs: body's own
+/// (real tensors by then; an argument returned as is is the caller's
+/// tensor), or, in replay mode, rebuilt from the cached program's results
+/// without running `body`.
+FlatOutputs run_compiled(
     CompiledState &state, const std::vector<Tensor> &tensors,
     const std::vector<std::string> &guards,
     const std::function<FlatOutputs(const std::vector<Tensor> &)> &body);
@@ -221,29 +226,23 @@ public:
     std::vector<Tensor> tensors;
     std::vector<std::string> guards;
     (detail::collect_arg(args, tensors, guards), ...);
-    // (void results keep a placeholder)
-    std::optional<std::conditional_t<std::is_void_v<R>, int, R>> result;
     auto body = [&](const std::vector<Tensor> &in) {
       size_t pos = 0;
       // Braced initialisation keeps the arguments' order.
       std::tuple<detail::plain_t<Args>...> rebuilt{
           detail::rebuild_arg(args, in, pos)...};
       detail::FlatOutputs out;
-      if constexpr (std::is_void_v<R>) {
+      if constexpr (std::is_void_v<R>)
         std::apply(fn_, rebuilt);
-      } else {
-        result.emplace(std::apply(fn_, rebuilt));
-        detail::flatten_result(*result, out);
-      }
+      else
+        detail::flatten_result(std::apply(fn_, rebuilt), out);
       return out;
     };
-    auto replayed = detail::run_compiled(*state_, tensors, guards, body);
+    detail::FlatOutputs out =
+        detail::run_compiled(*state_, tensors, guards, body);
     if constexpr (!std::is_void_v<R>) {
-      if (replayed) {
-        size_t pos = 0, lpos = 0;
-        return detail::unflatten_result<R>(*replayed, pos, lpos);
-      }
-      return std::move(*result);
+      size_t pos = 0, lpos = 0;
+      return detail::unflatten_result<R>(out, pos, lpos);
     }
   }
 

@@ -37,7 +37,8 @@ Program::Program(ir::Trace trace) : trace_(std::move(trace)) {
         last[a.value] = int(i);
       else if (a.kind == ir::Arg::Kind::ValueList)
         for (int v : a.values)
-          last[v] = int(i);
+          if (v >= 0)
+            last[v] = int(i);
     }
   steps_.resize(trace_.nodes.size());
   for (size_t i = 0; i < trace_.nodes.size(); ++i) {
@@ -96,7 +97,7 @@ std::vector<Tensor> Program::run(const std::vector<Tensor> &inputs) const {
         std::vector<Tensor> l;
         l.reserve(a.values.size());
         for (int v : a.values)
-          l.push_back(env[v]);
+          l.push_back(v >= 0 ? env[v] : Tensor());
         stack.emplace_back(std::move(l));
         break;
       }

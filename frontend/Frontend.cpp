@@ -340,6 +340,18 @@ std::shared_ptr<CompiledState> make_compiled_state(CompileOptions options) {
 }
 
 namespace {
+/// For each tensor argument, the first earlier one sharing its storage (-1
+/// when none): graphs differ when arguments alias differently.
+std::vector<int> alias_pattern(const std::vector<Tensor> &tensors) {
+  std::vector<int> first(tensors.size(), -1);
+  for (size_t i = 0; i < tensors.size(); ++i)
+    for (size_t j = 0; j < i && first[i] < 0; ++j)
+      if (tensors[i].is_alias_of(tensors[j]) && tensors[i].nbytes() &&
+          tensors[j].nbytes())
+        first[i] = int(j);
+  return first;
+}
+
 std::string replay_key(const std::vector<Tensor> &tensors,
                        const std::vector<std::string> &guards) {
   std::ostringstream os;
@@ -348,12 +360,38 @@ std::string replay_key(const std::vector<Tensor> &tensors,
     os << g << ";";
   for (const Tensor &t : tensors)
     InputGuard::of("", t).append_key(os);
+  // Arguments that share memory: which, and where each starts in it (their
+  // graph reads them as views at these offsets).
+  std::vector<int> alias = alias_pattern(tensors);
+  for (size_t i = 0; i < alias.size(); ++i)
+    if (alias[i] >= 0)
+      os << i << "~" << alias[i] << "@" << tensors[i].storage_offset() << "@"
+         << tensors[size_t(alias[i])].storage_offset() << "/"
+         << tensors[i].storage().nbytes() << ",";
   return os.str();
+}
+
+/// The real tensor a graph input reads at this call.
+Tensor input_of(const ir::Input &in, const std::vector<Tensor> &args,
+                const Tensor &lifted) {
+  switch (in.kind) {
+  case ir::InputKind::Argument:
+    return args.at(size_t(in.index));
+  case ir::InputKind::ArgumentStorage: {
+    const Tensor &a = args.at(size_t(in.index));
+    return a.as_strided({int64_t(a.storage().nbytes() / a.itemsize())}, {1},
+                        0);
+  }
+  case ir::InputKind::Lifted:
+    break;
+  }
+  return lifted;
 }
 
 std::vector<Tensor> apply_recipes(const std::vector<OutputRecipe> &recipes,
                                   const std::vector<Tensor> &graph_outputs,
-                                  const std::vector<Tensor> &graph_inputs) {
+                                  const std::vector<Tensor> &graph_inputs,
+                                  const std::vector<Tensor> &args) {
   std::vector<Tensor> out;
   for (const OutputRecipe &r : recipes) {
     Tensor t;
@@ -363,6 +401,9 @@ std::vector<Tensor> apply_recipes(const std::vector<OutputRecipe> &recipes,
       break;
     case OutputRecipe::Kind::Input:
       t = graph_inputs.at(r.index);
+      break;
+    case OutputRecipe::Kind::Argument:
+      t = args.at(r.index);
       break;
     case OutputRecipe::Kind::GraphOutput:
       t = graph_outputs.at(r.index);
@@ -374,16 +415,14 @@ std::vector<Tensor> apply_recipes(const std::vector<OutputRecipe> &recipes,
 }
 } // namespace
 
-std::optional<FlatOutputs> run_compiled(
-    CompiledState &st, const std::vector<Tensor> &tensors,
-    const std::vector<std::string> &guards,
-    const std::function<FlatOutputs(const std::vector<Tensor> &)> &body) {
+FlatOutputs
+run_compiled(CompiledState &st, const std::vector<Tensor> &tensors,
+             const std::vector<std::string> &guards,
+             const std::function<FlatOutputs(const std::vector<Tensor> &)> &body) {
   // A compiled function called while another one captures is inlined into
   // the enclosing graph.
-  if (Session::current()) {
-    body(tensors);
-    return std::nullopt;
-  }
+  if (Session::current())
+    return body(tensors);
   std::unique_lock<std::mutex> lock(st.mu);
   auto t_call = Clock::now();
   ++st.stats.calls;
@@ -392,8 +431,7 @@ std::optional<FlatOutputs> run_compiled(
     st.add_eager_reason(why);
     ++st.stats.eager_calls;
     lock.unlock();
-    body(tensors);
-    return std::nullopt;
+    return body(tensors);
   };
   if (st.over_limit)
     return run_eagerly(st.limit_reason);
@@ -413,17 +451,15 @@ std::optional<FlatOutputs> run_compiled(
     if (it != st.replays.end()) {
       ReplayEntry &r = it->second;
       std::vector<Tensor> inputs;
-      for (const ir::Input &in : r.inputs)
-        inputs.push_back(in.kind == ir::InputKind::Argument
-                             ? tensors.at(in.index)
-                             : r.lifted.at(size_t(&in - r.inputs.data())));
+      for (size_t i = 0; i < r.inputs.size(); ++i)
+        inputs.push_back(input_of(r.inputs[i], tensors, r.lifted.at(i)));
       ++st.stats.cache_hits;
       ++st.stats.graph_count;
       std::vector<Tensor> outs;
       if (r.entry)
         outs = r.entry->program->run(inputs);
       FlatOutputs f;
-      f.tensors = apply_recipes(r.outputs, outs, inputs);
+      f.tensors = apply_recipes(r.outputs, outs, inputs, tensors);
       f.list_sizes = r.list_sizes;
       return f;
     }
@@ -440,21 +476,29 @@ std::optional<FlatOutputs> run_compiled(
 
   Session s(
       st.name,
-      [&](ir::Trace &trace, const std::vector<Tensor> &inputs,
-          const frontend::BreakInfo *ended_by) {
-        if (ended_by) {
-          st.stats.break_reasons.push_back(
-              {st.position, ended_by->reason, ended_by->where});
-          ++st.stats.graph_break_count;
-        }
+      [&](ir::Trace &trace, const std::vector<Tensor> &inputs) {
         return st.run_graph(trace, inputs);
       },
+      [&](const frontend::BreakInfo &b) {
+        st.stats.break_reasons.push_back({st.position, b.reason, b.where});
+        ++st.stats.graph_break_count;
+      },
       st.options.fullgraph());
-  std::vector<Tensor> wrapped;
-  for (size_t i = 0; i < tensors.size(); ++i)
-    wrapped.push_back(s.wrap_argument(tensors[i], int(i)));
+  std::vector<Tensor> wrapped = s.wrap_arguments(tensors);
   FlatOutputs out = body(wrapped);
   std::vector<OutputRecipe> recipes = s.finish(out.tensors);
+  // An argument returned as is is the caller's own tensor, as eagerly (not
+  // the capture tensor that stood for it, now an alias of it).
+  for (size_t k = 0; k < out.tensors.size(); ++k)
+    for (size_t i = 0; i < wrapped.size(); ++i)
+      if (out.tensors[k].is_same(wrapped[i]) &&
+          out.tensors[k].sizes() == tensors[i].sizes() &&
+          out.tensors[k].strides() == tensors[i].strides() &&
+          out.tensors[k].storage_offset() == tensors[i].storage_offset()) {
+        out.tensors[k] = tensors[i];
+        recipes[k] = OutputRecipe{OutputRecipe::Kind::Argument, int(i), {}, {}};
+        break;
+      }
   if (s.eager_rest())
     st.add_eager_reason(s.eager_reason());
   st.stats.capture_seconds += seconds_since(t_call) - st.run_seconds -
@@ -475,7 +519,7 @@ std::optional<FlatOutputs> run_compiled(
         "replay needs a single graph without breaks or eager parts; this "
         "call is captured every time");
   }
-  return std::nullopt;
+  return out;
 }
 
 ExplainOutput explain_of(const CompiledState &st) {
@@ -498,7 +542,7 @@ std::string ExplainOutput::str() const {
     os << "Break Reasons:\n";
     for (size_t i = 0; i < break_reasons.size(); ++i) {
       const GraphBreak &b = break_reasons[i];
-      os << "  Break Reason " << i + 1 << " (after graph " << b.graph
+      os << "  Break Reason " << i + 1 << " (ends graph " << b.graph
          << "):\n    Reason: " << b.reason << "\n";
       if (!b.where.empty())
         os << "    User Stack: " << b.where << "\n";

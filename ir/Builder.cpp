@@ -60,7 +60,7 @@ public:
       func.setArgAttr(
           unsigned(i), "ember.input",
           b_.getStringAttr(
-              (in.kind == InputKind::Argument ? "argument:" : "lifted:") +
+              std::string(input_kind_name(in.kind)) + ":" +
               std::to_string(in.index)));
     }
     for (const Constant &c : t_.constants)

@@ -100,11 +100,10 @@ private:
     if (auto kind = func_.getArgAttrOfType<StringAttr>(i, "ember.input")) {
       StringRef s = kind.getValue();
       auto [k, index] = s.split(':');
-      check((k == "argument" || k == "lifted") &&
+      check(parse_input_kind(std::string_view(k.data(), k.size()), in.kind) &&
                 !index.getAsInteger(10, in.index) && in.index >= 0,
             "argument ", i, ": ember.input is '", s.str(),
-            "', expected \"argument:N\" or \"lifted:N\"");
-      in.kind = k == "argument" ? InputKind::Argument : InputKind::Lifted;
+            "', expected \"argument:N\", \"lifted:N\" or \"storage:N\"");
     }
     t_.inputs.push_back(std::move(in));
   }

@@ -4,6 +4,29 @@
 
 namespace ember::ir {
 
+namespace {
+constexpr std::pair<InputKind, const char *> kInputKinds[] = {
+    {InputKind::Argument, "argument"},
+    {InputKind::Lifted, "lifted"},
+    {InputKind::ArgumentStorage, "storage"}};
+} // namespace
+
+const char *input_kind_name(InputKind k) {
+  for (auto [kind, name] : kInputKinds)
+    if (kind == k)
+      return name;
+  return "?";
+}
+
+bool parse_input_kind(std::string_view name, InputKind &k) {
+  for (auto [kind, n] : kInputKinds)
+    if (name == n) {
+      k = kind;
+      return true;
+    }
+  return false;
+}
+
 /// "f32[4, 8]"
 static std::string type_str(const ValueType &t) {
   static const char *short_names[] = {
@@ -72,7 +95,7 @@ std::string Trace::str() const {
       case Arg::Kind::ValueList:
         os << "[";
         for (size_t j = 0; j < a.values.size(); ++j)
-          os << (j ? ", " : "") << v(a.values[j]);
+          os << (j ? ", " : "") << (a.values[j] < 0 ? "None" : v(a.values[j]));
         os << "]";
         break;
       case Arg::Kind::Attr:

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ember::ir {
@@ -28,13 +29,21 @@ struct ValueType {
   bool operator==(const ValueType &o) const = default;
 };
 
-enum class InputKind { Argument, Lifted };
+/// Where a graph input comes from at each call. ArgumentStorage: the whole
+/// storage of argument `index`, as a 1-D tensor (arguments that share memory
+/// are views of it).
+enum class InputKind { Argument, Lifted, ArgumentStorage };
+/// "argument", "lifted", "storage": the prefix of the `ember.input` attribute.
+const char *input_kind_name(InputKind k);
+/// The kind a prefix names; false when none does.
+bool parse_input_kind(std::string_view name, InputKind &k);
 
 struct Input {
   int value = -1;
   InputKind kind = InputKind::Argument;
   /// Argument: position among the compiled function's tensor arguments.
   /// Lifted: position in the front end's list of lifted tensors.
+  /// ArgumentStorage: the argument whose storage this is.
   int index = 0;
   /// "x", "arg0", "L['weight']"...: a readable name for dumps.
   std::string name;

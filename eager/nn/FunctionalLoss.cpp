@@ -79,9 +79,13 @@ std::pair<Tensor, Tensor> checkClassTarget(const char *op, const Tensor &input,
 }
 
 /// Raises IndexError "Target 5 is out of bounds." for a class index outside
-/// [0, C) that is not ignore_index.
+/// [0, C) that is not ignore_index. Under compile() the targets have no data
+/// yet, and reading them would end the graph: there the gather that picks
+/// the targets' log-probabilities checks them when it runs (IndexError
+/// "gather(): index 5 is out of bounds for dimension 1 with size 3").
 void checkTargetRange(const Tensor &t, int64_t C, int64_t ignore_index) {
-  if (t.numel() == 0)
+  if (t.numel() == 0 ||
+      t.unsafeGetTensorImpl()->key_set().has(DispatchKey::Capture))
     return;
   Tensor bad = (t != ignore_index).logical_and((t < 0).logical_or(t >= C));
   if (bad.any().item<bool>()) {

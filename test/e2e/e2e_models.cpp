@@ -169,6 +169,26 @@ TEST(E2EModels, ScaledDotProductAttentionAndLosses) {
     ADD_FAILURE() << "unexpected break: " << b.reason << " at " << b.where;
 }
 
+TEST(E2EModels, CrossEntropyBadTargetRaisesWhenTheGraphRuns) {
+  // Under compile() the targets have no data while the loss is captured: the
+  // range check happens in the compiled graph, an IndexError all the same.
+  auto f = compile([](const Tensor &x, const Tensor &t) {
+    return F::cross_entropy(x, t);
+  });
+  Tensor x = random({2, 3}, kFloat, 221);
+  EXPECT_TRUE(same(f(x, tensor({2, 0}).to(kLong)),
+                   F::cross_entropy(x, tensor({2, 0}).to(kLong))));
+  try {
+    f(x, tensor({1, 5}).to(kLong));
+    ADD_FAILURE() << "no error for target 5 of 3 classes";
+  } catch (const IndexError &err) {
+    EXPECT_TRUE(contains(err.what(), "index 5 is out of bounds"));
+  }
+  // The failed call left nothing behind: the next one runs normally.
+  EXPECT_TRUE(same(f(x, tensor({0, 1}).to(kLong)),
+                   F::cross_entropy(x, tensor({0, 1}).to(kLong))));
+}
+
 TEST(E2EModels, TrainingStepRunsEagerlyAndTrains) {
   // Two identical models: one trained with an eager loss function, one with
   // the compiled one. Parameters require grad, so the compiled call runs
