@@ -231,7 +231,7 @@ int main() {
       return v.sum().item<double>() > 0 ? v.relu() : v.neg();
     });
     branchy(randn({5}));
-    const GraphBreak &b = branchy.explain().break_reasons.at(0);
+    GraphBreak b = branchy.explain().break_reasons.at(0);
     std::cout << "graph break: " << b.reason << " at " << b.where << "\n";
   }
   return 0;

@@ -42,7 +42,8 @@ struct Input {
   int value = -1;
   InputKind kind = InputKind::Argument;
   /// Argument: position among the compiled function's tensor arguments.
-  /// Lifted: position in the front end's list of lifted tensors.
+  /// Lifted: its own position among the graph's inputs (the front end keeps
+  /// the real tensor there).
   /// ArgumentStorage: the argument whose storage this is.
   int index = 0;
   /// "x", "arg0", "L['weight']"...: a readable name for dumps.
