@@ -77,3 +77,30 @@ for k in ("BM_Add1_RecordGraph", "BM_Mul1_RecordGraph", "BM_Mul1_ForwardBackward
     if v and nograd:
         print(f"- {k}: {v:.0f} ns ({v - nograd:+.0f} ns over a 1-element add "
               f"without autograd, {nograd:.0f} ns)")
+
+# bench_compile: compile() against eager in the same run.
+def counter(name, key):
+    rs = runs.get(name)
+    return statistics.median(r[key] for r in rs) if rs and key in rs[0] else None
+
+for n in (1, 8, 64):
+    eager = med.get(f"BM_Chain_Eager/{n}")
+    comp = med.get(f"BM_Chain_Compiled/{n}")
+    replay = med.get(f"BM_Chain_Replay/{n}")
+    if eager and comp and replay:
+        print(f"- chain of {n} pointwise ops on 16 floats: eager {eager / 1e3:.2f} us, "
+              f"compiled {comp / 1e3:.2f} us ({comp / eager:.2f}x; "
+              f"{(comp - eager) / n:.0f} ns per op over eager, capture on every "
+              f"call), replay {replay / 1e3:.2f} us ({replay / eager:.2f}x)")
+for n in (1, 8, 64):
+    name = f"BM_CompileGraph/{n}"
+    if name in med:
+        print(f"- first call (capture + compile + run) of a {n}-op graph: "
+              f"{med[name] / 1e3:.2f} ms, of which building, verifying and "
+              f"importing the MLIR module {counter(name, 'compile_ms'):.2f} ms "
+              f"and capture {counter(name, 'capture_ms'):.2f} ms")
+e = med.get("BM_MLP_Eager/real_time")
+c = med.get("BM_MLP_Compiled/real_time")
+if e and c:
+    print(f"- MLP 784-1024-1024-10 inference at batch 256: eager {e:.2f} ms, "
+          f"compiled {c:.2f} ms ({c / e:.3f}x)")

@@ -195,7 +195,7 @@ int Session::value_of(const Tensor &t, CaptureMeta **out) {
   if (impl->is_wrapped_number()) {
     int v = trace_.add_value(type_of(t));
     ExcludeDispatchKeyGuard no_capture(DispatchKey::Capture);
-    trace_.constants.push_back({v, t.item()});
+    trace_.constants.push_back({v, t.item(), Tensor()});
     return v;
   }
   Tensor w = lift(t);

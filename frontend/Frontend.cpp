@@ -48,6 +48,20 @@ struct InputGuard {
             t.strides().vec(),
             t.requires_grad()};
   }
+  bool operator==(const InputGuard &o) const {
+    return dtype == o.dtype && device == o.device && sizes == o.sizes &&
+           strides == o.strides && requires_grad == o.requires_grad;
+  }
+  void hash_into(uint64_t &h) const {
+    ir::hash_combine(h, uint64_t(dtype));
+    ir::hash_combine(h, std::hash<std::string>()(device.str()));
+    ir::hash_combine(h, sizes.size());
+    for (int64_t s : sizes)
+      ir::hash_combine(h, uint64_t(s));
+    for (int64_t s : strides)
+      ir::hash_combine(h, uint64_t(s));
+    ir::hash_combine(h, requires_grad);
+  }
   /// Appends what the guard checks to a cache key.
   void append_key(std::ostream &os) const {
     os << int(dtype) << device.str() << IntArrayRef(sizes)
@@ -91,7 +105,8 @@ std::string compare_input(const InputGuard &was, const InputGuard &now) {
 struct Entry {
   std::string name;
   int position = 0; ///< which graph of the call (0 = the first)
-  std::string key;
+  uint64_t hash = 0;
+  ir::Trace captured; ///< the trace as captured: the structure a hit matches
   std::vector<InputGuard> inputs;
   std::vector<std::string> arg_guards;
   bool grad_mode = true;
@@ -131,7 +146,7 @@ public:
   std::string name;
   std::mutex mu;
   std::vector<std::unique_ptr<Entry>> entries;
-  std::unordered_map<std::string, Entry *> by_key;
+  std::unordered_multimap<uint64_t, Entry *> by_hash;
   std::unordered_map<std::string, ReplayEntry> replays;
   bool over_limit = false;
   std::string limit_reason; ///< why over_limit was set
@@ -152,28 +167,38 @@ public:
   }
 
 private:
-  std::string key_of(const ir::Trace &trace,
-                     const std::vector<InputGuard> &guards, bool grad) const;
+  /// The cache key: the graph's position in the call, the grad mode, the
+  /// non-tensor arguments, the inputs' guards and the trace's structure.
+  uint64_t hash_of(const ir::Trace &trace,
+                   const std::vector<InputGuard> &guards, bool grad) const;
+  bool matches(const Entry &e, const ir::Trace &trace,
+               const std::vector<InputGuard> &guards, bool grad) const;
   std::string miss_reason(const Entry &was, const ir::Trace &trace,
                           const std::vector<InputGuard> &guards,
                           bool grad) const;
   Entry *compile(ir::Trace &trace, std::vector<InputGuard> guards, bool grad,
-                 std::string key);
+                 uint64_t hash);
 };
 
-std::string CompiledState::key_of(const ir::Trace &trace,
-                                  const std::vector<InputGuard> &guards,
-                                  bool grad) const {
-  std::ostringstream os;
-  os << position << "|" << grad << "|";
+uint64_t CompiledState::hash_of(const ir::Trace &trace,
+                                const std::vector<InputGuard> &guards,
+                                bool grad) const {
+  uint64_t h = trace.structure_hash();
+  ir::hash_combine(h, uint64_t(position));
+  ir::hash_combine(h, grad);
   for (const std::string &g : call_guards)
-    os << g << ";";
+    ir::hash_combine(h, std::hash<std::string>()(g));
   for (const InputGuard &g : guards)
-    g.append_key(os);
-  ir::Trace t = trace;
-  t.name.clear();
-  os << t.str();
-  return os.str();
+    g.hash_into(h);
+  return h;
+}
+
+bool CompiledState::matches(const Entry &e, const ir::Trace &trace,
+                            const std::vector<InputGuard> &guards,
+                            bool grad) const {
+  return e.position == position && e.grad_mode == grad &&
+         e.arg_guards == call_guards && e.inputs == guards &&
+         e.captured.same_structure(trace);
 }
 
 std::string CompiledState::miss_reason(const Entry &was, const ir::Trace &trace,
@@ -208,7 +233,7 @@ std::string CompiledState::miss_reason(const Entry &was, const ir::Trace &trace,
 }
 
 Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
-                              bool grad, std::string key) {
+                              bool grad, uint64_t hash) {
   auto t0 = Clock::now();
   int version = 0;
   for (auto &e : entries)
@@ -220,7 +245,8 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
   auto e = std::make_unique<Entry>();
   e->name = trace.name;
   e->position = position;
-  e->key = std::move(key);
+  e->hash = hash;
+  e->captured = trace;
   e->inputs = std::move(guards);
   e->arg_guards = call_guards;
   e->grad_mode = grad;
@@ -269,7 +295,7 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
   stats.compile_seconds += seconds_since(t0);
   stats.graphs.push_back(info);
   Entry *raw = e.get();
-  by_key.emplace(raw->key, raw);
+  by_hash.emplace(raw->hash, raw);
   entries.push_back(std::move(e));
   return raw;
 }
@@ -281,14 +307,16 @@ CompiledState::run_graph(ir::Trace &trace, const std::vector<Tensor> &inputs) {
   guards.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i)
     guards.push_back(InputGuard::of(trace.inputs[i].name, inputs[i]));
-  std::string key = key_of(trace, guards, grad);
+  uint64_t hash = hash_of(trace, guards, grad);
   ++stats.graph_count;
   stats.op_count += int64_t(trace.nodes.size());
 
   Entry *e = nullptr;
-  auto it = by_key.find(key);
-  if (it != by_key.end()) {
-    e = it->second;
+  auto [lo, hi] = by_hash.equal_range(hash);
+  for (auto it = lo; it != hi && !e; ++it)
+    if (matches(*it->second, trace, guards, grad))
+      e = it->second;
+  if (e) {
     ++stats.cache_hits;
   } else {
     ++stats.cache_misses;
@@ -325,7 +353,7 @@ CompiledState::run_graph(ir::Trace &trace, const std::vector<Tensor> &inputs) {
       run_seconds += seconds_since(t0);
       return out;
     }
-    e = compile(trace, std::move(guards), grad, std::move(key));
+    e = compile(trace, std::move(guards), grad, hash);
   }
   ++position;
   last_entry = e;

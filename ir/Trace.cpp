@@ -1,6 +1,8 @@
 #include "ir/Trace.h"
 
+#include <cstring>
 #include <sstream>
+#include <variant>
 
 namespace ember::ir {
 
@@ -52,6 +54,170 @@ static std::string type_str(const ValueType &t) {
   if (t.device.is_cuda())
     os << "@" << t.device.str();
   return os.str();
+}
+
+namespace {
+/// Doubles are compared by their bits: -0.0 and 0.0 differ (x * -0.0 is not
+/// x * 0.0), and a NaN equals itself (a NaN argument must not recompile at
+/// every call).
+uint64_t bits_of(double d) {
+  uint64_t bits;
+  static_assert(sizeof bits == sizeof d);
+  std::memcpy(&bits, &d, sizeof d);
+  return bits;
+}
+
+/// FNV-1a style mixing of 64-bit words.
+struct Hasher {
+  uint64_t h = 1469598103934665603ull;
+  void add(uint64_t v) { hash_combine(h, v); }
+  void add_double(double d) { add(bits_of(d)); }
+  void add(const std::string &s) {
+    add(std::hash<std::string>()(s));
+  }
+  template <class T> void add_all(const std::vector<T> &v) {
+    add(v.size());
+    for (const T &x : v)
+      add(uint64_t(x));
+  }
+};
+
+bool same_scalar(const Scalar &a, const Scalar &b) {
+  if (a.tag() != b.tag())
+    return false;
+  return a.isFloatingPoint() ? bits_of(a.toDouble()) == bits_of(b.toDouble())
+                             : a.toLong() == b.toLong();
+}
+
+/// Exact equality of attribute values (tensors by identity).
+bool same_attr(const IValue &a, const IValue &b) {
+  if (a.payload().index() != b.payload().index())
+    return false;
+  return std::visit(
+      [&](const auto &x) -> bool {
+        using T = std::decay_t<decltype(x)>;
+        const T &y = std::get<T>(b.payload());
+        if constexpr (std::is_same_v<T, std::monostate>)
+          return true;
+        else if constexpr (std::is_same_v<T, Tensor>)
+          return x.is_same(y);
+        else if constexpr (std::is_same_v<T, std::vector<Tensor>>) {
+          if (x.size() != y.size())
+            return false;
+          for (size_t i = 0; i < x.size(); ++i)
+            if (!x[i].is_same(y[i]))
+              return false;
+          return true;
+        } else if constexpr (std::is_same_v<T, Generator>)
+          return false; // never an attribute of a captured op
+        else
+          return x == y;
+      },
+      a.payload());
+}
+
+void hash_attr(Hasher &h, const IValue &a) {
+  h.add(a.payload().index());
+  std::visit(
+      [&](const auto &x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, bool>)
+          h.add(uint64_t(x));
+        else if constexpr (std::is_same_v<T, double>)
+          h.add_double(x);
+        else if constexpr (std::is_same_v<T, std::vector<int64_t>>)
+          h.add_all(x);
+        else if constexpr (std::is_same_v<T, std::vector<double>>) {
+          h.add(x.size());
+          for (double d : x)
+            h.add_double(d);
+        } else if constexpr (std::is_same_v<T, std::string>)
+          h.add(x);
+        else if constexpr (std::is_same_v<T, ScalarType>)
+          h.add(uint64_t(x));
+        else if constexpr (std::is_same_v<T, Device>)
+          h.add(x.str());
+      },
+      a.payload());
+}
+
+bool same_arg(const Arg &a, const Arg &b) {
+  return a.kind == b.kind && a.value == b.value && a.values == b.values &&
+         (a.kind != Arg::Kind::Attr || same_attr(a.attr, b.attr));
+}
+} // namespace
+
+bool Trace::same_structure(const Trace &o) const {
+  if (types != o.types || outputs != o.outputs ||
+      inputs.size() != o.inputs.size() ||
+      constants.size() != o.constants.size() ||
+      nodes.size() != o.nodes.size() || mutations.size() != o.mutations.size())
+    return false;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Input &a = inputs[i], &b = o.inputs[i];
+    if (a.value != b.value || a.kind != b.kind || a.index != b.index ||
+        a.name != b.name)
+      return false;
+  }
+  for (size_t i = 0; i < constants.size(); ++i) {
+    const Constant &a = constants[i], &b = o.constants[i];
+    if (a.value != b.value || a.tensor.defined() != b.tensor.defined() ||
+        (a.tensor.defined() ? !a.tensor.is_same(b.tensor)
+                            : !same_scalar(a.scalar, b.scalar)))
+      return false;
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node &a = nodes[i], &b = o.nodes[i];
+    if (a.op != b.op || a.results != b.results ||
+        a.args.size() != b.args.size())
+      return false;
+    for (size_t k = 0; k < a.args.size(); ++k)
+      if (!same_arg(a.args[k], b.args[k]))
+        return false;
+  }
+  for (size_t i = 0; i < mutations.size(); ++i)
+    if (mutations[i].input != o.mutations[i].input ||
+        mutations[i].value != o.mutations[i].value)
+      return false;
+  return true;
+}
+
+uint64_t Trace::structure_hash() const {
+  Hasher h;
+  h.add(types.size());
+  for (const ValueType &t : types) {
+    h.add_all(t.sizes);
+    h.add(uint64_t(t.dtype));
+  }
+  for (const Input &in : inputs) {
+    h.add(uint64_t(in.value));
+    h.add(uint64_t(in.kind));
+    h.add(uint64_t(in.index));
+  }
+  for (const Constant &c : constants) {
+    h.add(uint64_t(c.value));
+    if (!c.tensor.defined())
+      h.add(c.scalar.isFloatingPoint() ? bits_of(c.scalar.toDouble())
+                                       : uint64_t(c.scalar.toLong()));
+  }
+  for (const Node &n : nodes) {
+    h.add(reinterpret_cast<uintptr_t>(n.op));
+    for (const Arg &a : n.args) {
+      h.add(uint64_t(a.kind));
+      h.add(uint64_t(a.value));
+      h.add(a.values.size());
+      for (int v : a.values)
+        h.add(uint64_t(v));
+      if (a.kind == Arg::Kind::Attr)
+        hash_attr(h, a.attr);
+    }
+  }
+  h.add_all(outputs);
+  for (const Mutation &m : mutations) {
+    h.add(uint64_t(m.input));
+    h.add(uint64_t(m.value));
+  }
+  return h.h;
 }
 
 std::string Trace::str() const {

@@ -29,6 +29,13 @@ struct ValueType {
   bool operator==(const ValueType &o) const = default;
 };
 
+/// Mixes `v` into the hash `h` (cache keys: Trace::structure_hash and the
+/// front end's guards).
+inline void hash_combine(uint64_t &h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  h *= 1099511628211ull;
+}
+
 /// Where a graph input comes from at each call. ArgumentStorage: the whole
 /// storage of argument `index`, as a 1-D tensor (arguments that share memory
 /// are views of it).
@@ -116,6 +123,12 @@ struct Trace {
     types.push_back(std::move(t));
     return int(types.size()) - 1;
   }
+  /// Structural identity, the compile cache's key: everything but `name`
+  /// and the nodes' source locations (attributes and constants compared
+  /// exactly, doubles by value). structure_hash() agrees with it.
+  bool same_structure(const Trace &o) const;
+  uint64_t structure_hash() const;
+
   /// A readable listing, one line a node:
   ///   %2 : f32[4, 8] = ember::add.Tensor(%0, %1, alpha=1)
   std::string str() const;

@@ -4,6 +4,7 @@
 // tuple/vector returns, explain().
 #include "E2EUtil.h"
 
+#include <cmath>
 #include <iostream>
 #include <sstream>
 
@@ -145,6 +146,29 @@ TEST(E2ECache, DoubleArgumentsDifferingInLateDigits) {
   auto g = compile(fn, CompileOptions().replay(true));
   g(x, 1.0);
   EXPECT_TRUE(same(g(x, 1.0000001), fn(x, 1.0000001)));
+}
+
+TEST(E2ECache, ValuesReadByItemAreKeyedExactly) {
+  // A number read with item() becomes a constant of the next graph: -0.0
+  // and 0.0 are different graphs (x * -0.0 is -0 for positive x), and a NaN
+  // read twice is one graph, not a recompile at every call.
+  auto fn = [](const Tensor &x, const Tensor &s) {
+    return x * s.item<double>();
+  };
+  auto f = compile(fn);
+  Tensor x = random({4}, kFloat, 174).abs() + 1;
+  for (double s : {0.0, -0.0, std::nan(""), std::nan("")}) {
+    Tensor k = scalar_tensor(s, kDouble);
+    Tensor got = f(x, k), want = fn(x, k);
+    EXPECT_TRUE(same(got, want)) << s;
+    if (s == 0) // the sign of zero shows as 1 / 0 = +-inf
+      EXPECT_EQ((got.reciprocal() < 0).all().item<bool>(), std::signbit(s));
+  }
+  auto e = f.explain();
+  // item() on an argument needs no graph before it: one graph per call,
+  // compiled for 0, -0 and NaN, found again for the second NaN.
+  EXPECT_EQ(e.cache_misses, 3);
+  EXPECT_EQ(e.cache_hits, 1);
 }
 
 TEST(E2ECache, GradModeChangeRecompiles) {

@@ -1,0 +1,132 @@
+// compile() benchmarks of issue 4 (capture, cache, fallback executor):
+// - the cost of running a function through compile() against running it
+//   eagerly, on small tensors where the per-op cost shows: capture on every
+//   call (a cache hit), and replay mode (no capture), for chains of N ops;
+// - the cost of compiling one graph of N ops (capture, the ember MLIR module
+//   built and verified, imported back into a program), cold each iteration;
+// - an MLP 784-1024-1024-10 at batch 256 (inference), eager vs compiled:
+//   with real work per op, the front end's overhead should vanish.
+//
+// Run: bench/run.sh compile
+#include <ember/ember.h>
+
+#include <benchmark/benchmark.h>
+
+using namespace ember;
+
+namespace {
+
+/// N pointwise ops on x (mul, add, relu, ... in turn).
+Tensor chain(const Tensor &x, int64_t n) {
+  Tensor y = x;
+  for (int64_t i = 0; i < n; ++i) {
+    switch (i % 4) {
+    case 0:
+      y = y * 1.5;
+      break;
+    case 1:
+      y = y + x;
+      break;
+    case 2:
+      y = y.relu();
+      break;
+    default:
+      y = y - 0.25;
+      break;
+    }
+  }
+  return y;
+}
+
+void chain_args(benchmark::internal::Benchmark *b) {
+  for (int64_t n : {1, 8, 64})
+    b->Arg(n);
+}
+
+// --- per-call overhead on small tensors (16 floats) ------------------------
+
+void BM_Chain_Eager(benchmark::State &s) {
+  NoGradGuard g;
+  Tensor x = randn({16});
+  for (auto _ : s)
+    benchmark::DoNotOptimize(chain(x, s.range(0)));
+  s.counters["ops"] = double(s.range(0));
+}
+BENCHMARK(BM_Chain_Eager)->Apply(chain_args);
+
+void BM_Chain_Compiled(benchmark::State &s) {
+  NoGradGuard g;
+  Tensor x = randn({16});
+  int64_t n = s.range(0);
+  auto f = compile([n](const Tensor &t) { return chain(t, n); });
+  f(x); // capture + compile once
+  for (auto _ : s)
+    benchmark::DoNotOptimize(f(x));
+  s.counters["ops"] = double(n);
+}
+BENCHMARK(BM_Chain_Compiled)->Apply(chain_args);
+
+void BM_Chain_Replay(benchmark::State &s) {
+  NoGradGuard g;
+  Tensor x = randn({16});
+  int64_t n = s.range(0);
+  auto f = compile([n](const Tensor &t) { return chain(t, n); },
+                   CompileOptions().replay(true));
+  f(x);
+  for (auto _ : s)
+    benchmark::DoNotOptimize(f(x));
+  s.counters["ops"] = double(n);
+}
+BENCHMARK(BM_Chain_Replay)->Apply(chain_args);
+
+// --- compile time of one graph, cold -----------------------------------------
+
+void BM_CompileGraph(benchmark::State &s) {
+  NoGradGuard g;
+  Tensor x = randn({16});
+  int64_t n = s.range(0);
+  double compile_s = 0, capture_s = 0;
+  for (auto _ : s) {
+    auto f = compile([n](const Tensor &t) { return chain(t, n); });
+    benchmark::DoNotOptimize(f(x));
+    ExplainOutput e = f.explain();
+    compile_s += e.compile_seconds;
+    capture_s += e.capture_seconds;
+  }
+  // Of each first call: building, verifying and importing the module
+  // (compile_ms) and running the function with capture tensors (capture_ms).
+  s.counters["compile_ms"] = compile_s * 1e3 / double(s.iterations());
+  s.counters["capture_ms"] = capture_s * 1e3 / double(s.iterations());
+  s.counters["ops"] = double(n);
+}
+BENCHMARK(BM_CompileGraph)->Apply(chain_args)->Unit(benchmark::kMicrosecond);
+
+// --- MLP inference -------------------------------------------------------------
+
+struct Mlp {
+  nn::Sequential model{nn::Linear(784, 1024), nn::ReLU(), nn::Linear(1024, 1024),
+                       nn::ReLU(), nn::Linear(1024, 10)};
+  Tensor x = randn({256, 784});
+};
+
+void BM_MLP_Eager(benchmark::State &s) {
+  NoGradGuard g;
+  Mlp m;
+  for (auto _ : s)
+    benchmark::DoNotOptimize(m.model->forward(m.x));
+}
+BENCHMARK(BM_MLP_Eager)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_MLP_Compiled(benchmark::State &s) {
+  NoGradGuard g;
+  Mlp m;
+  auto f = compile([&](const Tensor &x) { return m.model->forward(x); });
+  f(m.x);
+  for (auto _ : s)
+    benchmark::DoNotOptimize(f(m.x));
+}
+BENCHMARK(BM_MLP_Compiled)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+} // namespace
+
+BENCHMARK_MAIN();
