@@ -167,6 +167,8 @@ std::vector<Tensor> Session::wrap_arguments(const std::vector<Tensor> &reals) {
       out[j] = st.at(0).toTensor();
     }
   }
+  for (size_t i = 0; i < out.size(); ++i)
+    arg_wrappers_.emplace(out[i].unsafeGetTensorImpl(), int(i));
   return out;
 }
 
@@ -177,8 +179,13 @@ Tensor Session::lift(const Tensor &real) {
   auto a = args_.find(real.unsafeGetTensorImpl());
   if (a != args_.end() && meta_of(a->second))
     return a->second; // still the capture tensor of that argument
-  Tensor t = add_input(real, ir::InputKind::Lifted, int(trace_.inputs.size()),
-                       "lifted" + std::to_string(lifted_.size()));
+  auto w = arg_wrappers_.find(real.unsafeGetTensorImpl());
+  Tensor t =
+      w != arg_wrappers_.end()
+          ? add_input(real, ir::InputKind::Argument, w->second,
+                      "arg" + std::to_string(w->second))
+          : add_input(real, ir::InputKind::Lifted, int(trace_.inputs.size()),
+                      "lifted" + std::to_string(lifted_.size()));
   lifted_.emplace(real.unsafeGetTensorImpl(), t);
   return t;
 }

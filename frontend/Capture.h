@@ -173,6 +173,9 @@ private:
   /// Arguments (real impl -> capture tensor) of the first graph: a tensor
   /// the function reaches that is also an argument is that argument.
   std::unordered_map<TensorImpl *, Tensor> args_;
+  /// The capture tensors given to the function -> argument index: after a
+  /// break they are real, and a later graph that reads one names it so.
+  std::unordered_map<TensorImpl *, int> arg_wrappers_;
   std::unordered_set<CaptureMeta *> live_;
   int graph_index_ = 0;
   int graphs_run_ = 0;
