@@ -49,8 +49,8 @@ CaptureMeta::~CaptureMeta() {
 Session::Session(std::string name, GraphRunner runner, BreakHook on_break,
                  bool fullgraph)
     : name_(std::move(name)), runner_(std::move(runner)),
-      on_break_(std::move(on_break)), fullgraph_(fullgraph),
-      prev_(tls_session), saved_tls_(tls_local_dispatch_key_set()) {
+      on_break_(std::move(on_break)), fullgraph_(fullgraph), prev_(tls_session),
+      saved_tls_(tls_local_dispatch_key_set()) {
   install_capture();
   tls_session = this;
   tls_local_dispatch_key_set().included |= DispatchKey::Capture;
@@ -157,12 +157,12 @@ std::vector<Tensor> Session::wrap_arguments(const std::vector<Tensor> &reals) {
       int64_t n = int64_t(r.storage().nbytes() / r.itemsize());
       flat = r.as_strided({n}, {1}, 0);
     }
-    Tensor root =
-        add_input(flat, ir::InputKind::ArgumentStorage, int(i), name + "_storage");
+    Tensor root = add_input(flat, ir::InputKind::ArgumentStorage, int(i),
+                            name + "_storage");
     for (size_t j : group) {
       const Tensor &a = reals[j];
-      Stack st{IValue(root), IValue(a.sizes().vec()),
-               IValue(a.strides().vec()), IValue(a.storage_offset())};
+      Stack st{IValue(root), IValue(a.sizes().vec()), IValue(a.strides().vec()),
+               IValue(a.storage_offset())};
       record(as_strided, st);
       out[j] = st.at(0).toTensor();
     }

@@ -86,7 +86,7 @@ struct OutputRecipe {
   enum class Kind { GraphOutput, Input, Argument, Fixed };
   Kind kind = Kind::Fixed;
   int index = -1; ///< graph output / graph input / tensor argument index
-  Tensor fixed;                ///< Fixed: a real tensor returned as is
+  Tensor fixed;   ///< Fixed: a real tensor returned as is
   std::vector<ViewStep> chain; ///< view ops applied after
 };
 

@@ -87,7 +87,7 @@ struct ExplainOutput {
   /// Breaks over every captured call (break_reasons.size()).
   int64_t graph_break_count = 0;
   int64_t cache_hits = 0, cache_misses = 0;
-  std::vector<GraphInfo> graphs; ///< every cache entry
+  std::vector<GraphInfo> graphs;         ///< every cache entry
   std::vector<GraphBreak> break_reasons; ///< every captured call's breaks
   std::vector<Recompile> recompiles;
   /// Why calls ran eagerly instead (training, the recompile limit).

@@ -407,8 +407,7 @@ Tensor input_of(const ir::Input &in, const std::vector<Tensor> &args,
     return args.at(size_t(in.index));
   case ir::InputKind::ArgumentStorage: {
     const Tensor &a = args.at(size_t(in.index));
-    return a.as_strided({int64_t(a.storage().nbytes() / a.itemsize())}, {1},
-                        0);
+    return a.as_strided({int64_t(a.storage().nbytes() / a.itemsize())}, {1}, 0);
   }
   case ir::InputKind::Lifted:
     break;
@@ -443,10 +442,10 @@ std::vector<Tensor> apply_recipes(const std::vector<OutputRecipe> &recipes,
 }
 } // namespace
 
-FlatOutputs
-run_compiled(CompiledState &st, const std::vector<Tensor> &tensors,
-             const std::vector<std::string> &guards,
-             const std::function<FlatOutputs(const std::vector<Tensor> &)> &body) {
+FlatOutputs run_compiled(
+    CompiledState &st, const std::vector<Tensor> &tensors,
+    const std::vector<std::string> &guards,
+    const std::function<FlatOutputs(const std::vector<Tensor> &)> &body) {
   // A compiled function called while another one captures is inlined into
   // the enclosing graph.
   if (Session::current())

@@ -72,9 +72,7 @@ struct Hasher {
   uint64_t h = 1469598103934665603ull;
   void add(uint64_t v) { hash_combine(h, v); }
   void add_double(double d) { add(bits_of(d)); }
-  void add(const std::string &s) {
-    add(std::hash<std::string>()(s));
-  }
+  void add(const std::string &s) { add(std::hash<std::string>()(s)); }
   template <class T> void add_all(const std::vector<T> &v) {
     add(v.size());
     for (const T &x : v)

@@ -18,7 +18,7 @@ JOBS="${EMBER_BUILD_JOBS:-$(nproc)}"
 PACKAGES=(
   build-essential cmake ninja-build ccache python3 python3-yaml
   libopenblas-dev libgtest-dev libgmock-dev libbenchmark-dev
-  llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools libzstd-dev
+  llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools clang-19 libzstd-dev
   libedit-dev
 )
 

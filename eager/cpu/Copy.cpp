@@ -1,4 +1,5 @@
 // copy_, fill_ and the conversions built on them.
+#include "eager/Convert.h"
 #include "eager/Dtype.h"
 #include "eager/Factory.h"
 #include "eager/TensorIterator.h"
@@ -11,21 +12,6 @@
 namespace ember::native {
 
 namespace {
-template <class To, class From> To convert(From v) {
-  if constexpr (std::is_same_v<To, bool>) {
-    if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>)
-      return static_cast<float>(v) != 0.0f;
-    else
-      return v != From(0);
-  } else if constexpr (std::is_same_v<From, Half> ||
-                       std::is_same_v<From, BFloat16>)
-    return To(static_cast<float>(v));
-  else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>)
-    return To(static_cast<float>(v));
-  else
-    return static_cast<To>(v);
-}
-
 void copyKernel(const Tensor &dst, const Tensor &src) {
   if (dst.numel() == 0)
     return;

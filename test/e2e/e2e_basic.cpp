@@ -96,7 +96,8 @@ TEST(E2EBasic, IntermediatesAreFreedAfterTheirLastUse) {
   EXPECT_TRUE(ember::test::same(y, expected));
   // At most an op's input and its output at once (plus the few bytes of
   // wrapped-number constants); keeping every intermediate would be 6 MiB.
-  EXPECT_LE(peak, 2 * mib + 1024) << "peak " << peak << " bytes over the inputs";
-  EXPECT_GE(peak, mib); // the result itself
+  EXPECT_LE(peak, 2 * mib + 1024)
+      << "peak " << peak << " bytes over the inputs";
+  EXPECT_GE(peak, mib);                        // the result itself
   EXPECT_EQ(memory_allocated() - before, mib); // only the result is left
 }

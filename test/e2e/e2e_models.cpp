@@ -172,9 +172,8 @@ TEST(E2EModels, ScaledDotProductAttentionAndLosses) {
 TEST(E2EModels, CrossEntropyBadTargetRaisesWhenTheGraphRuns) {
   // Under compile() the targets have no data while the loss is captured: the
   // range check happens in the compiled graph, an IndexError all the same.
-  auto f = compile([](const Tensor &x, const Tensor &t) {
-    return F::cross_entropy(x, t);
-  });
+  auto f = compile(
+      [](const Tensor &x, const Tensor &t) { return F::cross_entropy(x, t); });
   Tensor x = random({2, 3}, kFloat, 221);
   EXPECT_TRUE(same(f(x, tensor({2, 0}).to(kLong)),
                    F::cross_entropy(x, tensor({2, 0}).to(kLong))));

@@ -1,0 +1,68 @@
+#include "codegen/ScalarLibrary.h"
+
+#include "runtime/Error.h"
+
+namespace ember::codegen {
+
+namespace detail {
+// codegen/embed_bitcode.py, from the two clang builds (CMakeLists.txt).
+extern const unsigned char kScalarLibrary_baseline[], kScalarLibrary_v3[];
+extern const size_t kScalarLibrary_baseline_size, kScalarLibrary_v3_size;
+} // namespace detail
+
+const char *dtype_tag(ScalarType t) {
+  switch (t) {
+  case ScalarType::Bool:
+    return "b8";
+  case ScalarType::Byte:
+    return "u8";
+  case ScalarType::Char:
+    return "i8";
+  case ScalarType::Short:
+    return "i16";
+  case ScalarType::Int:
+    return "i32";
+  case ScalarType::Long:
+    return "i64";
+  case ScalarType::Half:
+    return "f16";
+  case ScalarType::BFloat16:
+    return "bf16";
+  case ScalarType::Float:
+    return "f32";
+  case ScalarType::Double:
+    return "f64";
+  }
+  EMBER_CHECK(false, "codegen: no scalar library type for dtype ", int(t));
+  return "";
+}
+
+ScalarType compute_dtype(ScalarType t) {
+  return t == ScalarType::Half || t == ScalarType::BFloat16 ? ScalarType::Float
+                                                            : t;
+}
+
+Bitcode scalar_library(bool v3) {
+  if (v3)
+    return {detail::kScalarLibrary_v3, detail::kScalarLibrary_v3_size,
+            "ScalarLibrary_v3"};
+  return {detail::kScalarLibrary_baseline, detail::kScalarLibrary_baseline_size,
+          "ScalarLibrary_baseline"};
+}
+
+std::string pointwise_function(const std::string &op, ScalarType compute) {
+  // "ember::add_.Tensor" -> "add_Tensor": the functional op's C++ name.
+  std::string name = op.substr(op.find("::") + 2);
+  std::string overload;
+  if (size_t dot = name.find('.'); dot != std::string::npos) {
+    overload = name.substr(dot + 1);
+    name = name.substr(0, dot);
+  }
+  if (!name.empty() && name.back() == '_')
+    name.pop_back(); // the in-place form computes the same expression
+  if (!overload.empty())
+    name += "_" + overload;
+  return "ember_pw_" + name + "_" + dtype_tag(compute_dtype(compute));
+}
+
+} // namespace ember::codegen

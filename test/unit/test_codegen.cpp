@@ -1,0 +1,203 @@
+// codegen/: CPU kernels for pointwise fusions, against eager's results bit
+// for bit (the kernels run eager's own scalar code: Note [One scalar
+// semantics]).
+#include "codegen/Kernel.h"
+
+#include <ember/ember.h>
+#include <gtest/gtest.h>
+
+using namespace ember;
+using codegen::compile_kernel;
+using codegen::CompiledKernel;
+using codegen::KernelSpec;
+
+namespace {
+
+Tensor random(IntArrayRef shape, ScalarType dt, uint64_t seed) {
+  Generator g(seed);
+  Tensor t = randn(shape, g) * 3;
+  if (isIntegralType(dt, /*includeBool=*/true))
+    t = t.round();
+  return t.to(dt);
+}
+
+/// Strides of `t` over `shape` in elements (0 on broadcast dims).
+std::vector<int64_t> strides_over(const Tensor &t, IntArrayRef shape) {
+  return t.expand(shape).strides().vec();
+}
+
+/// Runs `k` on `inputs` (their data pointers, as the strides in the spec
+/// say) and returns fresh contiguous outputs.
+std::vector<Tensor> run(const KernelSpec &k, const std::vector<Tensor> &inputs,
+                        CompiledKernel *out = nullptr) {
+  CompiledKernel c = compile_kernel(k);
+  std::vector<Tensor> outs;
+  std::vector<char *> ptrs;
+  for (int o : k.outputs) {
+    outs.push_back(empty(k.shape, TensorOptions(k.dtype(o))));
+    ptrs.push_back(static_cast<char *>(outs.back().data_ptr()));
+  }
+  for (const Tensor &t : inputs)
+    ptrs.push_back(static_cast<char *>(t.data_ptr()));
+  c.run(ptrs.data());
+  if (out)
+    *out = c;
+  return outs;
+}
+
+::testing::AssertionResult bit_equal(const Tensor &got, const Tensor &want) {
+  if (got.dtype() != want.dtype() || got.sizes() != want.sizes())
+    return ::testing::AssertionFailure()
+           << "got " << toString(got.dtype()) << got.sizes() << ", want "
+           << toString(want.dtype()) << want.sizes();
+  // Compare bits: NaN == NaN, -0 != 0.
+  Tensor a = got.contiguous(), b = want.contiguous();
+  if (std::memcmp(a.data_ptr(), b.data_ptr(), a.nbytes()) == 0)
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "got\n" << got << "\nwant\n" << want;
+}
+
+} // namespace
+
+TEST(Codegen, FusedChainWithBroadcastEqualsEagerBitForBit) {
+  // silu(x * w + b): w a row, b a column, x non-contiguous.
+  NoGradGuard g;
+  Tensor x = random({32, 40}, kFloat, 1).t(); // [40, 32], strides [1, 40]
+  Tensor w = random({32}, kFloat, 2), b = random({40, 1}, kFloat, 3);
+  KernelSpec k;
+  k.shape = {40, 32};
+  int vx = k.input(kFloat, strides_over(x, k.shape));
+  int vw = k.input(kFloat, strides_over(w, k.shape));
+  int vb = k.input(kFloat, strides_over(b, k.shape));
+  int m = k.step("ember::mul.Tensor", {vx, vw}, {}, kFloat, kFloat);
+  int a = k.step("ember::add.Tensor", {m, vb}, {Scalar(1)}, kFloat, kFloat);
+  k.outputs = {k.step("ember::silu", {a}, {}, kFloat, kFloat), m};
+  auto outs = run(k, {x, w, b});
+  EXPECT_TRUE(bit_equal(outs[0], nn::functional::silu(x * w + b)));
+  EXPECT_TRUE(bit_equal(outs[1], (x * w).contiguous()));
+}
+
+TEST(Codegen, TranscendentalsAndSpecialValues) {
+  NoGradGuard g;
+  Tensor x = cat({random({1000}, kFloat, 4) * 10,
+                  tensor({0.f, -0.f, 1e-40f, -1e-40f, 88.f, -104.f, 1e30f,
+                          -1e30f, INFINITY, -INFINITY, NAN})});
+  for (const char *op : {"ember::exp", "ember::log", "ember::tanh",
+                         "ember::sigmoid", "ember::erf", "ember::expm1",
+                         "ember::log1p", "ember::sqrt", "ember::_gelu_erf"}) {
+    KernelSpec k;
+    k.shape = {x.numel()};
+    int v = k.input(kFloat, {1});
+    k.outputs = {k.step(op, {v}, {}, kFloat, kFloat)};
+    Tensor got = run(k, {x})[0];
+    const OperatorHandle &h = Dispatcher::singleton().findSchemaOrThrow(op);
+    Stack st{IValue(x)};
+    h.callBoxed(st);
+    EXPECT_TRUE(bit_equal(got, st[0].toTensor())) << op;
+  }
+}
+
+TEST(Codegen, PromotionMasksAndSixteenBitFloats) {
+  NoGradGuard g;
+  Tensor i = random({64}, kInt, 5), h = random({64}, kHalf, 6),
+         bf = random({64}, kBFloat16, 7), m = random({64}, kFloat, 8) > 0;
+  KernelSpec k;
+  k.shape = {64};
+  int vi = k.input(kInt, {1}), vh = k.input(kHalf, {1}),
+      vb = k.input(kBFloat16, {1}), vm = k.input(kBool, {1});
+  // int32 + half -> half (computed in float, rounded to half)
+  int s = k.step("ember::add.Tensor", {vi, vh}, {Scalar(2)}, kHalf, kHalf);
+  int e = k.step("ember::exp", {s}, {}, kHalf, kHalf);
+  // where(mask, bf16, half) -> float32? promote bf16 with half: float32
+  int w = k.step("ember::where.self", {vm, vb, e}, {}, kFloat, kFloat);
+  int c = k.step("ember::gt.Tensor", {w, vi}, {}, kFloat, kBool);
+  int wrapped = k.constant(kDouble, Scalar(0.1)); // a wrapped number
+  int r = k.step("ember::mul.Tensor", {vb, wrapped}, {}, kBFloat16, kBFloat16);
+  k.outputs = {s, e, w, c, r, k.convert(w, kChar)};
+  auto outs = run(k, {i, h, bf, m});
+  Tensor es = add(i, h, 2), ee = es.exp(), ew = where(m, bf, ee);
+  EXPECT_TRUE(bit_equal(outs[0], es));
+  EXPECT_TRUE(bit_equal(outs[1], ee));
+  EXPECT_TRUE(bit_equal(outs[2], ew));
+  EXPECT_TRUE(bit_equal(outs[3], ew > i));
+  EXPECT_TRUE(bit_equal(outs[4], bf * 0.1));
+  EXPECT_TRUE(bit_equal(outs[5], ew.to(kChar)));
+}
+
+TEST(Codegen, IntegerAndBoolArithmeticAsEager) {
+  NoGradGuard g;
+  Tensor a = random({50}, kChar, 9), b = random({50}, kChar, 10) + 100;
+  KernelSpec k;
+  k.shape = {50};
+  int va = k.input(kChar, {1}), vb = k.input(kChar, {1});
+  // int8 wraps as eager's does; remainder takes the divisor's sign.
+  int mul = k.step("ember::mul.Tensor", {va, vb}, {}, kChar, kChar);
+  int rem = k.step("ember::remainder.Tensor", {va, vb}, {}, kChar, kChar);
+  int band = k.step("ember::bitwise_and.Tensor", {va, vb}, {}, kChar, kChar);
+  k.outputs = {mul, rem, band};
+  Tensor nz = b.masked_fill(b == 0, 1);
+  ASSERT_TRUE(nz.equal(b)); // no zero divisor: eager would raise
+  auto outs = run(k, {a, b});
+  EXPECT_TRUE(bit_equal(outs[0], a * b));
+  EXPECT_TRUE(bit_equal(outs[1], a.remainder(b)));
+  EXPECT_TRUE(bit_equal(outs[2], a.bitwise_and(b)));
+}
+
+TEST(Codegen, ZeroDimAndEmptySpaces) {
+  NoGradGuard g;
+  Tensor x = random({}, kFloat, 11);
+  KernelSpec k;
+  k.shape = {};
+  int v = k.input(kFloat, {});
+  k.outputs = {k.step("ember::neg", {v}, {}, kFloat, kFloat)};
+  EXPECT_TRUE(bit_equal(run(k, {x})[0], -x));
+
+  KernelSpec e;
+  e.shape = {3, 0};
+  int ve = e.input(kFloat, {0, 1});
+  e.outputs = {e.step("ember::relu", {ve}, {}, kFloat, kFloat)};
+  Tensor y = empty({0});
+  EXPECT_EQ(run(e, {y})[0].sizes().vec(), std::vector<int64_t>({3, 0}));
+}
+
+TEST(Codegen, ContiguousFloatChainIsOneVectorLoopWithoutCalls) {
+  // The optimized IR of gelu(x * w + b): vector arithmetic, the erf and exp
+  // polynomials inlined (no call left), one store per element, no
+  // intermediate buffer.
+  KernelSpec k;
+  k.shape = {1 << 16};
+  int x = k.input(kFloat, {1}), w = k.input(kFloat, {1}),
+      b = k.input(kFloat, {1});
+  int m = k.step("ember::mul.Tensor", {x, w}, {}, kFloat, kFloat);
+  int a = k.step("ember::add.Tensor", {m, b}, {Scalar(1)}, kFloat, kFloat);
+  k.outputs = {k.step("ember::_gelu_erf", {a}, {}, kFloat, kFloat)};
+  codegen::CompileKernelOptions o;
+  o.keep_ir = true;
+  CompiledKernel c = compile_kernel(k, o);
+  const std::string &ir = c.llvm_ir;
+  EXPECT_NE(ir.find("<8 x float>"), std::string::npos) << ir;
+  // Every call left is an LLVM intrinsic (fma, fabs...), none a function.
+  for (size_t p = ir.find("call "); p != std::string::npos;
+       p = ir.find("call ", p + 1)) {
+    size_t at = ir.find('@', p), eol = ir.find('\n', p);
+    ASSERT_LT(at, eol);
+    EXPECT_EQ(ir.compare(at, 6, "@llvm."), 0) << ir.substr(p, eol - p);
+  }
+  EXPECT_EQ(ir.find("alloca"), std::string::npos) << ir;
+  EXPECT_EQ(ir.find("define internal"), std::string::npos); // library gone
+  EXPECT_LT(c.compile_seconds, 1.0);
+}
+
+TEST(Codegen, UnknownOpIsAClearError) {
+  KernelSpec k;
+  k.shape = {4};
+  int x = k.input(kFloat, {1});
+  k.outputs = {k.step("ember::mm", {x, x}, {}, kFloat, kFloat)};
+  try {
+    compile_kernel(k);
+    FAIL() << "no error";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("ember_pw_mm_f32"), std::string::npos)
+        << e.what();
+  }
+}
