@@ -1045,6 +1045,32 @@ Operation *EmberDialect::materializeConstant(OpBuilder &builder,
 }
 
 // ---------------------------------------------------------------------------
+// ember.fusion
+// ---------------------------------------------------------------------------
+
+LogicalResult FusionOp::verify() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError("has ")
+           << getInputs().size() << " inputs but its body takes "
+           << body.getNumArguments() << " arguments";
+  for (auto [i, in, arg] :
+       llvm::enumerate(getInputs().getTypes(), body.getArgumentTypes()))
+    if (in != arg)
+      return emitOpError("input ")
+             << i << " has type " << in << " but body argument " << i
+             << " has type " << arg;
+  auto yield = llvm::dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield)
+    return emitOpError("body must end with ember.yield");
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("yields ")
+           << yield.getValues().getTypes() << " but its results are "
+           << getResultTypes();
+  return success();
+}
+
+// ---------------------------------------------------------------------------
 // ember.eager_call
 // ---------------------------------------------------------------------------
 

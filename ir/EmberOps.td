@@ -68,6 +68,49 @@ def Ember_EagerCallOp : Ember_Op<"eager_call"> {
   let hasVerifier = 1;
 }
 
+def Ember_FusionOp : Ember_Op<"fusion", [IsolatedFromAbove,
+    RecursiveMemoryEffects]> {
+  let summary = "a group of ops that becomes one kernel";
+  let description = [{
+    The elementwise fusion pass (`ember-fuse-elementwise`) groups ops into
+    fusions: the body computes the results from the block's arguments (the
+    inputs, in order) and yields them. A code generator compiles the body
+    into one loop over the results' shape, so values inside the body never
+    go through memory. A fusion the backend cannot compile runs its body's
+    ops as eager steps (`explain()` says why).
+
+    ```mlir
+    %r = ember.fusion (%x, %b) : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> {
+    ^bb0(%a: tensor<4x8xf32>, %c: tensor<8xf32>):
+      %0 = ember.mul.Tensor %a, %c : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+      %1 = ember.relu %0 : (tensor<4x8xf32>) -> tensor<4x8xf32>
+      ember.yield %1 : tensor<4x8xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<Ember_AnyTensor>:$inputs);
+  let results = (outs Variadic<Ember_AnyTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `(` $inputs `)` attr-dict `:` functional-type($inputs, $results) $body
+  }];
+  let hasVerifier = 1;
+}
+
+def Ember_YieldOp : Ember_Op<"yield", [Pure, Terminator,
+    HasParent<"FusionOp">]> {
+  let summary = "the results of a fusion";
+  let description = [{
+    Ends an `ember.fusion` body with the values it produces.
+
+    ```mlir
+    ember.yield %1, %0 : tensor<4x8xf32>, tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Ember_AnyTensor>:$values);
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
+}
+
 include "ir/EmberGeneratedOps.td"
 
 #endif // EMBER_OPS

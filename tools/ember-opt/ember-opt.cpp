@@ -8,6 +8,7 @@
 // It links libember.so: the dialect, the dispatcher (ember.eager_call checks
 // its callee there) and MLIR itself exist once.
 #include "ir/Dialect.h"
+#include "passes/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -15,7 +16,7 @@
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   ember::ir::register_dialects(registry);
-  ember::ir::register_upstream_passes();
+  ember::passes::register_passes();
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "ember-opt: the ember dialect and its passes\n", registry));
 }

@@ -1,0 +1,48 @@
+#include "passes/Passes.h"
+
+#include "runtime/Error.h"
+
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+#include <mutex>
+
+namespace ember::passes {
+
+namespace {
+#define GEN_PASS_REGISTRATION
+#include "passes/Passes.h.inc"
+
+struct PipelineOptions : mlir::PassPipelineOptions<PipelineOptions> {
+  Option<int> level{*this, "level",
+                    llvm::cl::desc("optimisation level (0 to 2)"),
+                    llvm::cl::init(kMaxOptLevel)};
+};
+} // namespace
+
+void build_pipeline(mlir::OpPassManager &pm, int level) {
+  EMBER_CHECK_VALUE(level >= 0 && level <= kMaxOptLevel,
+                    "optimisation level must be 0 to ", kMaxOptLevel, ", got ",
+                    level);
+  if (level >= 1) {
+    pm.addPass(mlir::createCanonicalizerPass());
+    pm.addPass(mlir::createCSEPass());
+  }
+  if (level >= 2)
+    pm.addNestedPass<mlir::func::FuncOp>(createFuseElementwise());
+}
+
+void register_passes() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    ir::register_upstream_passes();
+    registerEmberPasses();
+    mlir::PassPipelineRegistration<PipelineOptions>(
+        "ember-pipeline", "ember's passes at an optimisation level",
+        [](mlir::OpPassManager &pm, const PipelineOptions &o) {
+          build_pipeline(pm, o.level);
+        });
+  });
+}
+
+} // namespace ember::passes

@@ -1,0 +1,30 @@
+#pragma once
+/// ember's MLIR passes (passes/Passes.td) and the pipelines of the
+/// optimisation levels.
+
+#include "ir/Dialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <memory>
+
+namespace ember::passes {
+
+#define GEN_PASS_DECL
+#include "passes/Passes.h.inc"
+
+/// Registers every ember pass and the pipelines with MLIR's registry (for
+/// ember-opt: `--ember-fuse-elementwise`, `--ember-pipeline=O2`), once.
+void register_passes();
+
+/// The highest optimisation level.
+inline constexpr int kMaxOptLevel = 2;
+
+/// Adds the passes of optimisation level `level` to `pm` (anchored on a
+/// module): 0 nothing (every op an eager step), 1 canonicalize and CSE,
+/// 2 also elementwise fusion.
+void build_pipeline(mlir::OpPassManager &pm, int level);
+
+} // namespace ember::passes
