@@ -92,7 +92,13 @@ struct PointwiseSpec {
   DtypeGroup dtypes;
   unsigned bool_args;  ///< bit i: tensor input i is read as bool
   int nonzero_divisor; ///< input that must hold no zero for integer dtypes
+  /// Bit i: Scalar argument i (in schema order among the Scalars) takes part
+  /// in type promotion (clamp_min's min).
+  unsigned promote_scalars = 0;
 };
+
+/// The spec of a pointwise op (or its in-place form); null for other ops.
+const PointwiseSpec *find_pointwise_spec(const OperatorHandle &op);
 
 /// What a pointwise op computes in and produces.
 struct PointwiseMeta {

@@ -47,6 +47,10 @@ struct CompileOptions {
   EMBER_ARG(bool, fullgraph) = false;
   /// The name used in logs, dumps and explain(); default "fn<N>".
   EMBER_ARG(std::string, name) = "";
+  /// The optimisation level: 0 runs every op by its eager kernel; 1 also
+  /// canonicalizes and eliminates common subexpressions; 2 (the default)
+  /// also fuses pointwise ops into CPU kernels (LLVM, JIT-compiled).
+  EMBER_ARG(int64_t, opt_level) = 2;
 };
 
 /// A graph break: why and where in the user's code.
@@ -68,13 +72,18 @@ struct Recompile {
 /// One compiled graph (a cache entry).
 struct GraphInfo {
   std::string name;      ///< "fn0_graph1"
-  int64_t ops = 0;       ///< ops in the graph
+  int64_t ops = 0;       ///< ops in the graph, as captured
+  int64_t kernels = 0;   ///< compiled kernels (fusions) that run it
   int64_t fallbacks = 0; ///< ops run by their eager kernel
-  int64_t guards = 0;    ///< checks a call makes before it reuses the graph
+  /// Why ops run eagerly: "ember::mm: no CPU kernel for this op", one line
+  /// per kind of op and reason.
+  std::vector<std::string> fallback_reasons;
+  int64_t guards = 0; ///< checks a call makes before it reuses the graph
   int64_t inputs = 0, outputs = 0, mutations = 0;
-  std::string trace; ///< the captured trace (ir::Trace::str())
-  std::string ir;    ///< the ember dialect module
-  std::string dot;   ///< the graph in Graphviz DOT
+  std::string trace;        ///< the captured trace (ir::Trace::str())
+  std::string ir;           ///< the ember dialect module, as captured
+  std::string ir_optimized; ///< after the passes (fusions)
+  std::string dot;          ///< the graph in Graphviz DOT
 };
 
 /// What explain() reports (torch._dynamo.explain's ExplainOutput, plus the
@@ -93,7 +102,10 @@ struct ExplainOutput {
   /// Why calls ran eagerly instead (training, the recompile limit).
   std::vector<std::string> eager_reasons;
   int64_t eager_calls = 0;
+  /// compile_seconds = building and verifying the module (the rest) +
+  /// passes_seconds + codegen_seconds (kernels: LLVM O3 and JIT).
   double capture_seconds = 0, compile_seconds = 0;
+  double passes_seconds = 0, codegen_seconds = 0;
   std::string str() const;
 };
 std::ostream &operator<<(std::ostream &os, const ExplainOutput &e);

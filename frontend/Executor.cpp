@@ -44,8 +44,12 @@ Program::Program(ir::Trace trace) : trace_(std::move(trace)) {
   for (size_t i = 0; i < trace_.nodes.size(); ++i) {
     Step &s = steps_[i];
     s.node = &trace_.nodes[i];
-    const auto &args = s.node->op->schema().arguments;
-    s.inplace = !args.empty() && args[0].is_write;
+    if (s.node->op) {
+      const auto &args = s.node->op->schema().arguments;
+      s.inplace = !args.empty() && args[0].is_write;
+    } else if (!s.node->kernel) {
+      s.body = std::make_shared<const Program>(*s.node->body);
+    }
     // Results nobody reads are freed at once.
     for (int r : s.node->results)
       if (last[r] < 0 && !keep_[r])
@@ -106,7 +110,19 @@ std::vector<Tensor> Program::run(const std::vector<Tensor> &inputs) const {
         break;
       }
     }
-    n.op->callBoxed(stack);
+    if (!n.op) {
+      // A fusion: its arguments are values, its results the kernel's (or
+      // the body's) outputs.
+      std::vector<Tensor> in;
+      in.reserve(stack.size());
+      for (IValue &v : stack)
+        in.push_back(std::move(v.toTensor()));
+      stack.clear();
+      for (Tensor &t : s.body ? s.body->run(in) : n.kernel->run(in))
+        stack.emplace_back(std::move(t));
+    } else {
+      n.op->callBoxed(stack);
+    }
     EMBER_INTERNAL_ASSERT(stack.size() >= n.results.size());
     size_t r = 0;
     for (IValue &v : stack) {

@@ -1,11 +1,13 @@
 #pragma once
 /// The executor of compiled programs: a graph's steps in order, each an
 /// eager kernel call (the fallback path: every op runs through the
-/// dispatcher below Capture), with the values held in a flat environment and
-/// released after their last use.
+/// dispatcher below Capture) or a fusion (a compiled kernel, or its body's
+/// ops run eagerly when no backend compiled it), with the values held in a
+/// flat environment and released after their last use.
 
 #include "ir/Trace.h"
 
+#include <memory>
 #include <vector>
 
 namespace ember::frontend {
@@ -29,6 +31,8 @@ private:
     const ir::Node *node;
     bool inplace = false;        ///< value semantics for an in-place op
     std::vector<int> free_after; ///< values whose last use is this step
+    /// A fusion without a kernel: its body, run as a program.
+    std::shared_ptr<const Program> body;
   };
   ir::Trace trace_;
   std::vector<Step> steps_;

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
@@ -140,6 +141,9 @@ public:
     EMBER_CHECK_VALUE(options.recompile_limit() >= 1,
                       "compile: recompile_limit must be at least 1, got ",
                       options.recompile_limit());
+    EMBER_CHECK_VALUE(options.opt_level() >= 0 && options.opt_level() <= 2,
+                      "compile: opt_level must be 0, 1 or 2, got ",
+                      options.opt_level());
   }
 
   CompileOptions options;
@@ -221,7 +225,7 @@ std::string CompiledState::miss_reason(const Entry &was, const ir::Trace &trace,
     if (!r.empty())
       return r;
   }
-  const auto &a = was.program->trace().nodes, &b = trace.nodes;
+  const auto &a = was.captured.nodes, &b = trace.nodes;
   for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
     if (a[i].op != b[i].op)
       return "the captured ops differ: op " + std::to_string(i) + " is " +
@@ -251,13 +255,41 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
   e->arg_guards = call_guards;
   e->grad_mode = grad;
 
-  frontend::Lowered lowered = frontend::lower(trace);
+  frontend::LowerOptions lo;
+  lo.opt_level = int(options.opt_level());
+  lo.keep_kernel_ir = env::get("EMBER_DEBUG_DIR").has_value() ||
+                      logging::enabled(logging::Topic::kernels);
+  frontend::Lowered lowered = frontend::lower(trace, lo);
   e->program = std::make_unique<Program>(std::move(lowered.program));
 
   GraphInfo &info = e->info;
   info.name = e->name;
   info.ops = int64_t(trace.nodes.size());
-  info.fallbacks = info.ops; // every step runs its eager kernel
+  // Eager steps: ops outside fusions, and the ops of fusions no kernel runs.
+  std::map<std::string, int64_t> reasons; // "op: why" -> count
+  for (const ir::Node &n : e->program->trace().nodes) {
+    if (n.kernel) {
+      ++info.kernels;
+    } else if (n.body) {
+      info.fallbacks += int64_t(n.body->nodes.size());
+      for (const ir::Node &op : n.body->nodes)
+        ++reasons[op.label() +
+                  ": in a fusion the CPU backend does not "
+                  "compile: " +
+                  n.fallback_reason];
+    } else {
+      ++info.fallbacks;
+      ++reasons[n.label() +
+                (options.opt_level() < 2
+                     ? ": opt_level " + std::to_string(options.opt_level()) +
+                           " runs every op eagerly"
+                     : ": no CPU kernel for this op (its eager "
+                       "kernel runs)")];
+    }
+  }
+  for (const auto &[why, count] : reasons)
+    info.fallback_reasons.push_back(
+        why + (count > 1 ? " (x" + std::to_string(count) + ")" : ""));
   info.guards =
       int64_t(e->inputs.size()) * 5 + 1 + int64_t(e->arg_guards.size());
   info.inputs = int64_t(trace.inputs.size());
@@ -265,13 +297,36 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
   info.mutations = int64_t(trace.mutations.size());
   info.trace = trace.str();
   info.ir = lowered.ir;
+  info.ir_optimized = lowered.ir_optimized;
   info.dot = ir::to_dot(trace);
+  stats.passes_seconds += lowered.passes_seconds;
+  stats.codegen_seconds += lowered.codegen_seconds;
 
   using logging::Topic;
   if (logging::enabled(Topic::graph))
     logging::log(Topic::graph, "captured " + info.name + ":\n" + info.trace);
   if (logging::enabled(Topic::ir))
     logging::log(Topic::ir, info.name + ":\n" + info.ir);
+  if (logging::enabled(Topic::passes)) {
+    std::ostringstream os;
+    os << info.name << " after the passes (opt_level " << options.opt_level()
+       << ", " << lowered.passes_seconds * 1e3 << " ms):\n"
+       << info.ir_optimized;
+    logging::log(Topic::passes, os.str());
+  }
+  for (const frontend::KernelInfo &k : lowered.kernels) {
+    std::ostringstream os;
+    os << info.name << ": fusion of";
+    for (const std::string &op : k.ops)
+      os << "\n  " << op;
+    os << "\n  -> " << (k.name.empty() ? "runs eagerly: " + k.why_not : k.name);
+    logging::log(Topic::fusion, os.str());
+    if (!k.name.empty() && logging::enabled(Topic::kernels)) {
+      std::ostringstream ks;
+      ks << k.name << " (" << k.compile_seconds * 1e3 << " ms):\n" << k.spec;
+      logging::log(Topic::kernels, ks.str());
+    }
+  }
   if (logging::enabled(Topic::guards)) {
     std::ostringstream os;
     os << "guards of " << info.name << ":\n";
@@ -290,6 +345,22 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
     write_file(base + ".trace", info.trace);
     write_file(base + ".mlir", lowered.ir_with_locations);
     write_file(base + ".dot", info.dot);
+    write_file(base + ".fused.mlir", lowered.ir_optimized);
+    // Each kernel: its LLVM IR, and what it computes from which source ops.
+    std::ostringstream map;
+    for (size_t i = 0; i < lowered.kernels.size(); ++i) {
+      const frontend::KernelInfo &k = lowered.kernels[i];
+      map << "fusion " << i << ": "
+          << (k.name.empty() ? "runs eagerly: " + k.why_not : k.name) << "\n";
+      for (const std::string &op : k.ops)
+        map << "  " << op << "\n";
+      if (!k.name.empty()) {
+        std::string ll = base + ".kernel" + std::to_string(i) + ".ll";
+        write_file(ll, k.llvm_ir);
+        map << "  LLVM IR: " << ll << "\n" << k.spec;
+      }
+    }
+    write_file(base + ".kernels.txt", map.str());
   }
 
   stats.compile_seconds += seconds_since(t0);
@@ -587,16 +658,19 @@ std::string ExplainOutput::str() const {
   }
   os << "Compiled Graphs:\n";
   for (const GraphInfo &g : graphs) {
-    os << "  " << g.name << ": " << g.ops << " ops (" << g.fallbacks
-       << " eager fallback), " << g.inputs << " inputs, " << g.outputs
-       << " outputs, " << g.mutations << " mutations, " << g.guards
-       << " guards\n";
+    os << "  " << g.name << ": " << g.ops << " ops, " << g.kernels
+       << " kernels, " << g.fallbacks << " eager fallbacks, " << g.inputs
+       << " inputs, " << g.outputs << " outputs, " << g.mutations
+       << " mutations, " << g.guards << " guards\n";
+    for (const std::string &why : g.fallback_reasons)
+      os << "    eager: " << why << "\n";
     std::istringstream lines(g.trace);
     for (std::string line; std::getline(lines, line);)
       os << "    " << line << "\n";
   }
   os << "Compile Times: capture " << capture_seconds << " s, compile "
-     << compile_seconds << " s\n";
+     << compile_seconds << " s (passes " << passes_seconds << " s, kernels "
+     << codegen_seconds << " s)\n";
   return os.str();
 }
 

@@ -1,9 +1,15 @@
 #include "frontend/Lowering.h"
 
+#include "codegen/CpuFusion.h"
 #include "ir/Builder.h"
 #include "ir/Dialect.h"
 #include "ir/Import.h"
+#include "passes/Passes.h"
 
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
 #include <mutex>
 
 namespace ember::frontend {
@@ -16,22 +22,69 @@ mlir::MLIRContext &context() {
   static std::unique_ptr<mlir::MLIRContext> ctx = ir::make_context();
   return *ctx;
 }
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 } // namespace
 
-Lowered lower(const ir::Trace &trace) {
+Lowered lower(const ir::Trace &trace, const LowerOptions &options) {
   std::lock_guard<std::mutex> lock(g_mu);
   mlir::MLIRContext &ctx = context();
   mlir::OwningOpRef<mlir::ModuleOp> module = ir::build_module(ctx, {&trace});
   ir::verify_module(*module);
-  std::string text = ir::print_module(*module, /*with_locations=*/false);
-  std::string with_locs = ir::print_module(*module, /*with_locations=*/true);
+  Lowered out{Program(ir::Trace()),
+              ir::print_module(*module, false),
+              ir::print_module(*module, true),
+              "",
+              {},
+              0,
+              0};
+
+  auto t0 = Clock::now();
+  if (options.opt_level > 0) {
+    mlir::PassManager pm(&ctx);
+    passes::build_pipeline(pm, options.opt_level);
+    std::string diagnostics;
+    llvm::raw_string_ostream os(diagnostics);
+    mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
+      os << d.getLocation() << ": " << d << "\n";
+      return mlir::success();
+    });
+    EMBER_CHECK(mlir::succeeded(pm.run(*module)),
+                "compile: the passes failed on ", trace.name,
+                " (a bug in ember):\n", diagnostics);
+  }
+  out.ir_optimized = ir::print_module(*module, false);
+  out.passes_seconds = since(t0);
+
   auto func = module->lookupSymbol<mlir::func::FuncOp>(trace.name);
   EMBER_INTERNAL_ASSERT(func);
   ir::Trace imported = ir::import_func(func);
-  // The importer names values in definition order; the trace's input names
-  // and kinds come back through the function's argument attributes.
-  return Lowered{Program(std::move(imported)), std::move(text),
-                 std::move(with_locs)};
+
+  // Each fusion: a CPU kernel, or its ops run eagerly (and why).
+  t0 = Clock::now();
+  for (ir::Node &n : imported.nodes) {
+    if (!n.body)
+      continue;
+    codegen::FusionCompile c =
+        codegen::compile_cpu_fusion(*n.body, options.keep_kernel_ir);
+    n.kernel = c.kernel;
+    n.fallback_reason = c.why_not;
+    KernelInfo k;
+    k.name = c.kernel ? c.kernel->name() : "";
+    k.why_not = c.why_not;
+    for (const ir::Node &op : n.body->nodes)
+      k.ops.push_back(op.label() + (op.loc.empty() ? "" : " at " + op.loc));
+    k.spec = c.spec;
+    k.llvm_ir = std::move(c.llvm_ir);
+    k.compile_seconds = c.compile_seconds;
+    out.kernels.push_back(std::move(k));
+  }
+  out.codegen_seconds = since(t0);
+  out.program = Program(std::move(imported));
+  return out;
 }
 
 } // namespace ember::frontend

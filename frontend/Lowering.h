@@ -1,23 +1,44 @@
 #pragma once
 /// From a captured trace to a runnable program through the ember dialect:
-/// trace -> MLIR module (ir/Builder) -> verify -> (passes, a later issue) ->
-/// import -> Program. The only front-end file that sees MLIR.
+/// trace -> MLIR module (ir/Builder) -> verify -> passes of the optimisation
+/// level (passes/) -> import -> fusions compiled by the CPU backend
+/// (codegen/) -> Program. The only front-end file that sees MLIR.
 
 #include "frontend/Executor.h"
 
 #include <string>
+#include <vector>
 
 namespace ember::frontend {
 
-struct Lowered {
-  Program program;
-  std::string ir;                ///< the module, printed
-  std::string ir_with_locations; ///< with locations, for EMBER_DEBUG_DIR
+struct LowerOptions {
+  int opt_level = 2;
+  bool keep_kernel_ir = false; ///< fill KernelInfo::llvm_ir
 };
 
-/// Builds, verifies and imports `trace` (its name is the function's symbol).
-/// Throws ember::Error with the verifier's diagnostics if the module is
-/// invalid (a bug in capture or in a shape rule).
-Lowered lower(const ir::Trace &trace);
+/// One fusion of the lowered program.
+struct KernelInfo {
+  std::string name;    ///< "cpu ember_kernel_..." or "" when it runs eagerly
+  std::string why_not; ///< why no kernel runs it (its ops run eagerly)
+  std::vector<std::string> ops; ///< the ops it computes, with their source
+  std::string spec;             ///< what the kernel computes (KernelSpec::str)
+  std::string llvm_ir; ///< optimized LLVM IR (LowerOptions::keep_kernel_ir)
+  double compile_seconds = 0;
+};
+
+struct Lowered {
+  Program program;
+  std::string ir;                ///< the captured module, printed
+  std::string ir_with_locations; ///< with locations, for EMBER_DEBUG_DIR
+  std::string ir_optimized;      ///< after the passes
+  std::vector<KernelInfo> kernels;
+  double passes_seconds = 0, codegen_seconds = 0;
+};
+
+/// Builds, verifies, optimizes, imports and compiles `trace` (its name is
+/// the function's symbol). Throws ember::Error with the verifier's
+/// diagnostics if the module is invalid (a bug in capture or in a shape
+/// rule).
+Lowered lower(const ir::Trace &trace, const LowerOptions &options = {});
 
 } // namespace ember::frontend

@@ -57,11 +57,9 @@ public:
       const Input &in = t_.inputs[i];
       define(in.value, entry->getArgument(unsigned(i)));
       func.setArgAttr(unsigned(i), "ember.name", b_.getStringAttr(in.name));
-      func.setArgAttr(
-          unsigned(i), "ember.input",
-          b_.getStringAttr(
-              std::string(input_kind_name(in.kind)) + ":" +
-              std::to_string(in.index)));
+      func.setArgAttr(unsigned(i), "ember.input",
+                      b_.getStringAttr(std::string(input_kind_name(in.kind)) +
+                                       ":" + std::to_string(in.index)));
     }
     for (const Constant &c : t_.constants)
       constant(c);

@@ -36,16 +36,19 @@ std::string loc_string(Location loc) {
 
 namespace {
 
+/// A function's body, or a fusion's (its inputs are its block's arguments,
+/// its outputs what ember.yield yields).
 class FuncImporter {
 public:
   explicit FuncImporter(func::FuncOp func) : func_(func) {}
+  explicit FuncImporter(FusionOp fusion) : fusion_(fusion) {}
 
   Trace run() {
-    t_.name = func_.getSymName().str();
-    check(func_.getBody().hasOneBlock(),
-          "the function must have one block (got ",
-          func_.getBody().getBlocks().size(), ")");
-    Block &entry = func_.getBody().front();
+    Region &region = func_ ? func_.getBody() : fusion_.getBody();
+    t_.name = func_ ? func_.getSymName().str() : "fusion";
+    check(region.hasOneBlock(), "the function must have one block (got ",
+          region.getBlocks().size(), ")");
+    Block &entry = region.front();
     for (BlockArgument arg : entry.getArguments())
       input(arg);
     for (Operation &op : entry.getOperations()) {
@@ -55,6 +58,11 @@ public:
         eager_call(call);
       else if (auto ret = llvm::dyn_cast<func::ReturnOp>(op))
         returns(ret);
+      else if (auto yield = llvm::dyn_cast<YieldOp>(op))
+        for (Value v : yield.getValues())
+          t_.outputs.push_back(id(v));
+      else if (auto f = llvm::dyn_cast<FusionOp>(op))
+        fusion(f);
       else if (const OperatorHandle *h = table_op(&op))
         table(op, *h);
       else
@@ -94,7 +102,11 @@ private:
     Input in;
     in.value = define(arg);
     in.index = int(i);
-    in.name = "arg" + std::to_string(i);
+    in.name = (func_ ? "arg" : "in") + std::to_string(i);
+    if (!func_) {
+      t_.inputs.push_back(std::move(in));
+      return;
+    }
     if (auto name = func_.getArgAttrOfType<StringAttr>(i, "ember.name"))
       in.name = name.getValue().str();
     if (auto kind = func_.getArgAttrOfType<StringAttr>(i, "ember.input")) {
@@ -175,6 +187,15 @@ private:
     results(op, n);
   }
 
+  void fusion(FusionOp f) {
+    Node n;
+    n.loc = loc_string(f.getLoc());
+    n.body = std::make_shared<Trace>(FuncImporter(f).run());
+    for (Value in : f.getInputs())
+      n.args.push_back(Arg::of_value(id(in)));
+    results(*f.getOperation(), n);
+  }
+
   void eager_call(EagerCallOp call) {
     const OperatorHandle *h =
         Dispatcher::singleton().findOp(call.getCallee().str());
@@ -240,6 +261,7 @@ private:
   }
 
   func::FuncOp func_;
+  FusionOp fusion_;
   Trace t_;
   llvm::DenseMap<Value, int> ids_;
 };

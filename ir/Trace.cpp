@@ -145,6 +145,12 @@ bool same_arg(const Arg &a, const Arg &b) {
 }
 } // namespace
 
+std::string Node::label() const {
+  if (!body)
+    return op->name();
+  return kernel ? "fusion[" + kernel->name() + "]" : "fusion[eager]";
+}
+
 bool Trace::same_structure(const Trace &o) const {
   if (types != o.types || outputs != o.outputs ||
       inputs.size() != o.inputs.size() ||
@@ -166,7 +172,7 @@ bool Trace::same_structure(const Trace &o) const {
   }
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node &a = nodes[i], &b = o.nodes[i];
-    if (a.op != b.op || a.results != b.results ||
+    if (a.op != b.op || a.body != b.body || a.results != b.results ||
         a.args.size() != b.args.size())
       return false;
     for (size_t k = 0; k < a.args.size(); ++k)
@@ -244,8 +250,9 @@ std::string Trace::str() const {
     os << (n.results.empty() ? "" : " : ");
     for (size_t i = 0; i < n.results.size(); ++i)
       os << (i ? ", " : "") << type_str(types[n.results[i]]);
-    os << (n.results.empty() ? "" : " = ") << n.op->name() << "(";
-    const auto &schema = n.op->schema().arguments;
+    os << (n.results.empty() ? "" : " = ") << n.label() << "(";
+    static const std::vector<Argument> no_schema;
+    const auto &schema = n.op ? n.op->schema().arguments : no_schema;
     for (size_t i = 0; i < n.args.size(); ++i) {
       const Arg &a = n.args[i];
       os << (i ? ", " : "");
@@ -271,6 +278,14 @@ std::string Trace::str() const {
     if (!n.loc.empty())
       os << "  # " << n.loc;
     os << "\n";
+    if (n.body) {
+      // The body, indented, without its header line.
+      std::istringstream lines(n.body->str());
+      std::string line;
+      std::getline(lines, line);
+      while (std::getline(lines, line))
+        os << "    " << line << "\n";
+    }
   }
   os << "  return (";
   for (size_t i = 0; i < outputs.size(); ++i)
@@ -309,7 +324,8 @@ std::string to_dot(const Trace &trace) {
   for (size_t i = 0; i < trace.nodes.size(); ++i) {
     const Node &n = trace.nodes[i];
     std::string id = "n" + std::to_string(i);
-    os << "  " << id << " [shape=ellipse, label=\"" << n.op->name();
+    os << "  " << id << " [shape=" << (n.body ? "box" : "ellipse")
+       << ", label=\"" << n.label();
     for (int r : n.results)
       os << "\\n" << type_str(trace.types[r]);
     os << "\"];\n";

@@ -15,6 +15,7 @@
 #include "eager/Scalar.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -95,12 +96,36 @@ struct Arg {
   }
 };
 
+struct Trace;
+
+/// What runs a fusion node: a kernel a code generator compiled (codegen/).
+/// ir/ only carries it.
+class Kernel {
+public:
+  virtual ~Kernel() = default;
+  /// The node's results for its inputs (real tensors, in argument order).
+  virtual std::vector<Tensor> run(const std::vector<Tensor> &inputs) const = 0;
+  /// A name for listings: "cpu kernel ember_kernel_1f2e...".
+  virtual std::string name() const = 0;
+};
+
 struct Node {
+  /// The op; null for a fusion (`body` set).
   const OperatorHandle *op = nullptr;
   std::vector<Arg> args;    ///< one per schema argument
   std::vector<int> results; ///< one per tensor returned (lists flattened)
   /// The user's source location ("file.cpp:12:7"), or empty.
   std::string loc;
+  /// A fusion (ember.fusion): the trace of its body, whose inputs are the
+  /// node's arguments and whose outputs are its results; and the kernel
+  /// that runs it, when a backend compiled it (else its ops run eagerly).
+  std::shared_ptr<const Trace> body;
+  std::shared_ptr<const Kernel> kernel;
+  /// Why no kernel runs this fusion ("" when one does).
+  std::string fallback_reason;
+
+  /// The op's name, or for a fusion "fusion" with its kernel's name.
+  std::string label() const;
 };
 
 /// After the graph: copy `value` into graph input `input` (an index into

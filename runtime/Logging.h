@@ -15,7 +15,10 @@ namespace ember::logging {
   _(ir, "each compiled graph's ember MLIR module")                             \
   _(guards, "the guards of each new cache entry")                              \
   _(breaks, "each graph break, with its reason and source location")           \
-  _(recompiles, "each recompile, with the guard that failed and the entry")
+  _(recompiles, "each recompile, with the guard that failed and the entry")    \
+  _(passes, "each graph's module after the passes, with their time")           \
+  _(fusion, "each fusion: its ops, and its kernel or why it runs eagerly")     \
+  _(kernels, "each compiled kernel: what it computes and its compile time")
 
 enum class Topic {
 #define EMBER_LOG_TOPIC(name, desc) name,

@@ -193,8 +193,11 @@ def pw_spec(op, pw):
     mask = sum(1 << i for i, n in enumerate(tensors) if n in bool_args)
     nzname = pw.get("nonzero_divisor")
     nz = tensors.index(nzname) if nzname else -1
+    scalars = [a.name for a in s.args if a.type == "Scalar"]
+    promo = sum(1 << i for i, n in enumerate(scalars)
+                if n in pw.get("promote_scalars", []))
     return (f'{{"{s.name}", Promote::{PROMOTE[pw.get("promote", "default")]}, '
-            f'DtypeGroup::{DTYPES[pw.get("dtypes", "all")]}, {mask}, {nz}}}')
+            f'DtypeGroup::{DTYPES[pw.get("dtypes", "all")]}, {mask}, {nz}, {promo}}}')
 
 
 def pw_kernel(op, pw, inplace):
@@ -342,6 +345,7 @@ def meta_files(ops, files):
          '#include "eager/generated/MetaFunctions.h"',
          '#include "eager/generated/PointwiseSpecs.h"',
          '#include "eager/meta/MetaSupport.h"', "",
+         "#include <unordered_map>", "",
          "namespace ember::meta::detail {", "namespace {"]
     reg = []
     for o in disp:
@@ -380,7 +384,19 @@ def meta_files(ops, files):
     c.append("void add_builtin_rules(RuleMap &m) {")
     c += reg
     c.append("}")
-    c.append("} // namespace ember::meta::detail")
+    c.append("} // namespace ember::meta::detail\n")
+    c.append("namespace ember::meta {")
+    c.append("const PointwiseSpec *find_pointwise_spec(const OperatorHandle &op) {")
+    c.append("  static const std::unordered_map<const OperatorHandle *, "
+             "const PointwiseSpec *> specs = {")
+    for o in disp:
+        if o.kind in ("pointwise", "pointwise_inplace"):
+            c.append(f"      {{&ops::{o.schema.cname}(), &pointwise_specs::{o.schema.cname}}},")
+    c.append("  };")
+    c.append("  auto it = specs.find(&op);")
+    c.append("  return it == specs.end() ? nullptr : it->second;")
+    c.append("}")
+    c.append("} // namespace ember::meta")
     files["MetaRules.cpp"] = "\n".join(c) + "\n"
 
 

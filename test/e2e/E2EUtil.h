@@ -1,7 +1,8 @@
 #pragma once
 /// Compiled vs eager: run a program both ways on copies of the same inputs
-/// and require equal results (values bit for bit, dtypes, shapes) and equal
-/// inputs afterwards (mutations).
+/// and require equal results (dtypes and shapes; values exact for integers
+/// and bools, within rounding for floats) and equal inputs afterwards
+/// (mutations), at every optimisation level.
 
 #include "TestUtil.h"
 
@@ -14,11 +15,33 @@
 namespace ember::test {
 
 /// Bitwise equality of two tensors (NaNs equal), with a readable failure.
-inline ::testing::AssertionResult same(const Tensor &a, const Tensor &b) {
+inline ::testing::AssertionResult identical(const Tensor &a, const Tensor &b) {
   if (a.dtype() != b.dtype())
     return ::testing::AssertionFailure()
            << "dtype " << toString(a.dtype()) << " != " << toString(b.dtype());
   return close(a, b, 0, 0);
+}
+
+/// A compiled result against eager's: integers and bools exact, floats
+/// within |a - e| <= atol + rtol |e| (torch.testing's tolerances for
+/// float16 and bfloat16; 1e-5 for float32 and float64). Fused kernels may
+/// contract a multiply and an add into one rounding where an eager loop
+/// rounds twice, which moves the last bit.
+inline ::testing::AssertionResult same(const Tensor &a, const Tensor &b) {
+  if (a.dtype() != b.dtype())
+    return ::testing::AssertionFailure()
+           << "dtype " << toString(a.dtype()) << " != " << toString(b.dtype());
+  switch (a.dtype()) {
+  case kHalf:
+    return close(a, b, 1e-3, 1e-5);
+  case kBFloat16:
+    return close(a, b, 1.6e-2, 1e-5);
+  case kFloat:
+  case kDouble:
+    return close(a, b, 1e-5, 1e-5);
+  default:
+    return close(a, b, 0, 0);
+  }
 }
 
 /// Flattens what a program returns.
@@ -56,13 +79,22 @@ void expect_same_with(F &fn, C &compiled, const Tensor (&inputs)[N],
   }
 }
 
-/// expect_same_with on a fresh compile(fn, options); returns its explain().
+/// expect_same_with on a fresh compile(fn, options) at every optimisation
+/// level (0: every op eager, exact; 1; 2: fused kernels); returns the
+/// explain() of the level `options` names (2 by default).
 template <class F, size_t N>
 ExplainOutput expect_same(F fn, const Tensor (&inputs)[N], int calls = 2,
                           CompileOptions options = {}) {
-  auto compiled = compile(fn, options);
-  expect_same_with(fn, compiled, inputs, calls);
-  return compiled.explain();
+  ExplainOutput chosen;
+  for (int64_t level = 0; level <= 2; ++level) {
+    CompileOptions o = options;
+    o.opt_level(level);
+    auto compiled = compile(fn, o);
+    expect_same_with(fn, compiled, inputs, calls);
+    if (level == options.opt_level())
+      chosen = compiled.explain();
+  }
+  return chosen;
 }
 
 } // namespace ember::test

@@ -9,6 +9,7 @@ using namespace ember;
 using namespace ember::indexing;
 using ember::test::contains;
 using ember::test::expect_same;
+using ember::test::identical;
 using ember::test::random;
 using ember::test::same;
 
@@ -236,11 +237,11 @@ TEST(E2EBreaks, ItemValueFeedsLaterOps) {
   Tensor a = full({4}, 1.0, TensorOptions(kDouble));
   Tensor b = a.clone();
   b.index_put_({3}, 1.0000004); // mean 1.0000001
-  EXPECT_TRUE(same(f(a), fn(a)));
-  EXPECT_TRUE(same(f(b), fn(b)));
-  EXPECT_FALSE(same(fn(a), fn(b)));
+  EXPECT_TRUE(identical(f(a), fn(a)));
+  EXPECT_TRUE(identical(f(b), fn(b)));
+  EXPECT_FALSE(identical(fn(a), fn(b)));
   Tensor c = random({4}, kDouble, 128);
-  EXPECT_TRUE(same(f(c), fn(c)));
+  EXPECT_TRUE(identical(f(c), fn(c)));
 }
 
 TEST(E2EBreaks, BreakInsideInlinedCompiledFunction) {

@@ -11,6 +11,7 @@
 using namespace ember;
 using ember::test::contains;
 using ember::test::expect_same;
+using ember::test::identical;
 using ember::test::random;
 using ember::test::same;
 
@@ -140,12 +141,12 @@ TEST(E2ECache, DoubleArgumentsDifferingInLateDigits) {
   auto f = compile(fn);
   Tensor a = f(x, 1.0);
   Tensor b = f(x, 1.0000001);
-  EXPECT_TRUE(same(a, fn(x, 1.0)));
-  EXPECT_TRUE(same(b, fn(x, 1.0000001)));
-  EXPECT_FALSE(same(fn(x, 1.0), fn(x, 1.0000001))); // the test can tell
+  EXPECT_TRUE(identical(a, fn(x, 1.0)));
+  EXPECT_TRUE(identical(b, fn(x, 1.0000001)));
+  EXPECT_FALSE(identical(fn(x, 1.0), fn(x, 1.0000001))); // the test can tell
   auto g = compile(fn, CompileOptions().replay(true));
   g(x, 1.0);
-  EXPECT_TRUE(same(g(x, 1.0000001), fn(x, 1.0000001)));
+  EXPECT_TRUE(identical(g(x, 1.0000001), fn(x, 1.0000001)));
 }
 
 TEST(E2ECache, ValuesReadByItemAreKeyedExactly) {
