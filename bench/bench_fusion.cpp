@@ -1,0 +1,137 @@
+// Fused CPU kernels of issue 5, side by side in one run with eager and the
+// floor (a parallel memcpy of the same bytes on the same thread pool):
+// - gelu(x * w + b) over 16.8M float32 (w, b rows broadcast over x);
+// - an 8-op pointwise chain; bias + SiLU + mul;
+// - the compile time of one kernel, cold (a new kernel each iteration) and
+//   warm (the in-process cache).
+//
+// Run: bench/run.sh fusion
+#include <ember/ember.h>
+
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+
+using namespace ember;
+
+namespace {
+
+constexpr int64_t kRows = 4096, kCols = 4096; // 16.8M float32 = 64 MiB
+
+/// Bytes a pointwise kernel must move: its big inputs and its output.
+void set_bytes(benchmark::State &s, int64_t tensors) {
+  s.SetBytesProcessed(s.iterations() * tensors * kRows * kCols * 4);
+}
+
+void BM_Floor_Memcpy(benchmark::State &s) {
+  Tensor a = randn({kRows, kCols}), b = empty({kRows, kCols});
+  char *dst = static_cast<char *>(b.data_ptr());
+  const char *src = static_cast<const char *>(a.data_ptr());
+  const int64_t row = kCols * 4;
+  for (auto _ : s)
+    parallel_for(0, kRows, 64, [&](int64_t r0, int64_t r1) {
+      std::memcpy(dst + r0 * row, src + r0 * row, size_t((r1 - r0) * row));
+    });
+  set_bytes(s, 2);
+}
+BENCHMARK(BM_Floor_Memcpy)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+Tensor gelu_chain(const Tensor &x, const Tensor &w, const Tensor &b) {
+  return nn::functional::gelu(x * w + b);
+}
+Tensor chain8(const Tensor &x, const Tensor &y) {
+  return ((((x * y + 1).relu() - 0.5) * x).abs() + y).sigmoid() * 2;
+}
+Tensor bias_silu_mul(const Tensor &x, const Tensor &b, const Tensor &y) {
+  return nn::functional::silu(x + b) * y;
+}
+
+struct Inputs {
+  Tensor x = randn({kRows, kCols}), y = randn({kRows, kCols});
+  Tensor w = randn({kCols}), b = randn({kCols});
+};
+
+/// Times `call()`; `tensors` big tensors move per call (the floor's unit).
+template <class F> void run(benchmark::State &s, F call, int64_t tensors) {
+  NoGradGuard g;
+  call(); // warm-up (and, compiled, the compile)
+  for (auto _ : s)
+    benchmark::DoNotOptimize(call());
+  set_bytes(s, tensors);
+}
+
+void BM_Gelu_Eager(benchmark::State &s) {
+  Inputs in;
+  run(
+      s, [&] { return gelu_chain(in.x, in.w, in.b); }, 2);
+}
+void BM_Gelu_Compiled(benchmark::State &s) {
+  Inputs in;
+  auto f = compile(gelu_chain);
+  run(
+      s, [&] { return f(in.x, in.w, in.b); }, 2);
+}
+void BM_Chain8_Eager(benchmark::State &s) {
+  Inputs in;
+  run(
+      s, [&] { return chain8(in.x, in.y); }, 3);
+}
+void BM_Chain8_Compiled(benchmark::State &s) {
+  Inputs in;
+  auto f = compile(chain8);
+  run(
+      s, [&] { return f(in.x, in.y); }, 3);
+}
+void BM_BiasSiluMul_Eager(benchmark::State &s) {
+  Inputs in;
+  run(
+      s, [&] { return bias_silu_mul(in.x, in.b, in.y); }, 3);
+}
+void BM_BiasSiluMul_Compiled(benchmark::State &s) {
+  Inputs in;
+  auto f = compile(bias_silu_mul);
+  run(
+      s, [&] { return f(in.x, in.b, in.y); }, 3);
+}
+BENCHMARK(BM_Gelu_Eager)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Gelu_Compiled)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Chain8_Eager)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Chain8_Compiled)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_BiasSiluMul_Eager)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_BiasSiluMul_Compiled)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// --- compile time of one kernel
+// ------------------------------------------------
+
+void BM_KernelCompile_Cold(benchmark::State &s) {
+  // A different constant each iteration: a new kernel, compiled from scratch
+  // (the JIT itself is warm: the first kernel of a process also pays for
+  // LLVM's initialisation, measured below).
+  NoGradGuard g;
+  Tensor x = randn({1024});
+  double c = 0.5;
+  for (auto _ : s) {
+    auto f = compile([c](const Tensor &t) { return (t * c).exp() + c; });
+    benchmark::DoNotOptimize(f(x));
+    c += 1.0;
+  }
+}
+BENCHMARK(BM_KernelCompile_Cold)->Unit(benchmark::kMillisecond);
+
+void BM_KernelCompile_Warm(benchmark::State &s) {
+  // The same graph in a new compiled function: captured and lowered again,
+  // its kernel found in the in-process cache.
+  NoGradGuard g;
+  Tensor x = randn({1024});
+  for (auto _ : s) {
+    auto f = compile([](const Tensor &t) { return (t * 0.5).exp() + 0.5; });
+    benchmark::DoNotOptimize(f(x));
+  }
+}
+BENCHMARK(BM_KernelCompile_Warm)->Unit(benchmark::kMillisecond);
+
+} // namespace
+
+BENCHMARK_MAIN();

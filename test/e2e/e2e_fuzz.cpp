@@ -1,0 +1,282 @@
+// A differential fuzzer: random programs (chains and DAGs of pointwise ops
+// from the op table, with views and reductions between them, over random
+// shapes, broadcasts, dtypes and non-contiguous inputs), compiled vs eager.
+//
+// The test run checks 1000 programs (10 blocks of 100, which ctest runs in
+// parallel). Any number on demand, from any seed:
+//   FUZZ_PROGRAMS=100000 FUZZ_SEED=7 test/e2e/e2e_fuzz
+//   --gtest_filter=*OnDemand*
+// A failure prints the program and the seed that makes it.
+#include "E2EUtil.h"
+#include "eager/Meta.h"
+
+#include <cstdlib>
+#include <functional>
+#include <random>
+#include <sstream>
+
+using namespace ember;
+using ember::test::same;
+
+namespace {
+
+/// The functional pointwise ops of the op table whose arguments the fuzzer
+/// can fill (tensors, and Scalars with defaults).
+std::vector<const OperatorHandle *> pointwise_ops() {
+  std::vector<const OperatorHandle *> ops;
+  for (const OperatorHandle *op : Dispatcher::singleton().allOps()) {
+    if (!meta::find_pointwise_spec(*op))
+      continue;
+    const auto &args = op->schema().arguments;
+    bool ok = !args.empty() && !args[0].is_write;
+    for (const Argument &a : args)
+      ok = ok && (a.type == "Tensor" ||
+                  (a.type == "Scalar" && a.default_value.has_value()));
+    if (ok)
+      ops.push_back(op);
+  }
+  return ops;
+}
+
+struct Program {
+  struct Step {
+    std::string name;
+    std::vector<int> args; ///< value ids
+    std::function<Tensor(const std::vector<Tensor> &)> fn;
+  };
+  std::vector<Tensor> inputs; ///< values 0..n-1 (maybe non-contiguous)
+  std::vector<Step> steps;    ///< value n + i
+  std::vector<int> outputs;
+
+  std::vector<Tensor> run(const std::vector<Tensor> &in) const {
+    std::vector<Tensor> v(in.begin(), in.end());
+    for (const Step &s : steps) {
+      std::vector<Tensor> a;
+      for (int i : s.args)
+        a.push_back(v[size_t(i)]);
+      v.push_back(s.fn(a));
+    }
+    std::vector<Tensor> out;
+    for (int o : outputs)
+      out.push_back(v[size_t(o)]);
+    return out;
+  }
+
+  std::string str() const {
+    std::ostringstream os;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      os << "  %" << i << " = input " << toString(inputs[i].dtype())
+         << inputs[i].sizes() << " strides " << inputs[i].strides() << "\n";
+    for (size_t i = 0; i < steps.size(); ++i) {
+      os << "  %" << inputs.size() + i << " = " << steps[i].name << "(";
+      for (size_t k = 0; k < steps[i].args.size(); ++k)
+        os << (k ? ", " : "") << "%" << steps[i].args[k];
+      os << ")\n";
+    }
+    os << "  return";
+    for (int o : outputs)
+      os << " %" << o;
+    return os.str();
+  }
+};
+
+class Generator {
+public:
+  explicit Generator(uint64_t seed) : rng_(seed), seed_(seed) {}
+
+  Program make() {
+    static const std::vector<const OperatorHandle *> ops = pointwise_ops();
+    Program p;
+    // A base shape; inputs take it or a broadcastable reduction of it.
+    std::vector<int64_t> base;
+    int rank = pick(0, 3);
+    for (int d = 0; d < rank; ++d)
+      base.push_back(chance(0.03) ? 0 : pick(1, 7));
+    int ninputs = pick(1, 3);
+    std::vector<Tensor> values;
+    for (int i = 0; i < ninputs; ++i) {
+      std::vector<int64_t> shape = base;
+      if (!shape.empty() && chance(0.3))
+        shape.erase(shape.begin(), shape.begin() + pick(1, int(shape.size())));
+      for (int64_t &s : shape)
+        if (chance(0.25))
+          s = 1;
+      Tensor t = make_input(shape, dtype());
+      p.inputs.push_back(t);
+      values.push_back(t);
+    }
+    int nsteps = pick(1, 10);
+    for (int s = 0; s < nsteps; ++s) {
+      for (int attempt = 0; attempt < 30; ++attempt) {
+        Program::Step step;
+        if (chance(0.15)) {
+          step = structural(values);
+        } else {
+          const OperatorHandle *op = ops[size_t(pick(0, int(ops.size()) - 1))];
+          step.name = op->name();
+          for (const Argument &a : op->schema().arguments)
+            if (a.type == "Tensor")
+              step.args.push_back(recent(int(values.size())));
+          step.fn = [op](const std::vector<Tensor> &a) {
+            Stack st;
+            size_t k = 0;
+            for (const Argument &arg : op->schema().arguments)
+              st.push_back(arg.type == "Tensor" ? IValue(a[k++])
+                                                : *arg.default_value);
+            op->callBoxed(st);
+            return st.at(0).toTensor();
+          };
+        }
+        if (!step.fn)
+          continue;
+        // Keep the step only if eager accepts it (dtypes, broadcasting,
+        // integer division by zero...).
+        std::vector<Tensor> a;
+        for (int i : step.args)
+          a.push_back(values[size_t(i)]);
+        try {
+          NoGradGuard g;
+          values.push_back(step.fn(a));
+        } catch (const Error &) {
+          continue;
+        }
+        p.steps.push_back(std::move(step));
+        break;
+      }
+    }
+    int last = int(values.size()) - 1;
+    p.outputs.push_back(last);
+    if (last > 0 && chance(0.5))
+      p.outputs.push_back(pick(0, last - 1));
+    return p;
+  }
+
+  uint64_t seed() const { return seed_; }
+
+private:
+  int pick(int lo, int hi) {
+    return std::uniform_int_distribution<int>(lo, hi)(rng_);
+  }
+  bool chance(double p) { return std::bernoulli_distribution(p)(rng_); }
+  /// A value id, favouring recent ones (chains) over old ones (DAGs).
+  int recent(int n) { return chance(0.6) ? n - 1 : pick(0, n - 1); }
+
+  ScalarType dtype() {
+    static const ScalarType pool[] = {kFloat,  kFloat, kFloat,    kFloat,
+                                      kDouble, kHalf,  kBFloat16, kInt,
+                                      kLong,   kBool,  kByte};
+    return pool[pick(0, int(std::size(pool)) - 1)];
+  }
+
+  Tensor make_input(const std::vector<int64_t> &shape, ScalarType dt) {
+    ember::Generator g(rng_());
+    Tensor t;
+    // Transposed or sliced storage in a third of the inputs.
+    int layout = shape.size() >= 2 ? pick(0, 2) : 0;
+    std::vector<int64_t> alloc = shape;
+    if (layout == 1)
+      std::swap(alloc[0], alloc[1]);
+    if (layout == 2)
+      alloc.back() = alloc.back() * 2 + 1;
+    t = randn(alloc, g) * 3;
+    if (isIntegralType(dt, /*includeBool=*/true))
+      t = t.round();
+    t = t.to(dt);
+    if (layout == 1)
+      t = t.transpose(0, 1);
+    if (layout == 2)
+      t = t.narrow(-1, 1, shape.back());
+    return t;
+  }
+
+  /// A view or reduction between pointwise ops (an eager step of the
+  /// compiled program, and a fusion boundary).
+  Program::Step structural(const std::vector<Tensor> &values) {
+    Program::Step s;
+    int v = recent(int(values.size()));
+    const Tensor &t = values[size_t(v)];
+    s.args = {v};
+    switch (pick(0, 2)) {
+    case 0:
+      if (t.dim() < 2)
+        return {};
+      s.name = "t";
+      s.fn = [](const std::vector<Tensor> &a) { return a[0].t(); };
+      break;
+    case 1:
+      if (t.dim() < 1 || !isFloatingType(t.dtype()))
+        return {};
+      s.name = "sum(-1, keepdim)";
+      s.fn = [](const std::vector<Tensor> &a) { return a[0].sum(-1, true); };
+      break;
+    default:
+      s.name = "unsqueeze(0)";
+      s.fn = [](const std::vector<Tensor> &a) { return a[0].unsqueeze(0); };
+      break;
+    }
+    return s;
+  }
+
+  std::mt19937_64 rng_;
+  uint64_t seed_;
+};
+
+/// Runs programs [first, first + n) of the stream from `seed`; returns how
+/// many compiled to at least one kernel.
+int fuzz(uint64_t seed, int first, int n) {
+  int with_kernels = 0;
+  for (int i = first; i < first + n; ++i) {
+    uint64_t s = seed * 1000003 + uint64_t(i);
+    Generator gen(s);
+    Program p = gen.make();
+    auto fn = [&p](const std::vector<Tensor> &in) { return p.run(in); };
+    std::vector<Tensor> want;
+    {
+      NoGradGuard g;
+      want = fn(p.inputs);
+    }
+    NoGradGuard g;
+    auto f = compile(fn);
+    std::vector<Tensor> got;
+    try {
+      got = f(p.inputs);
+    } catch (const Error &e) {
+      ADD_FAILURE() << "program " << i << " (seed " << s
+                    << ") raised when compiled: " << e.what() << "\n"
+                    << p.str();
+      continue;
+    }
+    EXPECT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < got.size() && k < want.size(); ++k)
+      EXPECT_TRUE(same(got[k], want[k]))
+          << "output " << k << " of program " << i << " (seed " << s << "):\n"
+          << p.str() << "\n"
+          << f.explain();
+    for (const GraphInfo &gi : f.explain().graphs)
+      if (gi.kernels > 0) {
+        ++with_kernels;
+        break;
+      }
+  }
+  return with_kernels;
+}
+
+class Fuzz : public ::testing::TestWithParam<int> {};
+
+TEST_P(Fuzz, CompiledEqualsEager) {
+  constexpr int kPerBlock = 100;
+  int compiled = fuzz(/*seed=*/1, GetParam() * kPerBlock, kPerBlock);
+  // Most programs must actually exercise the kernels.
+  EXPECT_GT(compiled, kPerBlock / 2);
+}
+INSTANTIATE_TEST_SUITE_P(Blocks, Fuzz, ::testing::Range(0, 10));
+
+TEST(FuzzOnDemand, FromEnvironment) {
+  const char *n = std::getenv("FUZZ_PROGRAMS");
+  if (!n)
+    GTEST_SKIP() << "set FUZZ_PROGRAMS (and FUZZ_SEED) to run more programs";
+  const char *seed = std::getenv("FUZZ_SEED");
+  fuzz(seed ? std::strtoull(seed, nullptr, 10) : 1, 0, std::atoi(n));
+}
+
+} // namespace
