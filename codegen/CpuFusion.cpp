@@ -167,6 +167,7 @@ FusionCompile compile_cpu_fusion(const ir::Trace &body, bool keep_ir) {
     CompiledKernel c = compile_kernel(spec, o);
     r.llvm_ir = c.llvm_ir;
     r.compile_seconds = c.compile_seconds;
+    r.origin = c.origin;
     r.spec = spec.str();
     std::vector<ir::ValueType> outs;
     for (int v : body.outputs)

@@ -16,6 +16,7 @@ struct FusionCompile {
   std::string llvm_ir; ///< the optimized LLVM IR, when asked for
   std::string spec;    ///< the kernel's description (KernelSpec::str)
   double compile_seconds = 0;
+  std::string origin; ///< CompiledKernel::origin: compiled, disk cache...
 };
 
 /// Compiles `body` for the CPU. Ops the backend does not cover (anything

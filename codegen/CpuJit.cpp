@@ -1,11 +1,14 @@
 #include "codegen/CpuJit.h"
 
+#include "runtime/Env.h"
 #include "runtime/Error.h"
 
 #include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/MemoryBuffer.h>
@@ -13,6 +16,13 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <unistd.h>
 
 namespace ember::codegen {
 
@@ -25,13 +35,64 @@ template <class T> T take(llvm::Expected<T> e, const char *what) {
     std::string msg = llvm::toString(e.takeError());
     EMBER_CHECK(false, "codegen: ", what, ": ", msg);
   }
-  return std::move(*e);
+  if constexpr (std::is_reference_v<T>)
+    return *e;
+  else
+    return std::move(*e);
 }
 void check(llvm::Error e, const char *what) {
   if (e) {
     std::string msg = llvm::toString(std::move(e));
     EMBER_CHECK(false, "codegen: ", what, ": ", msg);
   }
+}
+uint64_t fnv1a(const char *data, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= static_cast<unsigned char>(data[i]);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+// Note [Disk kernel cache]
+// One file a kernel, <dir>/<kernel symbol>.ekernel: a header, the full cache
+// key (what the kernel computes, the target CPU and features, and a hash of
+// the scalar library), then the object file. A load checks the magic, the
+// format version, the sizes against the file's, the key (a different ember,
+// library or CPU makes the entry stale) and a checksum of the object (a
+// corrupt entry); any failure rebuilds the kernel and rewrites the file
+// (written to a temporary name, then renamed: readers never see half a
+// file).
+struct CacheHeader {
+  char magic[8];
+  uint32_t version;
+  uint32_t key_size;
+  uint64_t object_size;
+  uint64_t checksum;
+};
+constexpr char kMagic[8] = {'E', 'M', 'B', 'E', 'R', 'K', 'E', 'R'};
+constexpr uint32_t kCacheVersion = 1;
+
+/// The cache folder; nullopt when the disk cache is off.
+std::optional<std::string> cache_dir() {
+  std::string dir;
+  if (auto d = env::get("EMBER_CACHE_DIR")) {
+    if (d->empty())
+      return std::nullopt;
+    dir = *d;
+  } else if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x) {
+    dir = std::string(x) + "/ember";
+  } else if (const char *h = std::getenv("HOME"); h && *h) {
+    dir = std::string(h) + "/.cache/ember";
+  } else {
+    return std::nullopt;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    return std::nullopt; // not writable: no disk cache, compile as usual
+  return dir;
 }
 } // namespace
 
@@ -55,8 +116,13 @@ CpuJit::CpuJit() {
   jit_ =
       take(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(jtmb).create(),
            "creating the JIT");
-  target_ = tm_->getTargetTriple().str() + " " + cpu_ + " " + features_ +
-            (v3_ ? " library=v3" : " library=baseline");
+  Bitcode lib = scalar_library(v3_);
+  char hash[17];
+  std::snprintf(hash, sizeof hash, "%016llx",
+                static_cast<unsigned long long>(
+                    fnv1a(reinterpret_cast<const char *>(lib.data), lib.size)));
+  target_ = tm_->getTargetTriple().str() + " " + cpu_ + " " + features_ + " " +
+            lib.name + " " + hash + " LLVM " LLVM_VERSION_STRING;
 }
 
 KernelModule CpuJit::new_module(const std::string &name) {
@@ -79,8 +145,67 @@ void CpuJit::set_host_attributes(llvm::Function &f) const {
   f.addFnAttr("target-features", features_);
 }
 
+void *CpuJit::add_object(const std::string &entry, const char *data,
+                         size_t size) {
+  // Each kernel in its own JITDylib: the same kernel can be loaded again
+  // (from the disk cache, in a test) without clashing symbols.
+  llvm::orc::JITDylib &jd =
+      take(jit_->createJITDylib(entry + "#" + std::to_string(dylibs_++)),
+           "creating a JITDylib");
+  check(jit_->addObjectFile(jd, llvm::MemoryBuffer::getMemBufferCopy(
+                                    llvm::StringRef(data, size), entry)),
+        "adding a kernel's object to the JIT");
+  auto sym = take(jit_->lookup(jd, entry), "looking up a compiled kernel");
+  return sym.toPtr<void *>();
+}
+
+void *CpuJit::load_cached(const std::string &key, const std::string &entry,
+                          std::string *why) {
+  std::optional<std::string> dir = cache_dir();
+  if (!dir) {
+    *why = "the disk cache is off";
+    return nullptr;
+  }
+  std::string path = *dir + "/" + entry + ".ekernel";
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    *why = "not in the disk cache";
+    return nullptr;
+  }
+  std::string bytes((std::istreambuf_iterator<char>(f)),
+                    std::istreambuf_iterator<char>());
+  CacheHeader h;
+  if (bytes.size() < sizeof h) {
+    *why = "disk cache entry " + path + " is truncated";
+    return nullptr;
+  }
+  std::memcpy(&h, bytes.data(), sizeof h);
+  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 ||
+      h.version != kCacheVersion) {
+    *why = "disk cache entry " + path + " has another format";
+    return nullptr;
+  }
+  if (sizeof h + uint64_t(h.key_size) + h.object_size != bytes.size()) {
+    *why = "disk cache entry " + path + " is truncated";
+    return nullptr;
+  }
+  if (bytes.compare(sizeof h, h.key_size, key) != 0 ||
+      h.key_size != key.size()) {
+    *why = "disk cache entry " + path +
+           " is stale (another kernel, target CPU, ember or LLVM)";
+    return nullptr;
+  }
+  const char *obj = bytes.data() + sizeof h + h.key_size;
+  if (fnv1a(obj, h.object_size) != h.checksum) {
+    *why = "disk cache entry " + path + " is corrupt (checksum mismatch)";
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  return add_object(entry, obj, h.object_size);
+}
+
 void *CpuJit::compile(KernelModule k, const std::string &entry,
-                      std::string *ir) {
+                      const std::string &key, std::string *ir) {
   llvm::Module &m = *k.module;
   // The library's functions serve this kernel only: internal and inlined,
   // so that O3 folds them into its loop and drops the rest.
@@ -119,11 +244,36 @@ void *CpuJit::compile(KernelModule k, const std::string &entry,
   }
 
   std::lock_guard<std::mutex> lock(mu_);
-  check(jit_->addIRModule(
-            llvm::orc::ThreadSafeModule(std::move(k.module), std::move(k.ctx))),
-        "adding a kernel to the JIT");
-  auto sym = take(jit_->lookup(entry), "looking up a compiled kernel");
-  return sym.toPtr<void *>();
+  llvm::SmallVector<char, 0> object;
+  {
+    llvm::raw_svector_ostream os(object);
+    llvm::legacy::PassManager pm;
+    EMBER_CHECK(!tm_->addPassesToEmitFile(pm, os, nullptr,
+                                          llvm::CodeGenFileType::ObjectFile),
+                "codegen: the target cannot emit object files");
+    pm.run(m);
+  }
+  if (std::optional<std::string> dir = cache_dir()) {
+    CacheHeader h;
+    std::memcpy(h.magic, kMagic, sizeof kMagic);
+    h.version = kCacheVersion;
+    h.key_size = uint32_t(key.size());
+    h.object_size = object.size();
+    h.checksum = fnv1a(object.data(), object.size());
+    std::string path = *dir + "/" + entry + ".ekernel";
+    std::string tmp = path + ".tmp" + std::to_string(::getpid());
+    {
+      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+      f.write(reinterpret_cast<const char *>(&h), sizeof h);
+      f.write(key.data(), std::streamsize(key.size()));
+      f.write(object.data(), std::streamsize(object.size()));
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec); // a failed write: no cache entry
+    if (ec)
+      std::filesystem::remove(tmp, ec);
+  }
+  return add_object(entry, object.data(), object.size());
 }
 
 } // namespace ember::codegen

@@ -484,8 +484,9 @@ CompiledKernel compile_kernel(const KernelSpec &spec,
   EMBER_CHECK(!spec.outputs.empty(),
               "compile_kernel: the kernel has no outputs");
   CpuJit &jit = CpuJit::get();
+  const std::string disk_key = spec.str() + jit.target();
   // (a kernel kept with its IR is a separate entry under its own symbol)
-  std::string key = spec.str() + jit.target() + (options.keep_ir ? " ir" : "");
+  std::string key = disk_key + (options.keep_ir ? " ir" : "");
   static std::mutex mu;
   static std::unordered_map<std::string, CompiledKernel> cache;
   {
@@ -498,10 +499,20 @@ CompiledKernel compile_kernel(const KernelSpec &spec,
   CompiledKernel k;
   k.numel = spec.numel();
   k.name = "ember_kernel_" + hex(std::hash<std::string>()(key));
-  KernelModule km = jit.new_module(k.name);
-  Emitter(spec, km).emit(k.name);
-  k.fn = reinterpret_cast<CompiledKernel::Fn>(jit.compile(
-      std::move(km), k.name, options.keep_ir ? &k.llvm_ir : nullptr));
+  std::string why;
+  void *fn =
+      options.keep_ir ? nullptr : jit.load_cached(disk_key, k.name, &why);
+  if (fn) {
+    k.origin = "disk cache";
+  } else {
+    k.origin = why.find("disk cache entry") == 0 ? "compiled (" + why + ")"
+                                                 : "compiled";
+    KernelModule km = jit.new_module(k.name);
+    Emitter(spec, km).emit(k.name);
+    fn = jit.compile(std::move(km), k.name, disk_key,
+                     options.keep_ir ? &k.llvm_ir : nullptr);
+  }
+  k.fn = reinterpret_cast<CompiledKernel::Fn>(fn);
   k.compile_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();

@@ -85,6 +85,9 @@ struct CompiledKernel {
   std::string name;    ///< its symbol: "ember_kernel_<hash>"
   std::string llvm_ir; ///< the optimized LLVM IR (when asked for)
   double compile_seconds = 0;
+  /// Where it came from: "compiled", "disk cache", or "compiled (<why the
+  /// disk cache entry was not used>)" for a stale or corrupt entry.
+  std::string origin;
 
   /// Runs the whole iteration space, in parallel over the runtime's thread
   /// pool when it is large.
@@ -96,8 +99,10 @@ struct CompileKernelOptions {
 };
 
 /// Builds the kernel's LLVM IR, optimizes it at O3 for the host and JIT-
-/// compiles it. Raises ember::Error for a spec it cannot compile (an op
-/// without a scalar library function, a dtype it does not cover).
+/// compiles it; or loads it from the in-process cache, or from the disk
+/// cache (Note [Disk kernel cache] in CpuJit.cpp). Raises ember::Error for a
+/// spec it cannot compile (an op without a scalar library function, a dtype
+/// it does not cover).
 CompiledKernel compile_kernel(const KernelSpec &spec,
                               const CompileKernelOptions &options = {});
 

@@ -257,8 +257,7 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
 
   frontend::LowerOptions lo;
   lo.opt_level = int(options.opt_level());
-  lo.keep_kernel_ir = env::get("EMBER_DEBUG_DIR").has_value() ||
-                      logging::enabled(logging::Topic::kernels);
+  lo.keep_kernel_ir = env::get("EMBER_DEBUG_DIR").has_value();
   frontend::Lowered lowered = frontend::lower(trace, lo);
   e->program = std::make_unique<Program>(std::move(lowered.program));
 
@@ -323,7 +322,9 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
     logging::log(Topic::fusion, os.str());
     if (!k.name.empty() && logging::enabled(Topic::kernels)) {
       std::ostringstream ks;
-      ks << k.name << " (" << k.compile_seconds * 1e3 << " ms):\n" << k.spec;
+      ks << k.name << " (" << k.origin << ", " << k.compile_seconds * 1e3
+         << " ms):\n"
+         << k.spec;
       logging::log(Topic::kernels, ks.str());
     }
   }

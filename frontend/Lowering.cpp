@@ -80,6 +80,7 @@ Lowered lower(const ir::Trace &trace, const LowerOptions &options) {
     k.spec = c.spec;
     k.llvm_ir = std::move(c.llvm_ir);
     k.compile_seconds = c.compile_seconds;
+    k.origin = c.origin;
     out.kernels.push_back(std::move(k));
   }
   out.codegen_seconds = since(t0);

@@ -24,6 +24,7 @@ struct KernelInfo {
   std::string spec;             ///< what the kernel computes (KernelSpec::str)
   std::string llvm_ir; ///< optimized LLVM IR (LowerOptions::keep_kernel_ir)
   double compile_seconds = 0;
+  std::string origin; ///< "compiled", "disk cache", ...
 };
 
 struct Lowered {

@@ -20,10 +20,16 @@ namespace ember::env {
     "the same count.")                                                         \
   _(EMBER_LOGS,                                                                \
     "Comma list of compiler logs to print on stderr: graph, ir, guards, "      \
-    "breaks, recompiles (runtime/Logging.h). Unknown names are an error.")     \
+    "breaks, recompiles, passes, fusion, kernels (runtime/Logging.h). "        \
+    "Unknown names are an error.")                                             \
   _(EMBER_DEBUG_DIR,                                                           \
     "Folder that receives, for each compiled graph, its trace (.trace), its "  \
-    "MLIR (.mlir, readable by ember-opt) and its Graphviz graph (.dot).")
+    "MLIR (.mlir, readable by ember-opt), its Graphviz graph (.dot), the "     \
+    "module after the passes (.fused.mlir), each kernel's LLVM IR (.ll) and "  \
+    "the map of kernels to source ops (.kernels.txt).")                        \
+  _(EMBER_CACHE_DIR,                                                           \
+    "Folder of the on-disk kernel cache (default: $XDG_CACHE_HOME/ember, "     \
+    "else ~/.cache/ember); empty turns the disk cache off.")
 
 struct Var {
   const char *name;
