@@ -315,6 +315,8 @@ private:
       return b_.getFloatTy();
     case ScalarType::Double:
       return b_.getDoubleTy();
+    default:
+      break;
     }
     EMBER_CHECK(false, "codegen: unsupported dtype");
     return nullptr;
@@ -397,6 +399,8 @@ private:
     case ScalarType::Double:
       return llvm::ConstantFP::get(b_.getDoubleTy(),
                                    *static_cast<const double *>(p));
+    default:
+      break;
     }
     EMBER_CHECK(false, "codegen: unsupported dtype");
     return nullptr;

@@ -32,6 +32,8 @@ const char *dtype_tag(ScalarType t) {
     return "f32";
   case ScalarType::Double:
     return "f64";
+  default:
+    break;
   }
   EMBER_CHECK(false, "codegen: no scalar library type for dtype ", int(t));
   return "";
