@@ -12,26 +12,11 @@ extern const size_t kScalarLibrary_baseline_size, kScalarLibrary_v3_size;
 
 const char *dtype_tag(ScalarType t) {
   switch (t) {
-  case ScalarType::Bool:
-    return "b8";
-  case ScalarType::Byte:
-    return "u8";
-  case ScalarType::Char:
-    return "i8";
-  case ScalarType::Short:
-    return "i16";
-  case ScalarType::Int:
-    return "i32";
-  case ScalarType::Long:
-    return "i64";
-  case ScalarType::Half:
-    return "f16";
-  case ScalarType::BFloat16:
-    return "bf16";
-  case ScalarType::Float:
-    return "f32";
-  case ScalarType::Double:
-    return "f64";
+#define X(type, tag)                                                           \
+  case type:                                                                   \
+    return tag;
+#include "codegen/ScalarLibraryTags.inc"
+#undef X
   default:
     break;
   }

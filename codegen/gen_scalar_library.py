@@ -27,19 +27,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "eager", "ops"))
 import gen_ops  # noqa: E402
 
-# dtype tag -> (C++ storage type, register type); the tags are also
-# ScalarType names' short forms (codegen/ScalarLibrary.h, kDtypeTags).
+# dtype tag -> (C++ storage type, register type, ScalarType). The C++ side
+# reads the tags from ScalarLibraryTags.inc (codegen/ScalarLibrary.cpp).
 DTYPES = {
-    "b8": ("bool", "bool"),
-    "u8": ("uint8_t", "uint8_t"),
-    "i8": ("int8_t", "int8_t"),
-    "i16": ("int16_t", "int16_t"),
-    "i32": ("int32_t", "int32_t"),
-    "i64": ("int64_t", "int64_t"),
-    "f16": ("Half", "float"),
-    "bf16": ("BFloat16", "float"),
-    "f32": ("float", "float"),
-    "f64": ("double", "double"),
+    "b8": ("bool", "bool", "Bool"),
+    "u8": ("uint8_t", "uint8_t", "Byte"),
+    "i8": ("int8_t", "int8_t", "Char"),
+    "i16": ("int16_t", "int16_t", "Short"),
+    "i32": ("int32_t", "int32_t", "Int"),
+    "i64": ("int64_t", "int64_t", "Long"),
+    "f16": ("Half", "float", "Half"),
+    "bf16": ("BFloat16", "float", "BFloat16"),
+    "f32": ("float", "float", "Float"),
+    "f64": ("double", "double", "Double"),
 }
 # The compute types (compute_t of the storage types) of each dtype group.
 GROUPS = {
@@ -52,12 +52,12 @@ GROUPS = {
 
 def to_storage(tag, v):
     """Register value -> storage type value."""
-    storage, reg = DTYPES[tag]
+    storage, reg, _ = DTYPES[tag]
     return f"{storage}({v})" if storage != reg else v
 
 
 def to_register(tag, v):
-    storage, reg = DTYPES[tag]
+    storage, reg, _ = DTYPES[tag]
     return f"static_cast<{reg}>({v})" if storage != reg else v
 
 
@@ -106,13 +106,17 @@ def main():
     ap.add_argument("--yaml", required=True)
     ap.add_argument("--out", required=True, help="the generated-files root")
     a = ap.parse_args()
-    text = generate(gen_ops.expand(yaml.safe_load(open(a.yaml))))
-    path = os.path.join(a.out, "codegen", "ScalarLibrary.cpp")
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    old = open(path).read() if os.path.exists(path) else None
-    if old != text:  # unchanged output keeps its timestamp (no rebuilds)
-        with open(path, "w") as f:
-            f.write(text)
+    files = {"ScalarLibrary.cpp": generate(gen_ops.expand(yaml.safe_load(open(a.yaml)))),
+             "ScalarLibraryTags.inc": "".join(
+                 f'X(ScalarType::{st}, "{tag}")\n'
+                 for tag, (_, _, st) in DTYPES.items())}
+    for name, text in files.items():
+        path = os.path.join(a.out, "codegen", name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        old = open(path).read() if os.path.exists(path) else None
+        if old != text:  # unchanged output keeps its timestamp (no rebuilds)
+            with open(path, "w") as f:
+                f.write(text)
 
 
 if __name__ == "__main__":
