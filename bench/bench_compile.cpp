@@ -2,8 +2,9 @@
 // - the cost of running a function through compile() against running it
 //   eagerly, on small tensors where the per-op cost shows: capture on every
 //   call (a cache hit), and replay mode (no capture), for chains of N ops;
-// - the cost of compiling one graph of N ops (capture, the ember MLIR module
-//   built and verified, imported back into a program), cold each iteration;
+// - the cost of compiling one graph of N ops at opt_level 0 (capture, the
+//   ember MLIR module built and verified, imported back into a program),
+//   cold each iteration (bench_fusion measures kernel compile times);
 // - an MLP 784-1024-1024-10 at batch 256 (inference), eager vs compiled:
 //   with real work per op, the front end's overhead should vanish.
 //
@@ -38,9 +39,12 @@ Tensor chain(const Tensor &x, int64_t n) {
   return y;
 }
 
+/// (ops in the chain, optimisation level): level 0 runs each op's eager
+/// kernel (the front end's own cost), level 2 one fused kernel.
 void chain_args(benchmark::internal::Benchmark *b) {
-  for (int64_t n : {1, 8, 64})
-    b->Arg(n);
+  for (int64_t level : {0, 2})
+    for (int64_t n : {1, 8, 64})
+      b->Args({n, level});
 }
 
 // --- per-call overhead on small tensors (16 floats) ------------------------
@@ -52,7 +56,7 @@ void BM_Chain_Eager(benchmark::State &s) {
     benchmark::DoNotOptimize(chain(x, s.range(0)));
   s.counters["ops"] = double(s.range(0));
 }
-BENCHMARK(BM_Chain_Eager)->Apply(chain_args);
+BENCHMARK(BM_Chain_Eager)->Arg(1)->Arg(8)->Arg(64);
 
 /// A chain through compile(): captured at every call (a cache hit), or
 /// replayed without running the function.
@@ -60,6 +64,7 @@ void compiled_chain(benchmark::State &s, CompileOptions options) {
   NoGradGuard g;
   Tensor x = randn({16});
   int64_t n = s.range(0);
+  options.opt_level(s.range(1));
   auto f = compile([n](const Tensor &t) { return chain(t, n); }, options);
   f(x); // capture + compile once
   for (auto _ : s)
@@ -81,7 +86,8 @@ void BM_CompileGraph(benchmark::State &s) {
   int64_t n = s.range(0);
   double compile_s = 0, capture_s = 0;
   for (auto _ : s) {
-    auto f = compile([n](const Tensor &t) { return chain(t, n); });
+    auto f = compile([n](const Tensor &t) { return chain(t, n); },
+                     CompileOptions().opt_level(0));
     benchmark::DoNotOptimize(f(x));
     ExplainOutput e = f.explain();
     compile_s += e.compile_seconds;
@@ -93,7 +99,11 @@ void BM_CompileGraph(benchmark::State &s) {
   s.counters["capture_ms"] = capture_s * 1e3 / double(s.iterations());
   s.counters["ops"] = double(n);
 }
-BENCHMARK(BM_CompileGraph)->Apply(chain_args)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_CompileGraph)
+    ->Arg(1)
+    ->Arg(8)
+    ->Arg(64)
+    ->Unit(benchmark::kMicrosecond);
 
 // --- MLP inference
 // -------------------------------------------------------------

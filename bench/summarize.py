@@ -83,15 +83,17 @@ def counter(name, key):
     rs = runs.get(name)
     return statistics.median(r[key] for r in rs) if rs and key in rs[0] else None
 
-for n in (1, 8, 64):
-    eager = med.get(f"BM_Chain_Eager/{n}")
-    comp = med.get(f"BM_Chain_Compiled/{n}")
-    replay = med.get(f"BM_Chain_Replay/{n}")
-    if eager and comp and replay:
-        print(f"- chain of {n} pointwise ops on 16 floats: eager {eager / 1e3:.2f} us, "
-              f"compiled {comp / 1e3:.2f} us ({comp / eager:.2f}x; "
-              f"{(comp - eager) / n:.0f} ns per op over eager, capture on every "
-              f"call), replay {replay / 1e3:.2f} us ({replay / eager:.2f}x)")
+for level in (0, 2):
+    for n in (1, 8, 64):
+        eager = med.get(f"BM_Chain_Eager/{n}")
+        comp = med.get(f"BM_Chain_Compiled/{n}/{level}")
+        replay = med.get(f"BM_Chain_Replay/{n}/{level}")
+        if eager and comp and replay:
+            print(f"- opt_level {level}, chain of {n} pointwise ops on 16 floats: "
+                  f"eager {eager / 1e3:.2f} us, compiled {comp / 1e3:.2f} us "
+                  f"({comp / eager:.2f}x; {(comp - eager) / n:+.0f} ns per op "
+                  f"against eager, capture on every call), replay "
+                  f"{replay / 1e3:.2f} us ({replay / eager:.2f}x)")
 for n in (1, 8, 64):
     name = f"BM_CompileGraph/{n}"
     if name in med:
