@@ -145,10 +145,20 @@ std::vector<Tensor> Program::run(const std::vector<Tensor> &inputs) const {
     if (!dst.is_same(env[m.value]))
       dst.copy_(env[m.value]);
   }
+  // Every output is a new tensor, as eager made it: after folding (x * 1 ->
+  // x) or CSE an output can be an input, a constant, or another output; those
+  // are copied so that writing one never writes another.
   std::vector<Tensor> out;
   out.reserve(trace_.outputs.size());
-  for (int v : trace_.outputs)
-    out.push_back(env[v]);
+  std::vector<bool> taken(trace_.types.size(), false);
+  for (const ir::Input &in : trace_.inputs)
+    taken[in.value] = true;
+  for (const ir::Constant &c : trace_.constants)
+    taken[c.value] = true;
+  for (int v : trace_.outputs) {
+    out.push_back(taken[v] ? env[v].clone() : env[v]);
+    taken[v] = true;
+  }
   return out;
 }
 

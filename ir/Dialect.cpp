@@ -16,6 +16,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cctype>
+#include <cstring>
 #include <mutex>
 
 using namespace mlir;
@@ -932,11 +933,94 @@ LogicalResult verifyTableOp(Operation *op) {
 // disagree with running the graph. Modes, capture and autograd are excluded
 // while the kernel runs. Eager errors (a bad index in a constant) leave the
 // op unfolded: running it raises the error at its place.
+namespace {
+// Note [Identities]
+// ops.yaml's `identity:` lists, per op, argument values that make the op
+// return `self` unchanged (x * 1, x - 0, x + (-0.0)). The folder returns
+// `self` when each listed argument (a constant operand or an attribute) is
+// that value, compared bit for bit after both are converted to the result's
+// dtype as eager converts (so x + 0 stays: for x = -0.0 it is +0.0), and
+// the result has self's type (no broadcast, no promotion).
+struct IdentityArg {
+  const char *op, *arg;
+  double value;
+};
+constexpr IdentityArg kIdentities[] = {
+#define X(op, arg, value) {op, arg, value},
+#include "ir/EmberIdentities.inc"
+#undef X
+};
+
+/// `a` and `b` as elements of `dtype`, bit for bit.
+bool same_in(ScalarType dtype, const Scalar &a, const Scalar &b) {
+  Tensor x = scalar_tensor(a, TensorOptions(dtype));
+  Tensor y = scalar_tensor(b, TensorOptions(dtype));
+  return std::memcmp(x.data_ptr(), y.data_ptr(), x.element_size()) == 0;
+}
+
+OpFoldResult fold_identity(Operation *op, const OperatorHandle &h,
+                           llvm::ArrayRef<Attribute> operands) {
+  llvm::StringRef name = op->getName().getStringRef();
+  bool listed = false;
+  if (op->getNumOperands() == 0 || op->getNumResults() != 1 ||
+      op->getOperand(0).getType() != op->getResult(0).getType())
+    return {};
+  ScalarType dtype = value_type(op->getResult(0).getType()).dtype;
+  const FunctionSchema &s = h.schema();
+  std::vector<OperandGroup> groups =
+      operand_groups(s, op->getNumOperands(), op->getAttrDictionary());
+  for (const IdentityArg &id : kIdentities) {
+    if (name != id.op)
+      continue;
+    listed = true;
+    Scalar value;
+    bool found = false;
+    for (size_t i = 0; i < s.arguments.size() && !found; ++i) {
+      const Argument &a = s.arguments[i];
+      if (a.name != id.arg)
+        continue;
+      found = true;
+      if (arg_kind(a) == ArgKind::Tensor) {
+        Attribute c = operands[groups[i].begin];
+        if (isScalarAttr(c)) {
+          value = scalar_of(c);
+        } else if (auto d = llvm::dyn_cast_or_null<DenseElementsAttr>(c);
+                   d && d.isSplat()) {
+          Tensor t = tensor_of_dense(d);
+          if (t.numel() == 0)
+            return {};
+          value = t.reshape({-1})[0].item();
+        } else {
+          return {};
+        }
+      } else {
+        Attribute attr = op->getAttr(a.name);
+        IValue v = attr ? from_attr(attr, a) : default_value(a);
+        if (!v.isScalar())
+          return {};
+        value = v.toScalar();
+      }
+    }
+    if (!found || !same_in(dtype, value, Scalar(id.value)))
+      return {};
+  }
+  return listed ? OpFoldResult(op->getOperand(0)) : OpFoldResult();
+}
+} // namespace
+
 LogicalResult foldMany(Operation *op, llvm::ArrayRef<Attribute> operands,
                        llvm::SmallVectorImpl<OpFoldResult> &results) {
   const OperatorHandle *h = table_op(op);
   if (!h || operands.empty())
     return failure();
+  try {
+    if (OpFoldResult self = fold_identity(op, *h, operands)) {
+      results.push_back(self);
+      return success();
+    }
+  } catch (const std::exception &) {
+    return failure();
+  }
   for (Attribute a : operands)
     if (!small_constant(a))
       return failure();

@@ -101,3 +101,32 @@ TEST(E2EBasic, IntermediatesAreFreedAfterTheirLastUse) {
   EXPECT_GE(peak, mib);                        // the result itself
   EXPECT_EQ(memory_allocated() - before, mib); // only the result is left
 }
+
+TEST(E2EBasic, FoldedOutputsAreNewTensors) {
+  // x * 1 folds to x and CSE merges a and b: the results are still new,
+  // distinct tensors, as eagerly (writing one writes nothing else).
+  NoGradGuard no_grad;
+  auto fn = [](const Tensor &x) {
+    Tensor a = x * 2, b = x * 2;
+    return std::make_tuple(x * 1, a, b);
+  };
+  for (int64_t level = 0; level <= 2; ++level) {
+    auto f = compile(fn, CompileOptions().opt_level(level));
+    Tensor x = random({4}), keep = x.clone();
+    auto [y, a, b] = f(x);
+    EXPECT_FALSE(y.is_alias_of(x)) << "level " << level;
+    EXPECT_FALSE(a.is_alias_of(b)) << "level " << level;
+    y.fill_(7);
+    a.fill_(8);
+    EXPECT_TRUE(ember::test::identical(x, keep)) << "level " << level;
+    EXPECT_TRUE(ember::test::identical(b, keep * 2)) << "level " << level;
+    if (level >= 1) { // the folding and the CSE did happen
+      const std::string &ir = f.explain().graphs.at(0).ir_optimized;
+      size_t muls = 0;
+      for (size_t p = ir.find("ember.mul.Tensor"); p != std::string::npos;
+           p = ir.find("ember.mul.Tensor", p + 1))
+        ++muls;
+      EXPECT_EQ(muls, 1u) << ir;
+    }
+  }
+}

@@ -1,0 +1,39 @@
+// RUN: ember-opt %s --canonicalize --split-input-file | FileCheck %s
+// The identities of ops.yaml (`identity:`), folded by canonicalize only
+// where they are exact in the result's dtype (Note [Identities]).
+
+// CHECK-LABEL: func.func @exact
+// CHECK-NEXT: return %arg0, %arg0, %arg0, %arg1, %arg0 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xi64>, tensor<4xf32>
+func.func @exact(%x: tensor<4xf32>, %i: tensor<4xi64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xi64>, tensor<4xf32>) {
+  %one = ember.constant {wrapped_number} dense<1.000000e+00> : tensor<f64>
+  %zero = ember.constant {wrapped_number} dense<0> : tensor<i64>
+  %nzero = ember.constant {wrapped_number} dense<-0.000000e+00> : tensor<f64>
+  %e = ember.add.Tensor %x, %nzero : (tensor<4xf32>, tensor<f64>) -> tensor<4xf32>
+  %a = ember.mul.Tensor %x, %one : (tensor<4xf32>, tensor<f64>) -> tensor<4xf32>
+  %b = ember.sub.Tensor %x, %zero : (tensor<4xf32>, tensor<i64>) -> tensor<4xf32>
+  %c = ember.div.Tensor %x, %one : (tensor<4xf32>, tensor<f64>) -> tensor<4xf32>
+  %d = ember.add.Tensor %i, %zero : (tensor<4xi64>, tensor<i64>) -> tensor<4xi64>
+  return %a, %b, %c, %d, %e : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xi64>, tensor<4xf32>
+}
+
+// -----
+
+// x + 0 is +0.0 for x = -0.0: kept for floats. x - 2*0 and x / 1 of an
+// integer tensor (a float result) are not x either; neither is a product
+// that broadcasts.
+// CHECK-LABEL: func.func @inexact
+// CHECK: ember.add.Tensor
+// CHECK: ember.sub.Tensor {{.*}}alpha = 2
+// CHECK: ember.div.Tensor
+// CHECK: ember.mul.Tensor
+// CHECK: return
+func.func @inexact(%x: tensor<4xf32>, %i: tensor<4xi64>, %r: tensor<1x4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4xf32>) {
+  %zero = ember.constant {wrapped_number} dense<0> : tensor<i64>
+  %one = ember.constant {wrapped_number} dense<1.000000e+00> : tensor<f64>
+  %ones = ember.constant dense<1.000000e+00> : tensor<2x1xf32>
+  %a = ember.add.Tensor %x, %zero : (tensor<4xf32>, tensor<i64>) -> tensor<4xf32>
+  %b = ember.sub.Tensor %x, %zero {alpha = 2 : i64} : (tensor<4xf32>, tensor<i64>) -> tensor<4xf32>
+  %c = ember.div.Tensor %i, %one : (tensor<4xi64>, tensor<f64>) -> tensor<4xf32>
+  %d = ember.mul.Tensor %r, %ones : (tensor<1x4xf32>, tensor<2x1xf32>) -> tensor<2x4xf32>
+  return %a, %b, %c, %d : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4xf32>
+}
