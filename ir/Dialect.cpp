@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Support/DebugStringHelper.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -946,9 +947,11 @@ struct IdentityArg {
   double value;
 };
 constexpr IdentityArg kIdentities[] = {
-#define X(op, arg, value) {op, arg, value},
+#define EMBER_IDENTITY(op, arg, value) {op, arg, value},
+#define EMBER_COMPOSES(op)
 #include "ir/EmberIdentities.inc"
-#undef X
+#undef EMBER_IDENTITY
+#undef EMBER_COMPOSES
 };
 
 /// `a` and `b` as elements of `dtype`, bit for bit.
@@ -1006,6 +1009,38 @@ OpFoldResult fold_identity(Operation *op, const OperatorHandle &h,
   }
   return listed ? OpFoldResult(op->getOperand(0)) : OpFoldResult();
 }
+
+/// A chain of view ops that gives its root's elements back in the root's
+/// layout is the root: t(t(x)), x.unsqueeze(0).squeeze(0), x.view(x's
+/// shape). Decided by replaying the chain on a fake contiguous root with
+/// the shape rules (the geometry eager's views would have).
+OpFoldResult fold_view_chain(Operation *op) {
+  llvm::SmallVector<Operation *> chain;
+  Value root = op->getResult(0);
+  for (Operation *d = op; d && d->hasTrait<OpTrait::View>() &&
+                          d->getNumOperands() == 1 && table_op(d);
+       d = root.getDefiningOp()) {
+    chain.push_back(d);
+    root = d->getOperand(0);
+  }
+  if (chain.empty() || root.getType() != op->getResult(0).getType())
+    return {};
+  ValueType t = value_type(root.getType());
+  Tensor base = meta::fake(t.sizes, t.dtype, t.device), cur = base;
+  for (Operation *v : llvm::reverse(chain)) {
+    const OperatorHandle *h = table_op(v);
+    Stack st = table_arguments(*h, 1, v->getAttrDictionary(),
+                               [&](unsigned) { return cur; });
+    meta::Result r = meta::infer(*h, st);
+    if (!r.needs_data.empty() || r.outputs.size() != 1)
+      return {};
+    cur = r.outputs[0];
+  }
+  if (cur.sizes() == base.sizes() && cur.strides() == base.strides() &&
+      cur.storage_offset() == base.storage_offset())
+    return root;
+  return {};
+}
 } // namespace
 
 LogicalResult foldMany(Operation *op, llvm::ArrayRef<Attribute> operands,
@@ -1014,8 +1049,11 @@ LogicalResult foldMany(Operation *op, llvm::ArrayRef<Attribute> operands,
   if (!h || operands.empty())
     return failure();
   try {
-    if (OpFoldResult self = fold_identity(op, *h, operands)) {
-      results.push_back(self);
+    OpFoldResult same = fold_view_chain(op);
+    if (!same)
+      same = fold_identity(op, *h, operands);
+    if (same) {
+      results.push_back(same);
       return success();
     }
   } catch (const std::exception &) {
@@ -1126,6 +1164,51 @@ Operation *EmberDialect::materializeConstant(OpBuilder &builder,
     return builder.create<ConstantOp>(
         loc, DenseElementsAttr::get(tensor, value), /*wrapped_number=*/true);
   return nullptr;
+}
+
+// ---------------------------------------------------------------------------
+// Canonicalization patterns of the whole dialect
+// ---------------------------------------------------------------------------
+
+namespace {
+constexpr const char *kComposing[] = {
+#define EMBER_IDENTITY(op, arg, value)
+#define EMBER_COMPOSES(op) op,
+#include "ir/EmberIdentities.inc"
+#undef EMBER_IDENTITY
+#undef EMBER_COMPOSES
+    nullptr};
+
+/// op(op(x, a), b) -> op(x, b) for the ops ops.yaml marks `composes` (a view
+/// of a view is one view).
+struct Compose : RewritePattern {
+  explicit Compose(MLIRContext *ctx)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
+  LogicalResult matchAndRewrite(Operation *op,
+                                PatternRewriter &rewriter) const override {
+    llvm::StringRef name = op->getName().getStringRef();
+    bool composes = false;
+    for (const char *const *c = kComposing; *c; ++c)
+      composes = composes || name == *c;
+    if (!composes || op->getNumOperands() != 1)
+      return failure();
+    Operation *inner = op->getOperand(0).getDefiningOp();
+    if (!inner || inner->getName() != op->getName() ||
+        inner->getNumOperands() != 1)
+      return failure();
+    OperationState state(op->getLoc(), op->getName());
+    state.addOperands(inner->getOperand(0));
+    state.addAttributes(op->getAttrs());
+    state.addTypes(op->getResultTypes());
+    rewriter.replaceOp(op, rewriter.create(state)->getResults());
+    return success();
+  }
+};
+} // namespace
+
+void EmberDialect::getCanonicalizationPatterns(
+    RewritePatternSet &results) const {
+  results.add<Compose>(getContext());
 }
 
 // ---------------------------------------------------------------------------

@@ -40,6 +40,7 @@ def Ember_Dialect : Dialect {
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 1;
+  let hasCanonicalizer = 1;
   // Note [Attributes in the dictionary]
   // Inference, folding and import read an op's arguments generically, by
   // schema argument name (ir/Dialect.cpp): keeping attributes in the

@@ -37,3 +37,31 @@ func.func @inexact(%x: tensor<4xf32>, %i: tensor<4xi64>, %r: tensor<1x4xf32>) ->
   %d = ember.mul.Tensor %r, %ones : (tensor<1x4xf32>, tensor<2x1xf32>) -> tensor<2x4xf32>
   return %a, %b, %c, %d : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4xf32>
 }
+
+// -----
+
+// View chains that give their root back: folded to the root (replayed on the
+// shape rules); a chain that moves elements is kept.
+// CHECK-LABEL: func.func @views
+// CHECK-NEXT: %[[T:.*]] = ember.t %arg0
+// CHECK-NEXT: return %arg0, %arg0, %arg0, %[[T]]
+func.func @views(%x: tensor<3x4xf32>) -> (tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<4x3xf32>) {
+  %a = ember.t %x : (tensor<3x4xf32>) -> tensor<4x3xf32>
+  %b = ember.t %a : (tensor<4x3xf32>) -> tensor<3x4xf32>
+  %c = ember.unsqueeze %x {dim = 0 : i64} : (tensor<3x4xf32>) -> tensor<1x3x4xf32>
+  %d = ember.squeeze.dim %c {dim = 0 : i64} : (tensor<1x3x4xf32>) -> tensor<3x4xf32>
+  %e = ember.view %x {size = array<i64: 3, 4>} : (tensor<3x4xf32>) -> tensor<3x4xf32>
+  return %b, %d, %e, %a : tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<4x3xf32>
+}
+
+// -----
+
+// A view of a view is one view (ops.yaml `composes`).
+// CHECK-LABEL: func.func @view_of_view
+// CHECK-NEXT: %[[V:.*]] = ember.view %arg0 {size = array<i64: 2, 6>} : (tensor<3x4xf32>) -> tensor<2x6xf32>
+// CHECK-NEXT: return %[[V]]
+func.func @view_of_view(%x: tensor<3x4xf32>) -> tensor<2x6xf32> {
+  %a = ember.view %x {size = array<i64: 12>} : (tensor<3x4xf32>) -> tensor<12xf32>
+  %b = ember.view %a {size = array<i64: 2, 6>} : (tensor<12xf32>) -> tensor<2x6xf32>
+  return %b : tensor<2x6xf32>
+}
