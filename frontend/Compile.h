@@ -69,11 +69,20 @@ struct Recompile {
   std::string reason;
 };
 
+/// One kernel of a compiled graph.
+struct KernelSummary {
+  std::string name;             ///< "cpu ember_kernel_<hash>"
+  std::vector<std::string> ops; ///< the ops it computes, in order
+  std::string origin;           ///< "compiled", "disk cache", ...
+  double compile_seconds = 0;   ///< LLVM IR + O3 + object + JIT (or load)
+};
+
 /// One compiled graph (a cache entry).
 struct GraphInfo {
-  std::string name;      ///< "fn0_graph1"
-  int64_t ops = 0;       ///< ops in the graph, as captured
-  int64_t kernels = 0;   ///< compiled kernels (fusions) that run it
+  std::string name;    ///< "fn0_graph1"
+  int64_t ops = 0;     ///< ops in the graph, as captured
+  int64_t kernels = 0; ///< compiled kernels (fusions) that run it
+  std::vector<KernelSummary> kernel_list;
   int64_t fallbacks = 0; ///< ops run by their eager kernel
   /// Why ops run eagerly: "ember::mm: no CPU kernel for this op", one line
   /// per kind of op and reason.

@@ -286,6 +286,9 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
                        "kernel runs)")];
     }
   }
+  for (const frontend::KernelInfo &k : lowered.kernels)
+    if (!k.name.empty())
+      info.kernel_list.push_back({k.name, k.ops, k.origin, k.compile_seconds});
   for (const auto &[why, count] : reasons)
     info.fallback_reasons.push_back(
         why + (count > 1 ? " (x" + std::to_string(count) + ")" : ""));
@@ -663,6 +666,13 @@ std::string ExplainOutput::str() const {
        << " kernels, " << g.fallbacks << " eager fallbacks, " << g.inputs
        << " inputs, " << g.outputs << " outputs, " << g.mutations
        << " mutations, " << g.guards << " guards\n";
+    for (const KernelSummary &k : g.kernel_list) {
+      os << "    kernel " << k.name << " (" << k.origin << ", "
+         << k.compile_seconds * 1e3 << " ms):";
+      for (const std::string &op : k.ops)
+        os << " " << op;
+      os << "\n";
+    }
     for (const std::string &why : g.fallback_reasons)
       os << "    eager: " << why << "\n";
     std::istringstream lines(g.trace);
