@@ -121,7 +121,7 @@ TEST(E2EBasic, FoldedOutputsAreNewTensors) {
     EXPECT_TRUE(ember::test::identical(x, keep)) << "level " << level;
     EXPECT_TRUE(ember::test::identical(b, keep * 2)) << "level " << level;
     if (level >= 1) { // the folding and the CSE did happen
-      const std::string &ir = f.explain().graphs.at(0).ir_optimized;
+      std::string ir = f.explain().graphs.at(0).ir_optimized;
       size_t muls = 0;
       for (size_t p = ir.find("ember.mul.Tensor"); p != std::string::npos;
            p = ir.find("ember.mul.Tensor", p + 1))
