@@ -267,7 +267,10 @@ public:
     }
   }
 
-  /// Graphs, breaks, recompiles and timings of every call so far.
+  /// Graphs, breaks, recompiles and timings of every call so far: a
+  /// snapshot, returned by value. Keep it in a variable before taking
+  /// references into it (`auto e = f.explain(); const auto &g =
+  /// e.graphs[0];`): a reference into `f.explain().graphs[0]` dangles.
   ExplainOutput explain() const { return detail::explain_of(*state_); }
 
 private:
