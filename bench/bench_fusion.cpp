@@ -112,12 +112,13 @@ void BM_KernelCompile_Cold(benchmark::State &s) {
   // LLVM's initialisation, measured below).
   NoGradGuard g;
   Tensor x = randn({1024});
-  static double c = 0.5; // across repetitions too: always a new kernel
+  static double next = 0.5; // across repetitions too: always a new kernel
   ::setenv("EMBER_CACHE_DIR", "", 1); // the disk cache off: really compile
   for (auto _ : s) {
+    double c = next;
+    next += 1.0;
     auto f = compile([c](const Tensor &t) { return (t * c).exp() + c; });
     benchmark::DoNotOptimize(f(x));
-    c += 1.0;
   }
   ::unsetenv("EMBER_CACHE_DIR");
 }

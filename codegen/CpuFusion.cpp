@@ -25,16 +25,6 @@ std::vector<int64_t> strides_over(IntArrayRef tsizes, IntArrayRef tstrides,
   return st;
 }
 
-std::vector<int64_t> contiguous_strides(IntArrayRef sizes) {
-  std::vector<int64_t> st(sizes.size());
-  int64_t s = 1;
-  for (size_t d = sizes.size(); d-- > 0;) {
-    st[d] = s;
-    s *= sizes[d];
-  }
-  return st;
-}
-
 class CpuFusionKernel final : public ir::Kernel {
 public:
   CpuFusionKernel(KernelSpec spec, std::vector<ir::ValueType> outputs,
@@ -98,7 +88,8 @@ std::string build_spec(const ir::Trace &body, KernelSpec &k) {
   for (const ir::Input &in : body.inputs) {
     const ir::ValueType &t = body.types[size_t(in.value)];
     id[size_t(in.value)] = k.input(
-        t.dtype, strides_over(t.sizes, contiguous_strides(t.sizes), k.shape));
+        t.dtype,
+        strides_over(t.sizes, ember::contiguous_strides(t.sizes), k.shape));
     fakes[size_t(in.value)] = meta::fake(t.sizes, t.dtype);
   }
   for (const ir::Constant &c : body.constants) {

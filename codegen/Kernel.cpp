@@ -2,6 +2,7 @@
 
 #include "codegen/CpuJit.h"
 #include "eager/Factory.h"
+#include "eager/TensorImpl.h"
 #include "runtime/Error.h"
 #include "runtime/ThreadPool.h"
 
@@ -62,12 +63,7 @@ ScalarType KernelSpec::dtype(int v) const {
   return steps[size_t(x.index)].out;
 }
 
-int64_t KernelSpec::numel() const {
-  int64_t n = 1;
-  for (int64_t s : shape)
-    n *= s;
-  return n;
-}
+int64_t KernelSpec::numel() const { return multiply_sizes(shape); }
 
 std::string KernelSpec::str() const {
   std::ostringstream os;
@@ -138,14 +134,9 @@ Loops coalesce(const KernelSpec &k) {
   const size_t nops = k.outputs.size() + k.inputs.size();
   std::vector<std::vector<int64_t>> st(nops);
   // Outputs are contiguous (row-major over the shape).
-  std::vector<int64_t> contiguous(k.shape.size());
-  int64_t s = 1;
-  for (size_t d = k.shape.size(); d-- > 0;) {
-    contiguous[d] = s;
-    s *= k.shape[d];
-  }
+  DimVector contiguous = contiguous_strides(k.shape);
   for (size_t o = 0; o < k.outputs.size(); ++o)
-    st[o] = contiguous;
+    st[o].assign(contiguous.begin(), contiguous.end());
   for (size_t i = 0; i < k.inputs.size(); ++i)
     st[k.outputs.size() + i] = k.inputs[i].strides;
 

@@ -110,13 +110,7 @@ def main():
              "ScalarLibraryTags.inc": "".join(
                  f'X(ScalarType::{st}, "{tag}")\n'
                  for tag, (_, _, st) in DTYPES.items())}
-    for name, text in files.items():
-        path = os.path.join(a.out, "codegen", name)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        old = open(path).read() if os.path.exists(path) else None
-        if old != text:  # unchanged output keeps its timestamp (no rebuilds)
-            with open(path, "w") as f:
-                f.write(text)
+    gen_ops.write_files(os.path.join(a.out, "codegen"), files)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,21 @@ Tensor replay_views(Tensor base, const std::vector<ViewStep> &chain) {
   return base;
 }
 
+std::vector<int> alias_pattern(const std::vector<Tensor> &tensors) {
+  std::vector<int> first(tensors.size(), -1);
+  for (size_t i = 0; i < tensors.size(); ++i)
+    for (size_t j = 0; j < i && first[i] < 0; ++j)
+      if (tensors[i].is_alias_of(tensors[j]) && tensors[i].nbytes() &&
+          tensors[j].nbytes())
+        first[i] = int(j);
+  return first;
+}
+
+Tensor storage_view(const Tensor &t) {
+  ExcludeDispatchKeyGuard no_capture(DispatchKey::Capture);
+  return t.as_strided({int64_t(t.storage().nbytes() / t.itemsize())}, {1}, 0);
+}
+
 CaptureMeta::~CaptureMeta() {
   if (session)
     session->forget(this);
@@ -126,14 +141,15 @@ std::vector<Tensor> Session::wrap_arguments(const std::vector<Tensor> &reals) {
   static const OperatorHandle &as_strided =
       Dispatcher::singleton().findSchemaOrThrow("ember::as_strided");
   std::vector<Tensor> out(reals.size());
+  const std::vector<int> first = alias_pattern(reals);
   for (size_t i = 0; i < reals.size(); ++i) {
-    if (out[i].defined())
-      continue;
+    if (first[i] >= 0)
+      continue; // wrapped with the first argument sharing its memory
     const Tensor &r = reals[i];
     std::string name = "arg" + std::to_string(i);
     std::vector<size_t> group{i}; // later arguments sharing r's storage
     for (size_t j = i + 1; j < reals.size(); ++j)
-      if (reals[j].is_alias_of(r) && r.nbytes() && reals[j].nbytes())
+      if (first[j] == int(i))
         group.push_back(j);
     bool one_impl = true;
     for (size_t j : group)
@@ -151,14 +167,8 @@ std::vector<Tensor> Session::wrap_arguments(const std::vector<Tensor> &reals) {
                   toString(r.dtype()), " and ", toString(reals[j].dtype()),
                   "); pass a copy (.clone()) of one of them");
     // The whole storage as a 1-D input; each argument an as_strided view.
-    Tensor flat;
-    {
-      ExcludeDispatchKeyGuard no_capture(DispatchKey::Capture);
-      int64_t n = int64_t(r.storage().nbytes() / r.itemsize());
-      flat = r.as_strided({n}, {1}, 0);
-    }
-    Tensor root = add_input(flat, ir::InputKind::ArgumentStorage, int(i),
-                            name + "_storage");
+    Tensor root = add_input(storage_view(r), ir::InputKind::ArgumentStorage,
+                            int(i), name + "_storage");
     for (size_t j : group) {
       const Tensor &a = reals[j];
       Stack st{IValue(root), IValue(a.sizes().vec()), IValue(a.strides().vec()),
@@ -213,8 +223,17 @@ int Session::value_of(const Tensor &t, CaptureMeta **out) {
 int Session::add_node(const OperatorHandle &op, std::vector<ir::Arg> args,
                       const Tensor &result_like) {
   int v = trace_.add_value(type_of(result_like));
-  trace_.nodes.push_back({&op, std::move(args), {v}, ""});
+  push_node(op, std::move(args), {v});
   return v;
+}
+
+void Session::push_node(const OperatorHandle &op, std::vector<ir::Arg> args,
+                        std::vector<int> results) {
+  ir::Node n;
+  n.op = &op;
+  n.args = std::move(args);
+  n.results = std::move(results);
+  trace_.nodes.push_back(std::move(n));
 }
 
 void Session::refresh_view(CaptureMeta *m) {
@@ -393,7 +412,7 @@ void Session::record(const OperatorHandle &op, Stack &stack) {
       m->geom = meta::infer(op, gargs).outputs.at(0);
     }
   }
-  trace_.nodes.push_back({&op, std::move(args), std::move(results), ""});
+  push_node(op, std::move(args), std::move(results));
   stack.clear();
   for (Tensor &t : outs)
     stack.emplace_back(std::move(t));

@@ -75,6 +75,15 @@ struct CaptureMeta final : CaptureMetaInterface {
 /// view, or rebuilding a returned view in replay mode).
 Tensor replay_views(Tensor base, const std::vector<ViewStep> &chain);
 
+/// For each tensor argument, the first earlier one sharing its memory (-1
+/// when none, or when either is empty): the arguments' aliasing, which the
+/// capture keeps and the cache keys on.
+std::vector<int> alias_pattern(const std::vector<Tensor> &tensors);
+
+/// The whole storage of `t` as a 1-D tensor of t's dtype (the graph input
+/// that arguments sharing memory are views of: InputKind::ArgumentStorage).
+Tensor storage_view(const Tensor &t);
+
 /// What a graph break reports.
 struct BreakInfo {
   std::string reason;
@@ -155,6 +164,8 @@ private:
                    std::string name);
   int add_node(const OperatorHandle &op, std::vector<ir::Arg> args,
                const Tensor &result_like);
+  void push_node(const OperatorHandle &op, std::vector<ir::Arg> args,
+                 std::vector<int> results);
   void refresh_view(CaptureMeta *m);
   void write_through_view(CaptureMeta *m, int new_value);
   void end_graph();

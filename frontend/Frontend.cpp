@@ -63,11 +63,6 @@ struct InputGuard {
       ir::hash_combine(h, uint64_t(s));
     ir::hash_combine(h, requires_grad);
   }
-  /// Appends what the guard checks to a cache key.
-  void append_key(std::ostream &os) const {
-    os << int(dtype) << device.str() << IntArrayRef(sizes)
-       << IntArrayRef(strides) << requires_grad << "|";
-  }
 };
 
 /// The first way `now` differs from `was`, in PyTorch's words; "" if none.
@@ -123,6 +118,44 @@ struct ReplayEntry {
   std::vector<int64_t> list_sizes;
 };
 
+/// What a replayed call must match: the grad mode, the non-tensor
+/// arguments, each tensor argument's guard, and the arguments' aliasing
+/// (which argument shares memory with which, where each starts in it and
+/// how large the memory is: the graph reads them as views of it).
+struct ReplayKey {
+  bool grad = true;
+  std::vector<std::string> guards;
+  std::vector<InputGuard> inputs;
+  std::vector<int64_t> aliasing;
+
+  ReplayKey(const std::vector<Tensor> &tensors,
+            const std::vector<std::string> &guards_)
+      : grad(GradMode::is_enabled()), guards(guards_) {
+    for (const Tensor &t : tensors)
+      inputs.push_back(InputGuard::of("", t));
+    std::vector<int> first = frontend::alias_pattern(tensors);
+    for (size_t i = 0; i < first.size(); ++i)
+      if (first[i] >= 0)
+        aliasing.insert(aliasing.end(),
+                        {int64_t(i), first[i], tensors[i].storage_offset(),
+                         tensors[size_t(first[i])].storage_offset(),
+                         int64_t(tensors[i].storage().nbytes())});
+  }
+  bool operator==(const ReplayKey &) const = default;
+  struct Hash {
+    size_t operator()(const ReplayKey &k) const {
+      uint64_t h = k.grad;
+      for (const std::string &g : k.guards)
+        ir::hash_combine(h, std::hash<std::string>()(g));
+      for (const InputGuard &g : k.inputs)
+        g.hash_into(h);
+      for (int64_t a : k.aliasing)
+        ir::hash_combine(h, uint64_t(a));
+      return size_t(h);
+    }
+  };
+};
+
 std::atomic<int> g_function_counter{0};
 
 void write_file(const std::string &path, const std::string &text) {
@@ -151,7 +184,7 @@ public:
   std::mutex mu;
   std::vector<std::unique_ptr<Entry>> entries;
   std::unordered_multimap<uint64_t, Entry *> by_hash;
-  std::unordered_map<std::string, ReplayEntry> replays;
+  std::unordered_map<ReplayKey, ReplayEntry, ReplayKey::Hash> replays;
   bool over_limit = false;
   std::string limit_reason; ///< why over_limit was set
   ExplainOutput stats;
@@ -443,37 +476,6 @@ std::shared_ptr<CompiledState> make_compiled_state(CompileOptions options) {
 }
 
 namespace {
-/// For each tensor argument, the first earlier one sharing its storage (-1
-/// when none): graphs differ when arguments alias differently.
-std::vector<int> alias_pattern(const std::vector<Tensor> &tensors) {
-  std::vector<int> first(tensors.size(), -1);
-  for (size_t i = 0; i < tensors.size(); ++i)
-    for (size_t j = 0; j < i && first[i] < 0; ++j)
-      if (tensors[i].is_alias_of(tensors[j]) && tensors[i].nbytes() &&
-          tensors[j].nbytes())
-        first[i] = int(j);
-  return first;
-}
-
-std::string replay_key(const std::vector<Tensor> &tensors,
-                       const std::vector<std::string> &guards) {
-  std::ostringstream os;
-  os << GradMode::is_enabled() << "|";
-  for (const std::string &g : guards)
-    os << g << ";";
-  for (const Tensor &t : tensors)
-    InputGuard::of("", t).append_key(os);
-  // Arguments that share memory: which, and where each starts in it (their
-  // graph reads them as views at these offsets).
-  std::vector<int> alias = alias_pattern(tensors);
-  for (size_t i = 0; i < alias.size(); ++i)
-    if (alias[i] >= 0)
-      os << i << "~" << alias[i] << "@" << tensors[i].storage_offset() << "@"
-         << tensors[size_t(alias[i])].storage_offset() << "/"
-         << tensors[i].storage().nbytes() << ",";
-  return os.str();
-}
-
 /// The real tensor a graph input reads at this call.
 Tensor input_of(const ir::Input &in, const std::vector<Tensor> &args,
                 const Tensor &lifted) {
@@ -546,10 +548,10 @@ FlatOutputs run_compiled(
             "(compiled training is not implemented yet; use "
             "ember::NoGradGuard for inference)");
 
-  std::string rkey;
+  std::optional<ReplayKey> rkey;
   if (st.options.replay()) {
-    rkey = replay_key(tensors, guards);
-    auto it = st.replays.find(rkey);
+    rkey.emplace(tensors, guards);
+    auto it = st.replays.find(*rkey);
     if (it != st.replays.end()) {
       ReplayEntry &r = it->second;
       std::vector<Tensor> inputs;
@@ -615,7 +617,7 @@ FlatOutputs run_compiled(
     r.outputs = std::move(recipes);
     r.list_sizes = out.list_sizes;
     if (!s.graphs_run() || r.entry)
-      st.replays.emplace(std::move(rkey), std::move(r));
+      st.replays.emplace(std::move(*rkey), std::move(r));
   } else if (st.options.replay() && st.stats.cache_misses > misses_before) {
     st.add_eager_reason(
         "replay needs a single graph without breaks or eager parts; this "

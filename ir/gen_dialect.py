@@ -443,14 +443,7 @@ def main():
     files = {"EmberGeneratedOps.td": "\n".join(td) + "\n",
              "EmberOpExamples.mlir": example_test(ops),
              "EmberIdentities.inc": "\n".join(ident) + "\n"}
-    outdir = os.path.join(a.out, "ir")
-    os.makedirs(outdir, exist_ok=True)
-    for name, text in files.items():
-        path = os.path.join(outdir, name)
-        old = open(path).read() if os.path.exists(path) else None
-        if old != text:  # keep timestamps: no needless rebuilds
-            with open(path, "w") as f:
-                f.write(text)
+    gen_ops.write_files(os.path.join(a.out, "ir"), files)
 
 
 if __name__ == "__main__":

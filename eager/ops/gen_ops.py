@@ -550,10 +550,18 @@ def generate(ops, out):
     gen_autograd.generate(ops, files, cpp_ret, params, sig_type, names)
     meta_files(ops, files)
 
-    for fname, text in files.items():
-        path = os.path.join(gen, fname)
+    write_files(gen, files)
+
+
+def write_files(outdir, files):
+    """Writes {name: text} into `outdir`, leaving a file whose text is
+    unchanged untouched (its timestamp too: no needless rebuilds). Every
+    generator of the build writes through this."""
+    os.makedirs(outdir, exist_ok=True)
+    for name, text in files.items():
+        path = os.path.join(outdir, name)
         old = open(path).read() if os.path.exists(path) else None
-        if old != text:  # keep timestamps: no needless rebuilds
+        if old != text:
             with open(path, "w") as f:
                 f.write(text)
 

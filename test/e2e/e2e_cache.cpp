@@ -162,8 +162,9 @@ TEST(E2ECache, ValuesReadByItemAreKeyedExactly) {
     Tensor k = scalar_tensor(s, kDouble);
     Tensor got = f(x, k), want = fn(x, k);
     EXPECT_TRUE(same(got, want)) << s;
-    if (s == 0) // the sign of zero shows as 1 / 0 = +-inf
+    if (s == 0) { // the sign of zero shows as 1 / 0 = +-inf
       EXPECT_EQ((got.reciprocal() < 0).all().item<bool>(), std::signbit(s));
+    }
   }
   auto e = f.explain();
   // item() on an argument needs no graph before it: one graph per call,

@@ -158,8 +158,9 @@ TEST(E2EMutation, OptimizerStepBetweenCalls) {
       y = f(x);
       EXPECT_TRUE(same(y, fn(x))) << "step " << step;
     }
-    if (prev.defined())
+    if (prev.defined()) {
       EXPECT_FALSE(same(y, prev)) << "the update is seen at step " << step;
+    }
     prev = y;
     opt.zero_grad();
     lin->forward(x).pow(2).sum().backward();

@@ -208,8 +208,9 @@ TEST(IrDialect, OneOpPerDispatchedOp) {
     if (n.getDialectNamespace() != "ember")
       continue;
     ++dialect_ops;
-    if (!hand_written.count(n.getStringRef().str()))
+    if (!hand_written.count(n.getStringRef().str())) {
       EXPECT_NE(table_op(n.getStringRef()), nullptr) << n.getStringRef().str();
+    }
   }
   EXPECT_EQ(dialect_ops, ember_ops + hand_written.size());
   EXPECT_GT(ember_ops, 150u);
