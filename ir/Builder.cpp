@@ -9,6 +9,8 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
+
 using namespace mlir;
 
 namespace ember::ir {
@@ -41,6 +43,29 @@ class FuncBuilder {
 public:
   FuncBuilder(MLIRContext *ctx, ModuleOp module, const Trace &t)
       : ctx_(ctx), b_(ctx), module_(module), t_(t), values_(t.types.size()) {}
+
+  /// build_inline's builder: ops go at `b`'s insertion point, all at `loc`.
+  FuncBuilder(OpBuilder &b, const Trace &t, Location loc)
+      : ctx_(b.getContext()), b_(b), t_(t), values_(t.types.size()),
+        inline_loc_(loc) {}
+
+  llvm::SmallVector<Value> build_inline(ValueRange inputs) {
+    check(inputs.size() == t_.inputs.size(), "build_inline: ", inputs.size(),
+          " values for ", t_.inputs.size(), " inputs");
+    for (size_t i = 0; i < t_.inputs.size(); ++i) {
+      check(inputs[i].getType() == type_of(t_.inputs[i].value),
+            "build_inline: input ", i, " has another type than the trace's");
+      define(t_.inputs[i].value, inputs[i]);
+    }
+    for (const Constant &c : t_.constants)
+      constant(c);
+    for (size_t i = 0; i < t_.nodes.size(); ++i)
+      node(i, t_.nodes[i]);
+    llvm::SmallVector<Value> results;
+    for (int v : t_.outputs)
+      results.push_back(use(v, "an output"));
+    return results;
+  }
 
   void build() {
     check(!t_.name.empty(), "a trace needs a name (its function's symbol)");
@@ -109,7 +134,8 @@ private:
 
   void constant(const Constant &c) {
     auto type = llvm::cast<RankedTensorType>(type_of(c.value));
-    Location loc = NameLoc::get(b_.getStringAttr("constant"));
+    Location loc =
+        inline_loc_ ? *inline_loc_ : NameLoc::get(b_.getStringAttr("constant"));
     DenseElementsAttr value;
     bool wrapped = !c.tensor.defined();
     if (wrapped) {
@@ -132,6 +158,8 @@ private:
   }
 
   Location node_loc(const Node &n) {
+    if (inline_loc_)
+      return *inline_loc_;
     StringAttr name = b_.getStringAttr(n.op->name());
     if (n.loc.empty())
       return NameLoc::get(name);
@@ -273,6 +301,7 @@ private:
   ModuleOp module_;
   const Trace &t_;
   std::vector<Value> values_;
+  std::optional<Location> inline_loc_;
 };
 
 } // namespace
@@ -287,6 +316,11 @@ OwningOpRef<ModuleOp> build_module(MLIRContext &ctx,
     FuncBuilder(&ctx, *module, *t).build();
   }
   return module;
+}
+
+llvm::SmallVector<Value> build_inline(OpBuilder &b, const Trace &trace,
+                                      ValueRange inputs, Location loc) {
+  return FuncBuilder(b, trace, loc).build_inline(inputs);
 }
 
 void verify_module(ModuleOp module) {

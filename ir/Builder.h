@@ -20,6 +20,7 @@
 #include "ir/Dialect.h"
 #include "ir/Trace.h"
 
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
@@ -32,6 +33,15 @@ namespace ember::ir {
 /// match the schema); the module is not verified (see verify_module).
 mlir::OwningOpRef<mlir::ModuleOp>
 build_module(mlir::MLIRContext &ctx, llvm::ArrayRef<const Trace *> traces);
+
+/// Emits the ops of `trace` at `b`'s insertion point, with `inputs` (one
+/// per trace input, of its type) for its inputs and `loc` as every op's
+/// location; returns the values of its outputs. Mutations and input
+/// metadata are ignored (ember-decompose inlines op bodies with it).
+llvm::SmallVector<mlir::Value> build_inline(mlir::OpBuilder &b,
+                                            const Trace &trace,
+                                            mlir::ValueRange inputs,
+                                            mlir::Location loc);
 
 /// Verifies a module; throws ember::Error with every diagnostic.
 void verify_module(mlir::ModuleOp module);

@@ -42,6 +42,32 @@ class FuncImporter {
 public:
   explicit FuncImporter(func::FuncOp func) : func_(func) {}
   explicit FuncImporter(FusionOp fusion) : fusion_(fusion) {}
+  FuncImporter() = default;
+
+  /// One op as a trace: its distinct operands (in order of first use) are
+  /// the inputs, its results the outputs.
+  Trace run_op(Operation &op) {
+    t_.name = op.getName().getStringRef().str();
+    for (Value v : op.getOperands()) {
+      if (ids_.count(v))
+        continue;
+      Input in;
+      in.value = define(v);
+      in.index = int(t_.inputs.size());
+      in.name = "in" + std::to_string(in.index);
+      t_.inputs.push_back(std::move(in));
+    }
+    if (auto call = llvm::dyn_cast<EagerCallOp>(op))
+      eager_call(call);
+    else if (const OperatorHandle *h = table_op(&op))
+      table(op, *h);
+    else
+      check(false, "op '", op.getName().getStringRef().str(),
+            "' is not an op of the table");
+    for (Value r : op.getResults())
+      t_.outputs.push_back(id(r));
+    return std::move(t_);
+  }
 
   Trace run() {
     Region &region = func_ ? func_.getBody() : fusion_.getBody();
@@ -269,6 +295,8 @@ private:
 } // namespace
 
 Trace import_func(func::FuncOp func) { return FuncImporter(func).run(); }
+
+Trace import_op(Operation *op) { return FuncImporter().run_op(*op); }
 
 OwningOpRef<ModuleOp> parse_module(MLIRContext &ctx, llvm::StringRef text) {
   DialectRegistry registry;

@@ -26,6 +26,11 @@ namespace ember::ir {
 /// attribute.
 Trace import_func(mlir::func::FuncOp func);
 
+/// One op of the table (or ember.eager_call) as a trace: its distinct
+/// operands, in order of first use, are the trace's inputs; its results the
+/// outputs. Throws ember::Error for any other op.
+Trace import_op(mlir::Operation *op);
+
 /// Parses a module from text (ember, func and arith ops; the context gets
 /// them loaded). Throws ember::Error with the parser's and the verifier's
 /// diagnostics.

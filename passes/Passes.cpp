@@ -28,8 +28,14 @@ void build_pipeline(mlir::OpPassManager &pm, int level) {
     pm.addPass(mlir::createCanonicalizerPass());
     pm.addPass(mlir::createCSEPass());
   }
-  if (level >= 2)
+  if (level >= 2) {
+    // Decomposed ops fuse with their neighbours: decompose, clean up what
+    // the bodies made redundant, then fuse.
+    pm.addNestedPass<mlir::func::FuncOp>(createDecompose());
+    pm.addPass(mlir::createCanonicalizerPass());
+    pm.addPass(mlir::createCSEPass());
     pm.addNestedPass<mlir::func::FuncOp>(createFuseElementwise());
+  }
 }
 
 void register_passes() {

@@ -11,6 +11,33 @@
 
 include "mlir/Pass/PassBase.td"
 
+def Decompose : Pass<"ember-decompose", "mlir::func::FuncOp"> {
+  let summary = "replaces ops that have a decomposition by the ops it calls";
+  let description = [{
+    An op whose ops.yaml entry has `decompose:` (softmax, log_softmax,
+    logsumexp, var) is replaced by the ops of its decomposition, a C++
+    function of ember ops (eager/ops/Decompositions.cpp) run on fake tensors
+    of the op's operand types under a recording dispatch mode
+    (ir/Decompose.h); ops it calls that have decompositions are decomposed in
+    turn. The pass asks the op table, not a list of names. A decomposition
+    that declines its input (an empty reduction) leaves the op whole. The
+    new ops carry the op's location, so the kernels they fuse into still
+    name the user's op.
+
+    ```mlir
+    // before
+    %y = ember.softmax.int %x {dim = 1 : i64} : ...
+    // after
+    %m = ember.amax %x {dim = array<i64: 1>, keepdim = true} : ...
+    %s = ember.sub.Tensor %x, %m ...
+    %e = ember.exp %s ...
+    %t = ember.sum.dim_IntList %e {dim = array<i64: 1>, keepdim = true} ...
+    %y = ember.div.Tensor %e, %t ...
+    ```
+  }];
+  let dependentDialects = ["::ember::ir::EmberDialect"];
+}
+
 def FuseElementwise : Pass<"ember-fuse-elementwise", "mlir::func::FuncOp"> {
   let summary = "groups pointwise ops into ember.fusion regions";
   let description = [{

@@ -1,0 +1,83 @@
+// The decompositions named by ops.yaml's `decompose:` (eager/Decompose.h).
+// Each must give the op's result: same shape and dtype, values within
+// rounding (test_decompose compares them with the op's kernel). They compute
+// in the op's compute type (float for float16 / bfloat16 inputs), as the
+// kernels do.
+#include "eager/Decompose.h"
+#include "eager/Dtype.h"
+#include "eager/Factory.h"
+#include "eager/cpu/ReduceUtils.h"
+#include "eager/generated/Functions.h"
+#include "eager/meta/Shapes.h"
+
+#include <limits>
+
+namespace ember::native::decompose {
+
+namespace {
+
+/// Float16 and bfloat16 compute in float (Note [Reduced precision compute]).
+ScalarType compute_type(ScalarType t) {
+  return isReducedFloatingType(t) ? kFloat : t;
+}
+
+template <bool Log>
+Tensor softmax_like(const Tensor &self, int64_t dim,
+                    std::optional<ScalarType> dtype, const char *op) {
+  ScalarType out_t = meta::softmax_dtype(self.dtype(), dtype, op);
+  Tensor x = self.to(compute_type(out_t));
+  int64_t d = maybe_wrap_dim(dim, x.dim());
+  EMBER_CHECK_VALUE(x.dim() == 0 || x.size(d) > 0 || x.numel() == 0, op,
+                    ": no decomposition for an empty dim");
+  EMBER_CHECK_VALUE(x.numel() > 0, op,
+                    ": no decomposition for an empty tensor");
+  Tensor shifted = x - x.amax({d}, true);
+  Tensor e = shifted.exp();
+  Tensor s = e.sum({d}, true);
+  Tensor y = Log ? shifted - s.log() : e / s;
+  return y.to(out_t);
+}
+
+} // namespace
+
+Tensor softmax(const Tensor &self, int64_t dim,
+               std::optional<ScalarType> dtype) {
+  return softmax_like<false>(self, dim, dtype, "softmax");
+}
+
+Tensor log_softmax(const Tensor &self, int64_t dim,
+                   std::optional<ScalarType> dtype) {
+  return softmax_like<true>(self, dim, dtype, "log_softmax");
+}
+
+Tensor logsumexp(const Tensor &self, IntArrayRef dim, bool keepdim) {
+  Tensor x = self.to(meta::logsumexp_dtype(self.dtype()));
+  reduce::ReduceDims rd = reduce::reduce_dims(x, dim, keepdim);
+  EMBER_CHECK_VALUE(rd.nreduce > 0 && rd.nout > 0,
+                    "logsumexp: no decomposition for an empty reduction");
+  // The shift: the max, or 0 where it is infinite (all -inf gives -inf,
+  // a +inf gives +inf, as the kernel).
+  Tensor m = x.amax(dim, true);
+  m = ember::where(m.abs() == std::numeric_limits<double>::infinity(),
+                   wrapped_scalar_tensor(Scalar(0.0)), m);
+  Tensor r = (x - m).exp().sum(dim, true).log() + m;
+  return keepdim ? r : r.reshape(IntArrayRef(rd.out_sizes));
+}
+
+Tensor var(const Tensor &self, OptionalIntArrayRef dim,
+           const std::optional<Scalar> &correction, bool keepdim) {
+  meta::check_var(self.dtype());
+  reduce::ReduceDims rd = reduce::reduce_dims(
+      self, dim.has_value() ? *dim : IntArrayRef(), keepdim);
+  EMBER_CHECK_VALUE(rd.nreduce > 0 && rd.nout > 0,
+                    "var: no decomposition for an empty reduction");
+  double corr = correction ? correction->toDouble() : 1.0;
+  // The kernel's divisor: N - correction, clamped at 0.
+  double divisor = std::max(0.0, double(rd.nreduce) - corr);
+  Tensor x = self.to(compute_type(self.dtype()));
+  Tensor d = x - x.mean(dim, true);
+  Tensor s = (d * d).sum(dim, keepdim);
+  return (s / divisor).to(self.dtype());
+}
+
+} // namespace ember::native::decompose

@@ -1,0 +1,82 @@
+// RUN: ember-opt %s --ember-decompose --split-input-file | FileCheck %s
+
+// softmax becomes its decomposition (ops.yaml `decompose:`): a max, a shifted
+// exp, a sum and a division, each op carrying softmax's location.
+// CHECK-LABEL: func.func @softmax
+// CHECK-NOT: ember.softmax
+// CHECK: %[[M:.*]] = ember.amax %arg0 {dim = array<i64: 1>, keepdim = true} : (tensor<4x8xf32>) -> tensor<4x1xf32>
+// CHECK-NEXT: %[[S:.*]] = ember.sub.Tensor %arg0, %[[M]]
+// CHECK-NEXT: %[[E:.*]] = ember.exp %[[S]]
+// CHECK-NEXT: %[[T:.*]] = ember.sum.dim_IntList %[[E]] {dim = array<i64: 1>, keepdim = true}
+// CHECK-NEXT: %[[Y:.*]] = ember.div.Tensor %[[E]], %[[T]]
+// CHECK-NEXT: return %[[Y]]
+func.func @softmax(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = ember.softmax.int %x {dim = 1 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// log_softmax over dim 0, in float16: computed in float, converted back.
+// CHECK-LABEL: func.func @log_softmax_f16
+// CHECK-NOT: ember.log_softmax
+// CHECK: %[[X:.*]] = ember._to_copy %arg0 {{.*}}dtype = f32
+// CHECK-NEXT: ember.amax %[[X]] {dim = array<i64: 0>, keepdim = true}
+// CHECK: ember.log
+// CHECK: ember._to_copy {{.*}}dtype = f16
+func.func @log_softmax_f16(%x: tensor<4x8xf16>) -> tensor<4x8xf16> {
+  %0 = ember.log_softmax.int %x {dim = 0 : i64} : (tensor<4x8xf16>) -> tensor<4x8xf16>
+  return %0 : tensor<4x8xf16>
+}
+
+// -----
+
+// var: mean, squared deviations summed, divided by N - correction (8 - 1).
+// CHECK-LABEL: func.func @var
+// CHECK-NOT: ember.var
+// CHECK: %[[N:.*]] = ember.constant {wrapped_number} dense<7.000000e+00>
+// CHECK: %[[M:.*]] = ember.mean.dim %arg0 {dim = array<i64: 1>, keepdim = true}
+// CHECK-NEXT: %[[D:.*]] = ember.sub.Tensor %arg0, %[[M]]
+// CHECK-NEXT: %[[D2:.*]] = ember.mul.Tensor %[[D]], %[[D]]
+// CHECK-NEXT: %[[S:.*]] = ember.sum.dim_IntList %[[D2]] {dim = array<i64: 1>}
+// CHECK-NEXT: ember.div.Tensor %[[S]], %[[N]]
+func.func @var(%x: tensor<4x8xf32>) -> tensor<4xf32> {
+  %0 = ember.var.correction %x {dim = array<i64: 1>} : (tensor<4x8xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// logsumexp: the shift is the max, or 0 where the max is infinite.
+// CHECK-LABEL: func.func @logsumexp
+// CHECK-NOT: ember.logsumexp
+// CHECK: ember.amax
+// CHECK: ember.where.self
+// CHECK: ember.sum.dim_IntList
+// CHECK: ember.log
+func.func @logsumexp(%x: tensor<4x8xf32>) -> tensor<4xf32> {
+  %0 = ember.logsumexp %x {dim = array<i64: 1>} : (tensor<4x8xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// A decomposition that declines its input leaves the op whole: logsumexp
+// over an empty dim (-inf; amax would raise).
+// CHECK-LABEL: func.func @empty
+// CHECK-NEXT: ember.logsumexp
+func.func @empty(%x: tensor<4x0xf32>) -> tensor<4xf32> {
+  %0 = ember.logsumexp %x {dim = array<i64: 1>} : (tensor<4x0xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Ops without a decomposition are untouched.
+// CHECK-LABEL: func.func @plain
+// CHECK-NEXT: ember.sum.dim_IntList
+// CHECK-NEXT: return
+func.func @plain(%x: tensor<4x8xf32>) -> tensor<4xf32> {
+  %0 = ember.sum.dim_IntList %x {dim = array<i64: 1>} : (tensor<4x8xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
