@@ -3,6 +3,8 @@
 #include "codegen/Kernel.h"
 #include "eager/Factory.h"
 #include "eager/Meta.h"
+#include "eager/Reduction.h"
+#include "eager/WrapDim.h"
 
 #include <mutex>
 #include <sstream>
@@ -25,6 +27,37 @@ std::vector<int64_t> strides_over(IntArrayRef tsizes, IntArrayRef tstrides,
   return st;
 }
 
+/// Strides of a tensor over the kernel's iteration space: broadcast
+/// against `shape`, or, in a reduction kernel, a value of the kept dims
+/// only (a reduction's result without keepdim), read along those. False
+/// when the tensor fits neither.
+bool domain_strides(const KernelSpec &k, IntArrayRef tsizes,
+                    IntArrayRef tstrides, std::vector<int64_t> &out) {
+  bool broadcasts = tsizes.size() <= k.shape.size();
+  int64_t lead = int64_t(k.shape.size()) - int64_t(tsizes.size());
+  for (size_t d = 0; broadcasts && d < tsizes.size(); ++d)
+    broadcasts = tsizes[d] == 1 || tsizes[d] == k.shape[size_t(lead) + d];
+  if (broadcasts) {
+    out = strides_over(tsizes, tstrides, k.shape);
+    return true;
+  }
+  if (!k.has_reduction())
+    return false;
+  std::vector<int64_t> kept;
+  for (size_t d = 0; d < k.shape.size(); ++d)
+    if (!k.reduced[d])
+      kept.push_back(k.shape[d]);
+  if (IntArrayRef(kept) != tsizes)
+    return false;
+  out.assign(k.shape.size(), 0);
+  for (size_t d = 0, kd = 0; d < k.shape.size(); ++d)
+    if (!k.reduced[d]) {
+      out[d] = kept[kd] == 1 ? 0 : tstrides[kd];
+      ++kd;
+    }
+  return true;
+}
+
 class CpuFusionKernel final : public ir::Kernel {
 public:
   CpuFusionKernel(KernelSpec spec, std::vector<ir::ValueType> outputs,
@@ -39,14 +72,15 @@ public:
     // input that is a view) get a variant, compiled once and cached.
     const CompiledKernel *k = &compiled_;
     CompiledKernel variant;
+    std::vector<int64_t> st;
     for (size_t i = 0; i < inputs.size(); ++i) {
-      if (strides_over(inputs[i].sizes(), inputs[i].strides(), spec_.shape) ==
-          spec_.inputs[i].strides)
+      domain_strides(spec_, inputs[i].sizes(), inputs[i].strides(), st);
+      if (st == spec_.inputs[i].strides)
         continue;
       KernelSpec s = spec_;
       for (size_t j = 0; j < inputs.size(); ++j)
-        s.inputs[j].strides =
-            strides_over(inputs[j].sizes(), inputs[j].strides(), s.shape);
+        domain_strides(spec_, inputs[j].sizes(), inputs[j].strides(),
+                       s.inputs[j].strides);
       variant = compile_kernel(s);
       k = &variant;
       break;
@@ -71,25 +105,58 @@ private:
   CompiledKernel compiled_;
 };
 
+/// The dims a reduce node folds (ReductionInfo::dim of its arguments).
+std::vector<bool> folded_dims(const ir::Node &n, const ReductionInfo &info,
+                              size_t rank) {
+  std::vector<bool> mask(rank, info.dim < 0);
+  if (info.dim >= 0) {
+    const IValue &dims = n.args[size_t(info.dim)].attr;
+    if (dims.isNone() || dims.toIntList().empty())
+      mask.assign(rank, true);
+    else
+      for (int64_t d : dims.toIntList())
+        mask[size_t(maybe_wrap_dim(d, int64_t(rank)))] = true;
+  }
+  return mask;
+}
+
 /// Why `body` is not a CPU kernel ("" if it is), and its spec.
 std::string build_spec(const ir::Trace &body, KernelSpec &k) {
   if (body.outputs.empty())
     return "the fusion has no results";
-  const ir::ValueType &out0 = body.types[size_t(body.outputs[0])];
-  for (int o : body.outputs)
-    if (body.types[size_t(o)].sizes != out0.sizes)
-      return "its results have different shapes";
   for (const ir::ValueType &t : body.types)
     if (!t.device.is_cpu())
       return "a value is on " + t.device.str() + ", not the CPU";
-  k.shape = out0.sizes;
+  // The iteration space: the reduced tensor of the first reduction (Note
+  // [Reduction kernels]), or the results' shape.
+  for (const ir::Node &n : body.nodes) {
+    const ReductionInfo *info = n.op ? find_reduction(*n.op) : nullptr;
+    if (!info)
+      continue;
+    k.shape = body.types[size_t(n.args[0].value)].sizes;
+    if (k.shape.empty())
+      return n.op->name() + " reduces a 0-dim tensor";
+    k.reduced = folded_dims(n, *info, k.shape.size());
+    break;
+  }
+  if (!k.has_reduction()) {
+    k.reduced.clear();
+    const ir::ValueType &out0 = body.types[size_t(body.outputs[0])];
+    for (int o : body.outputs)
+      if (body.types[size_t(o)].sizes != out0.sizes)
+        return "its results have different shapes";
+    k.shape = out0.sizes;
+  }
   std::vector<int> id(body.types.size(), -1);
   std::vector<Tensor> fakes(body.types.size());
   for (const ir::Input &in : body.inputs) {
     const ir::ValueType &t = body.types[size_t(in.value)];
-    id[size_t(in.value)] = k.input(
-        t.dtype,
-        strides_over(t.sizes, ember::contiguous_strides(t.sizes), k.shape));
+    std::vector<int64_t> st;
+    if (!domain_strides(k, t.sizes, ember::contiguous_strides(t.sizes), st))
+      return detail::str("an input of shape ", IntArrayRef(t.sizes),
+                         " does not fit the iteration space ",
+                         IntArrayRef(k.shape));
+    id[size_t(in.value)] = k.input(t.dtype, std::move(st));
     fakes[size_t(in.value)] = meta::fake(t.sizes, t.dtype);
   }
   for (const ir::Constant &c : body.constants) {
@@ -102,6 +169,29 @@ std::string build_spec(const ir::Trace &body, KernelSpec &k) {
   for (const ir::Node &n : body.nodes) {
     if (!n.op)
       return "it holds a fusion";
+    if (const ReductionInfo *info = find_reduction(*n.op)) {
+      const ir::ValueType &in = body.types[size_t(n.args[0].value)];
+      const ir::ValueType &rt = body.types[size_t(n.results.at(0))];
+      if (in.sizes != k.shape ||
+          folded_dims(n, *info, k.shape.size()) != k.reduced)
+        return n.op->name() +
+               " folds other dims or another shape than the fusion's first "
+               "reduction";
+      bool max = info->kind == ReductionInfo::Amax ||
+                 info->kind == ReductionInfo::Amin;
+      if (max && rt.dtype == kBool)
+        return n.op->name() + " of bool";
+      if (max && k.reduced_numel() == 0)
+        return n.op->name() +
+               " of an empty dim raises, which the eager kernel reports";
+      static const char *const kNames[] = {"sum", "mean", "amax", "amin"};
+      ScalarType acc = isFloatingType(rt.dtype) ? kDouble : kLong;
+      id[size_t(n.results[0])] =
+          k.reduce(kNames[info->kind], id[size_t(n.args[0].value)], rt.dtype,
+                   acc, rt.dtype);
+      fakes[size_t(n.results[0])] = meta::fake(rt.sizes, rt.dtype);
+      continue;
+    }
     const meta::PointwiseSpec *spec = meta::find_pointwise_spec(*n.op);
     if (!spec || n.results.size() != 1)
       return n.op->name() + " is not a pointwise op";
@@ -139,8 +229,15 @@ std::string build_spec(const ir::Trace &body, KernelSpec &k) {
         k.step(n.op->name(), args, scalars, pm.compute, rt.dtype);
     fakes[size_t(n.results[0])] = meta::fake(rt.sizes, rt.dtype);
   }
-  for (int o : body.outputs)
+  for (int o : body.outputs) {
+    int64_t n = multiply_sizes(body.types[size_t(o)].sizes);
+    if (n != (k.is_full(id[size_t(o)]) ? k.numel() : k.output_numel()))
+      return detail::str("a result of shape ",
+                         IntArrayRef(body.types[size_t(o)].sizes),
+                         " is neither the iteration space nor its kept "
+                         "points");
     k.outputs.push_back(id[size_t(o)]);
+  }
   return "";
 }
 

@@ -7,10 +7,13 @@
 #include "runtime/ThreadPool.h"
 
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
@@ -50,6 +53,66 @@ int KernelSpec::convert(int v, ScalarType dtype) {
   return step("convert", {v}, {}, dtype, dtype);
 }
 
+int KernelSpec::reduce(std::string op, int v, ScalarType in, ScalarType acc,
+                       ScalarType out) {
+  EMBER_CHECK(op == "sum" || op == "mean" || op == "amax" || op == "amin",
+              "KernelSpec::reduce: unknown fold ", op);
+  int r = step(std::move(op), {v}, {}, acc, out);
+  steps.back().in = in;
+  return r;
+}
+
+bool KernelSpec::is_reduce(int v) const {
+  const Value &x = values.at(size_t(v));
+  return x.kind == Value::Kind::Step &&
+         steps[size_t(x.index)].in != ScalarType::Undefined;
+}
+
+bool KernelSpec::has_reduction() const {
+  return std::find(reduced.begin(), reduced.end(), true) != reduced.end();
+}
+
+bool KernelSpec::is_full(int v) const {
+  if (!has_reduction())
+    return true;
+  const Value &x = values.at(size_t(v));
+  switch (x.kind) {
+  case Value::Kind::Input: {
+    const Input &in = inputs[size_t(x.index)];
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (reduced[d] && in.strides[d] != 0 && shape[d] != 1)
+        return true;
+    return false;
+  }
+  case Value::Kind::Constant:
+    return false;
+  case Value::Kind::Step:
+    break;
+  }
+  if (is_reduce(v))
+    return false;
+  for (int a : steps[size_t(x.index)].args)
+    if (is_full(a))
+      return true;
+  return false;
+}
+
+int64_t KernelSpec::output_numel() const {
+  int64_t n = 1;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (!has_reduction() || !reduced[d])
+      n *= shape[d];
+  return n;
+}
+
+int64_t KernelSpec::reduced_numel() const {
+  int64_t n = 1;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (has_reduction() && reduced[d])
+      n *= shape[d];
+  return n;
+}
+
 ScalarType KernelSpec::dtype(int v) const {
   const Value &x = values.at(size_t(v));
   switch (x.kind) {
@@ -76,6 +139,12 @@ std::string KernelSpec::str() const {
   };
   os << "kernel over ";
   list(shape);
+  if (has_reduction()) {
+    os << " reducing dims";
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (reduced[d])
+        os << " " << d;
+  }
   os << "\n";
   for (size_t v = 0; v < values.size(); ++v) {
     const Value &x = values[v];
@@ -92,7 +161,10 @@ std::string KernelSpec::str() const {
         os << (i ? ", " : "") << "%" << s.args[i];
       for (const Scalar &c : s.scalars)
         os << ", " << c;
-      os << ") compute " << dtype_tag(s.compute);
+      os << ") " << (s.in != ScalarType::Undefined ? "acc " : "compute ")
+         << dtype_tag(s.compute);
+      if (s.in != ScalarType::Undefined)
+        os << " in " << dtype_tag(s.in);
     }
     os << "\n";
   }
@@ -110,8 +182,10 @@ void CompiledKernel::run(char **ptrs) const {
   if (numel == 0)
     return;
   Fn f = fn;
-  parallel_for(0, numel, kGrainSize,
-               [&](int64_t b, int64_t e) { f(ptrs, b, e); });
+  parallel_for(
+      0, numel,
+      std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, point_work)),
+      [&](int64_t b, int64_t e) { f(ptrs, b, e); });
 }
 
 // --- code generation
@@ -175,7 +249,9 @@ public:
   Emitter(const KernelSpec &k, KernelModule &km)
       : k_(k), ctx_(*km.ctx), m_(*km.module), b_(ctx_) {}
 
-  llvm::Function *emit(const std::string &name) {
+  /// Starts `void name(char **ptrs, int64 begin, int64 end)`: the entry
+  /// block with each operand's base pointer and the constants.
+  llvm::BasicBlock *begin_function(const std::string &name) {
     auto *ptr = llvm::PointerType::get(ctx_, 0);
     auto *i64 = b_.getInt64Ty();
     auto *fty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, i64, i64}, false);
@@ -183,21 +259,27 @@ public:
                                  m_);
     CpuJit::get().set_host_attributes(*fn_);
     fn_->addFnAttr(llvm::Attribute::NoUnwind);
-    llvm::Argument *ptrs = fn_->getArg(0), *begin = fn_->getArg(1),
-                   *end = fn_->getArg(2);
+    llvm::Argument *ptrs = fn_->getArg(0);
     ptrs->setName("ptrs");
-    begin->setName("begin");
-    end->setName("end");
-
+    fn_->getArg(1)->setName("begin");
+    fn_->getArg(2)->setName("end");
     auto *entry = llvm::BasicBlock::Create(ctx_, "entry", fn_);
     b_.SetInsertPoint(entry);
-    loops_ = coalesce(k_);
     const size_t nops = k_.outputs.size() + k_.inputs.size();
     for (size_t op = 0; op < nops; ++op) {
       LValue *slot = b_.CreateConstInBoundsGEP1_64(ptr, ptrs, op);
       base_.push_back(b_.CreateLoad(ptr, slot, "base" + std::to_string(op)));
     }
     prepare_constants();
+    return entry;
+  }
+
+  llvm::Function *emit(const std::string &name) {
+    auto *i64 = b_.getInt64Ty();
+    llvm::BasicBlock *entry = begin_function(name);
+    LValue *begin = fn_->getArg(1), *end = fn_->getArg(2);
+    loops_ = coalesce(k_);
+    const size_t nops = k_.outputs.size() + k_.inputs.size();
 
     // for (i = begin; i < end; i += n): one run of the innermost dim.
     auto *head = llvm::BasicBlock::Create(ctx_, "outer", fn_);
@@ -236,7 +318,7 @@ public:
     return fn_;
   }
 
-private:
+protected:
   /// The innermost loop: t in [0, n), operand op at off[op] + t * stride.
   void emit_inner_loop(LValue *n, const std::vector<LValue *> &off) {
     auto *i64 = b_.getInt64Ty();
@@ -466,6 +548,419 @@ private:
   std::vector<llvm::Constant *> constants_;
 };
 
+/// Note [Reduction kernels] (Kernel.h): the loops of a kernel with reduce
+/// steps.
+class ReductionEmitter : public Emitter {
+public:
+  using Emitter::Emitter;
+
+  llvm::Function *emit(const std::string &name) {
+    layout();
+    auto *i64 = b_.getInt64Ty();
+    llvm::BasicBlock *entry = begin_function(name);
+    LValue *begin = fn_->getArg(1), *end = fn_->getArg(2);
+    allocate_arrays();
+
+    auto *head = llvm::BasicBlock::Create(ctx_, "block", fn_);
+    auto *body = llvm::BasicBlock::Create(ctx_, "block.body", fn_);
+    auto *exit = llvm::BasicBlock::Create(ctx_, "exit", fn_);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    llvm::PHINode *i = b_.CreatePHI(i64, 2, "i");
+    i->addIncoming(begin, entry);
+    b_.CreateCondBr(b_.CreateICmpSLT(i, end), body, exit);
+    b_.SetInsertPoint(body);
+
+    // The block's first kept point: its offset in every operand.
+    koff_.assign(nops_, b_.getInt64(0));
+    LValue *rest = i, *last_idx = nullptr;
+    for (size_t k = kept_.size(); k-- > 0;) {
+      int64_t size = size_[size_t(kept_[k])];
+      LValue *idx = b_.CreateSRem(rest, b_.getInt64(size));
+      rest = b_.CreateSDiv(rest, b_.getInt64(size));
+      if (k + 1 == kept_.size())
+        last_idx = idx;
+      for (size_t op = 0; op < nops_; ++op)
+        if (int64_t st = stride_[op][size_t(kept_[k])])
+          koff_[op] =
+              b_.CreateAdd(koff_[op], b_.CreateMul(idx, b_.getInt64(st)));
+    }
+    if (run_) { // a run along the innermost (kept) dim
+      int64_t size = size_[size_.size() - 1];
+      LValue *avail = b_.CreateSub(b_.getInt64(size), last_idx);
+      LValue *left = b_.CreateSub(end, i);
+      n_ = b_.CreateSelect(b_.CreateICmpSLT(avail, left), avail, left);
+      n_ = b_.CreateSelect(b_.CreateICmpSLT(n_, b_.getInt64(kRun)), n_,
+                           b_.getInt64(kRun), "n");
+    } else {
+      n_ = b_.getInt64(1);
+    }
+
+    compute_reduced(0);
+    for (size_t j = 0; j < reduces_.size(); ++j) {
+      fold(reduces_[j]);
+      compute_reduced(int(j) + 1);
+    }
+    std::vector<size_t> full_outputs;
+    for (size_t o = 0; o < k_.outputs.size(); ++o)
+      if (k_.is_full(k_.outputs[o]))
+        full_outputs.push_back(o);
+    if (!full_outputs.empty())
+      points([&](const std::vector<LValue *> &off, LValue *t) {
+        std::vector<LValue *> vals(k_.values.size(), nullptr);
+        for (size_t o : full_outputs) {
+          int v = k_.outputs[o];
+          ScalarType dt = k_.dtype(v);
+          store(dt, eval(v, vals, off, t),
+                b_.CreateInBoundsGEP(memory_type(dt), base_[o], off[o]));
+        }
+      });
+    for_each_t([&](LValue *t) {
+      for (size_t o = 0; o < k_.outputs.size(); ++o) {
+        int v = k_.outputs[o];
+        if (k_.is_full(v))
+          continue;
+        ScalarType dt = k_.dtype(v);
+        LValue *off =
+            b_.CreateAdd(koff_[o], b_.CreateMul(t, b_.getInt64(tstride_[o])));
+        store(dt, load_array(v, t),
+              b_.CreateInBoundsGEP(memory_type(dt), base_[o], off));
+      }
+    });
+    i->addIncoming(b_.CreateAdd(i, n_), b_.GetInsertBlock());
+    b_.CreateBr(head);
+    b_.SetInsertPoint(exit);
+    b_.CreateRetVoid();
+    return fn_;
+  }
+
+private:
+  static constexpr int64_t kRun = 64; ///< kept points a block holds at most
+
+  /// Drops size-1 dims, merges adjacent reduced dims that every operand
+  /// walks contiguously, and picks the block shape.
+  void layout() {
+    nops_ = k_.outputs.size() + k_.inputs.size();
+    std::vector<std::vector<int64_t>> st(nops_);
+    // Outputs: full ones contiguous over the shape, reduced ones over the
+    // kept dims (0 along the reduced dims).
+    std::vector<int64_t> kept_shape;
+    for (size_t d = 0; d < k_.shape.size(); ++d)
+      if (!k_.reduced[d])
+        kept_shape.push_back(k_.shape[d]);
+    DimVector full_st = contiguous_strides(k_.shape);
+    DimVector kept_st = contiguous_strides(kept_shape);
+    for (size_t o = 0; o < k_.outputs.size(); ++o) {
+      bool full = k_.is_full(k_.outputs[o]);
+      size_t kd = 0;
+      for (size_t d = 0; d < k_.shape.size(); ++d) {
+        if (full)
+          st[o].push_back(full_st[d]);
+        else
+          st[o].push_back(k_.reduced[d] ? 0 : kept_st[kd++]);
+      }
+    }
+    for (size_t i = 0; i < k_.inputs.size(); ++i)
+      st[k_.outputs.size() + i] = k_.inputs[i].strides;
+    stride_.assign(nops_, {});
+    for (size_t d = 0; d < k_.shape.size(); ++d) {
+      if (k_.shape[d] == 1)
+        continue;
+      bool red = k_.reduced[d];
+      if (red && !red_.empty() && red_.back() + 1 == int(size_.size())) {
+        int p = red_.back();
+        bool merge = true;
+        for (size_t op = 0; op < nops_ && merge; ++op)
+          merge = stride_[op][size_t(p)] == st[op][d] * k_.shape[d];
+        if (merge) {
+          size_[size_t(p)] *= k_.shape[d];
+          for (size_t op = 0; op < nops_; ++op)
+            stride_[op][size_t(p)] = st[op][d];
+          continue;
+        }
+      }
+      (red ? red_ : kept_).push_back(int(size_.size()));
+      size_.push_back(k_.shape[d]);
+      for (size_t op = 0; op < nops_; ++op)
+        stride_[op].push_back(st[op][d]);
+    }
+    run_ = !kept_.empty() && kept_.back() == int(size_.size()) - 1;
+    tstride_.assign(nops_, 0);
+    if (run_)
+      for (size_t op = 0; op < nops_; ++op)
+        tstride_[op] = stride_[op][size_.size() - 1];
+    for (size_t v = 0; v < k_.values.size(); ++v)
+      if (k_.is_reduce(int(v)))
+        reduces_.push_back(int(v));
+    // The stage of a reduced value: after how many folds it is known.
+    stage_.assign(k_.values.size(), 0);
+    for (size_t v = 0; v < k_.values.size(); ++v) {
+      const KernelSpec::Value &x = k_.values[v];
+      if (x.kind != KernelSpec::Value::Kind::Step)
+        continue;
+      if (k_.is_reduce(int(v))) {
+        stage_[v] = int(std::find(reduces_.begin(), reduces_.end(), int(v)) -
+                        reduces_.begin()) +
+                    1;
+        continue;
+      }
+      for (int a : k_.steps[size_t(x.index)].args)
+        stage_[v] = std::max(stage_[v], stage_[size_t(a)]);
+    }
+  }
+
+  llvm::Type *register_type(ScalarType dt) {
+    if (dt == ScalarType::Bool)
+      return b_.getInt1Ty();
+    if (dt == ScalarType::Half || dt == ScalarType::BFloat16)
+      return b_.getFloatTy();
+    return memory_type(dt);
+  }
+
+  /// One array of kRun registers per reduced value that is not a constant,
+  /// and one accumulator array per fold, in the entry block.
+  void allocate_arrays() {
+    arrays_.assign(k_.values.size(), nullptr);
+    accs_.assign(k_.values.size(), nullptr);
+    for (size_t v = 0; v < k_.values.size(); ++v) {
+      if (k_.is_full(int(v)) ||
+          k_.values[v].kind == KernelSpec::Value::Kind::Constant)
+        continue;
+      arrays_[v] = b_.CreateAlloca(register_type(k_.dtype(int(v))),
+                                   b_.getInt64(kRun), "r" + std::to_string(v));
+      if (k_.is_reduce(int(v)))
+        accs_[v] = b_.CreateAlloca(acc_type(step_of(int(v))), b_.getInt64(kRun),
+                                   "acc" + std::to_string(v));
+    }
+  }
+
+  const KernelSpec::Step &step_of(int v) {
+    return k_.steps[size_t(k_.values[size_t(v)].index)];
+  }
+
+  bool sums(const KernelSpec::Step &s) {
+    return s.op == "sum" || s.op == "mean";
+  }
+
+  /// The accumulator's dtype: `acc` for sums, the input's for max/min.
+  ScalarType acc_dtype(const KernelSpec::Step &s) {
+    return sums(s) ? s.compute : s.in;
+  }
+  llvm::Type *acc_type(const KernelSpec::Step &s) {
+    return register_type(acc_dtype(s));
+  }
+
+  LValue *load_array(int v, LValue *t) {
+    llvm::Type *ty = register_type(k_.dtype(v));
+    return b_.CreateLoad(ty, b_.CreateInBoundsGEP(ty, arrays_[size_t(v)], t));
+  }
+
+  /// A counted loop t in [0, n_) around `body`.
+  void for_each_t(const std::function<void(LValue *)> &body) {
+    if (!run_) {
+      body(b_.getInt64(0));
+      return;
+    }
+    loop(n_, [&](LValue *t) { body(t); });
+  }
+
+  void loop(LValue *count, const std::function<void(LValue *)> &body) {
+    auto *i64 = b_.getInt64Ty();
+    llvm::BasicBlock *pre = b_.GetInsertBlock();
+    auto *l = llvm::BasicBlock::Create(ctx_, "loop", fn_);
+    auto *done = llvm::BasicBlock::Create(ctx_, "loop.done", fn_);
+    b_.CreateCondBr(b_.CreateICmpSGT(count, b_.getInt64(0)), l, done);
+    b_.SetInsertPoint(l);
+    llvm::PHINode *iv = b_.CreatePHI(i64, 2, "iv");
+    iv->addIncoming(b_.getInt64(0), pre);
+    body(iv);
+    LValue *next = b_.CreateAdd(iv, b_.getInt64(1), "", true, true);
+    iv->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateCondBr(b_.CreateICmpSLT(next, count), l, done);
+    b_.SetInsertPoint(done);
+  }
+
+  /// Every point of the block: loops over the reduced dims, then (a run)
+  /// over the block's kept points, innermost.
+  void points(const std::function<void(const std::vector<LValue *> &, LValue *)>
+                  &body) {
+    std::function<void(size_t, std::vector<LValue *>)> level =
+        [&](size_t r, std::vector<LValue *> off) {
+          if (r == red_.size()) {
+            if (!run_)
+              return body(off, b_.getInt64(0));
+            loop(n_, [&](LValue *t) {
+              std::vector<LValue *> o = off;
+              for (size_t op = 0; op < nops_; ++op)
+                if (tstride_[op])
+                  o[op] = b_.CreateAdd(
+                      off[op], b_.CreateMul(t, b_.getInt64(tstride_[op])));
+              body(o, t);
+            });
+            return;
+          }
+          size_t d = size_t(red_[r]);
+          loop(b_.getInt64(size_[d]), [&](LValue *x) {
+            std::vector<LValue *> o = off;
+            for (size_t op = 0; op < nops_; ++op)
+              if (int64_t st = stride_[op][d])
+                o[op] = b_.CreateAdd(off[op], b_.CreateMul(x, b_.getInt64(st)));
+            level(r + 1, o);
+          });
+        };
+    level(0, koff_);
+  }
+
+  /// Value v at a point (off: each operand's offset; t: the point's place
+  /// in the block), computing the full values it needs.
+  LValue *eval(int v, std::vector<LValue *> &vals,
+               const std::vector<LValue *> &off, LValue *t) {
+    if (vals[size_t(v)])
+      return vals[size_t(v)];
+    const KernelSpec::Value &x = k_.values[size_t(v)];
+    LValue *r = nullptr;
+    if (x.kind == KernelSpec::Value::Kind::Constant) {
+      r = constants_[size_t(x.index)];
+    } else if (!k_.is_full(v)) {
+      r = load_array(v, t);
+    } else if (x.kind == KernelSpec::Value::Kind::Input) {
+      ScalarType dt = k_.inputs[size_t(x.index)].dtype;
+      size_t op = k_.outputs.size() + size_t(x.index);
+      r = load(dt, b_.CreateInBoundsGEP(memory_type(dt), base_[op], off[op]));
+    } else {
+      for (int a : step_of(v).args)
+        eval(a, vals, off, t);
+      r = step(step_of(v), vals);
+    }
+    return vals[size_t(v)] = r;
+  }
+
+  /// The reduced values of `stage` (known once `stage` folds are done), for
+  /// each point of the block: inputs read at the kept point, steps
+  /// computed, reduce steps finished.
+  void compute_reduced(int stage) {
+    bool any = false;
+    for (size_t v = 0; v < k_.values.size(); ++v)
+      any = any || (arrays_[v] && stage_[v] == stage);
+    if (!any)
+      return;
+    for_each_t([&](LValue *t) {
+      std::vector<LValue *> off(nops_);
+      for (size_t op = 0; op < nops_; ++op)
+        off[op] =
+            b_.CreateAdd(koff_[op], b_.CreateMul(t, b_.getInt64(tstride_[op])));
+      std::vector<LValue *> vals(k_.values.size(), nullptr);
+      for (size_t v = 0; v < k_.values.size(); ++v) {
+        if (!arrays_[v] || stage_[v] != stage)
+          continue;
+        const KernelSpec::Value &x = k_.values[v];
+        LValue *r;
+        if (k_.is_reduce(int(v))) {
+          r = finish(
+              step_of(int(v)),
+              b_.CreateLoad(acc_type(step_of(int(v))),
+                            b_.CreateInBoundsGEP(acc_type(step_of(int(v))),
+                                                 accs_[v], t)));
+        } else if (x.kind == KernelSpec::Value::Kind::Input) {
+          ScalarType dt = k_.inputs[size_t(x.index)].dtype;
+          size_t op = k_.outputs.size() + size_t(x.index);
+          r = load(dt,
+                   b_.CreateInBoundsGEP(memory_type(dt), base_[op], off[op]));
+        } else {
+          for (int a : step_of(int(v)).args)
+            eval(a, vals, off, t);
+          r = step(step_of(int(v)), vals);
+        }
+        llvm::Type *ty = register_type(k_.dtype(int(v)));
+        b_.CreateStore(r, b_.CreateInBoundsGEP(ty, arrays_[v], t));
+        vals[v] = r;
+      }
+    });
+  }
+
+  bool is_float(ScalarType dt) {
+    return dt == ScalarType::Float || dt == ScalarType::Double ||
+           dt == ScalarType::Half || dt == ScalarType::BFloat16;
+  }
+
+  LValue *init(const KernelSpec::Step &s) {
+    ScalarType dt = acc_dtype(s);
+    llvm::Type *ty = acc_type(s);
+    if (sums(s))
+      return is_float(dt) ? llvm::ConstantFP::get(ty, 0.0)
+                          : llvm::ConstantInt::get(ty, 0);
+    bool max = s.op == "amax";
+    if (is_float(dt))
+      return llvm::ConstantFP::getInfinity(ty, /*Negative=*/max);
+    unsigned bits = ty->getIntegerBitWidth();
+    if (dt == ScalarType::Byte)
+      return b_.getInt(max ? llvm::APInt::getMinValue(bits)
+                           : llvm::APInt::getMaxValue(bits));
+    return b_.getInt(max ? llvm::APInt::getSignedMinValue(bits)
+                         : llvm::APInt::getSignedMaxValue(bits));
+  }
+
+  LValue *combine(const KernelSpec::Step &s, LValue *a, LValue *x) {
+    ScalarType dt = acc_dtype(s);
+    if (sums(s)) {
+      if (!is_float(dt))
+        return b_.CreateAdd(a, x);
+      // Reassociation lets the loop vectorizer keep partial sums per lane
+      // (the order differs from eager's; both accumulate in double).
+      LValue *r = b_.CreateFAdd(a, x);
+      llvm::FastMathFlags f;
+      f.setAllowReassoc();
+      llvm::cast<llvm::Instruction>(r)->setFastMathFlags(f);
+      return r;
+    }
+    bool max = s.op == "amax";
+    llvm::Intrinsic::ID id =
+        is_float(dt)
+            ? (max ? llvm::Intrinsic::maximum : llvm::Intrinsic::minimum)
+        : dt == ScalarType::Byte
+            ? (max ? llvm::Intrinsic::umax : llvm::Intrinsic::umin)
+            : (max ? llvm::Intrinsic::smax : llvm::Intrinsic::smin);
+    return b_.CreateBinaryIntrinsic(id, a, x);
+  }
+
+  LValue *finish(const KernelSpec::Step &s, LValue *a) {
+    if (s.op == "mean")
+      a = b_.CreateFDiv(
+          a, llvm::ConstantFP::get(a->getType(), double(k_.reduced_numel())));
+    return cast(a, acc_dtype(s), s.out);
+  }
+
+  /// Folds reduce step v over the block: its accumulators start at the
+  /// fold's identity, then one loop over the block's points.
+  void fold(int v) {
+    const KernelSpec::Step &s = step_of(v);
+    llvm::Type *aty = acc_type(s);
+    for_each_t([&](LValue *t) {
+      b_.CreateStore(init(s), b_.CreateInBoundsGEP(aty, accs_[size_t(v)], t));
+    });
+    points([&](const std::vector<LValue *> &off, LValue *t) {
+      std::vector<LValue *> vals(k_.values.size(), nullptr);
+      int arg = s.args[0];
+      LValue *x = cast(eval(arg, vals, off, t), k_.dtype(arg), s.in);
+      x = cast(x, s.in, acc_dtype(s));
+      LValue *p = b_.CreateInBoundsGEP(aty, accs_[size_t(v)], t);
+      b_.CreateStore(combine(s, b_.CreateLoad(aty, p), x), p);
+    });
+  }
+
+  size_t nops_ = 0;
+  std::vector<int64_t> size_;                // dims after dropping 1s
+  std::vector<std::vector<int64_t>> stride_; // [operand][dim]
+  std::vector<int> kept_, red_;              // dims of size_
+  bool run_ = false;
+  std::vector<int64_t> tstride_;
+  std::vector<LValue *> koff_;
+  LValue *n_ = nullptr;
+  std::vector<int> reduces_;
+  std::vector<int> stage_;
+  std::vector<llvm::AllocaInst *> arrays_, accs_;
+};
+
 std::string hex(uint64_t h) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
@@ -492,7 +987,8 @@ CompiledKernel compile_kernel(const KernelSpec &spec,
   }
   auto t0 = std::chrono::steady_clock::now();
   CompiledKernel k;
-  k.numel = spec.numel();
+  k.numel = spec.output_numel();
+  k.point_work = spec.reduced_numel();
   k.name = "ember_kernel_" + hex(std::hash<std::string>()(key));
   std::string why;
   void *fn =
@@ -503,7 +999,10 @@ CompiledKernel compile_kernel(const KernelSpec &spec,
     k.origin = why.find("disk cache entry") == 0 ? "compiled (" + why + ")"
                                                  : "compiled";
     KernelModule km = jit.new_module(k.name);
-    Emitter(spec, km).emit(k.name);
+    if (spec.has_reduction())
+      ReductionEmitter(spec, km).emit(k.name);
+    else
+      Emitter(spec, km).emit(k.name);
     fn = jit.compile(std::move(km), k.name, disk_key,
                      options.keep_ir ? &k.llvm_ir : nullptr);
   }

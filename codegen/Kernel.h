@@ -16,6 +16,23 @@
 /// pointwise op is cheaper than a round trip through memory). Inputs are
 /// read through their strides over `shape` (0 on broadcast dims); outputs are
 /// written contiguously.
+///
+/// Note [Reduction kernels]
+/// A kernel with reduce steps folds the dims `reduced` of `shape`; all its
+/// reduce steps fold the same dims. Its values have one of two levels:
+/// *full* (one per point of `shape`: inputs that vary along a reduced dim
+/// and the steps that read them) and *reduced* (one per kept point: the
+/// reduce steps, inputs and constants constant along the reduced dims, and
+/// the steps over only those). The kernel runs over the kept points; for a
+/// block of them (one point when the innermost dim is reduced, a run along
+/// the innermost dim otherwise, which then is the vectorized loop) it runs
+/// one loop over the reduced dims per reduce step, in order, computing the
+/// full values that step reads (again: softmax's exp runs in the sum's loop
+/// and in the division's, never through memory), then one loop storing the
+/// full outputs, then the reduced outputs. Reduced values live in per-block
+/// arrays. The rows of the block stay in cache between its loops, so the
+/// kernel reads its inputs from memory about once: softmax and layer_norm
+/// are one kernel each (a "persistent reduction" in Inductor's terms).
 
 #include "eager/Scalar.h"
 #include "runtime/ScalarType.h"
@@ -47,6 +64,7 @@ struct KernelSpec {
     std::vector<int> args;
     std::vector<Scalar> scalars;
     ScalarType compute, out;
+    ScalarType in = ScalarType::Undefined; ///< reduce steps: see reduce()
   };
   /// Values are numbered in the order they are added: inputs, constants and
   /// steps interleaved as the builder calls come.
@@ -60,6 +78,9 @@ struct KernelSpec {
   std::vector<Step> steps;
   std::vector<Value> values;
   std::vector<int> outputs; ///< value ids written, in order
+  /// Per dim of `shape`: folded by the reduce steps (all false, or empty,
+  /// for a pointwise kernel).
+  std::vector<bool> reduced;
 
   int input(ScalarType dtype, std::vector<int64_t> strides);
   int constant(ScalarType dtype, Scalar value);
@@ -67,6 +88,22 @@ struct KernelSpec {
            ScalarType compute, ScalarType out);
   /// Value `v` converted to `dtype` as eager converts (copy_, to()).
   int convert(int v, ScalarType dtype);
+  /// A fold of `v` over the `reduced` dims: op "sum", "mean", "amax" or
+  /// "amin" (eager's semantics: sum and mean accumulate in `acc`, double
+  /// for floats and int64 for integers; amax and amin in the compute type
+  /// of `v`'s dtype, a NaN wins), giving dtype `out`. `v` is first
+  /// converted to `in` (the op's `dtype` argument, or its own dtype).
+  int reduce(std::string op, int v, ScalarType in, ScalarType acc,
+             ScalarType out);
+  bool is_reduce(int value) const;
+  /// Whether a value varies along the reduced dims (Note [Reduction
+  /// kernels]); every value is full in a pointwise kernel.
+  bool is_full(int value) const;
+  bool has_reduction() const;
+  /// Points of the output space: the kept points of a reduction kernel.
+  int64_t output_numel() const;
+  /// Points folded into each output (1 for a pointwise kernel).
+  int64_t reduced_numel() const;
   ScalarType dtype(int value) const;
   int64_t numel() const;
 
@@ -76,14 +113,15 @@ struct KernelSpec {
 };
 
 /// A compiled kernel: `fn(ptrs, begin, end)` computes the points
-/// [begin, end) of the iteration space (row-major order); `ptrs` holds the
+/// [begin, end) of the output space (row-major order); `ptrs` holds the
 /// outputs' data pointers, then the inputs'.
 struct CompiledKernel {
   using Fn = void (*)(char **ptrs, int64_t begin, int64_t end);
   Fn fn = nullptr;
-  int64_t numel = 0;
-  std::string name;    ///< its symbol: "ember_kernel_<hash>"
-  std::string llvm_ir; ///< the optimized LLVM IR (when asked for)
+  int64_t numel = 0;      ///< output points (kept points of a reduction)
+  int64_t point_work = 1; ///< elements read per output point
+  std::string name;       ///< its symbol: "ember_kernel_<hash>"
+  std::string llvm_ir;    ///< the optimized LLVM IR (when asked for)
   double compile_seconds = 0;
   /// Where it came from: "compiled", "disk cache", or "compiled (<why the
   /// disk cache entry was not used>)" for a stale or corrupt entry.

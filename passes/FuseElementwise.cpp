@@ -1,12 +1,14 @@
-// ember-fuse-elementwise (passes/Passes.td): pointwise ops into ember.fusion
-// regions.
+// ember-fuse-elementwise (passes/Passes.td): pointwise ops and the
+// reductions they feed into ember.fusion regions.
 #include "passes/Passes.h"
+
+#include "eager/Reduction.h"
+#include "eager/WrapDim.h"
+#include "ir/Import.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
-
-#include <map>
 
 namespace ember::passes {
 
@@ -16,29 +18,124 @@ namespace ember::passes {
 namespace {
 
 using namespace mlir;
-
-bool fusible(Operation *op) {
-  return op->hasTrait<ir::OpTrait::Pointwise>() && op->getNumResults() == 1;
-}
+using Shape = llvm::SmallVector<int64_t>;
 
 bool wrapped_number(Operation *op) {
   auto c = llvm::dyn_cast_or_null<ir::ConstantOp>(op);
   return c && c.getWrappedNumber();
 }
 
-int64_t numel(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType()).getNumElements();
+Shape shape_of(Value v) {
+  auto t = llvm::cast<RankedTensorType>(v.getType());
+  return Shape(t.getShape().begin(), t.getShape().end());
 }
 
-/// Replaces `ops` (a group, in program order; the last one is the only op
-/// whose result is used outside the group) by one ember.fusion at the
-/// position of the last.
+int64_t numel(llvm::ArrayRef<int64_t> s) {
+  int64_t n = 1;
+  for (int64_t d : s)
+    n *= d;
+  return n;
+}
+
+/// `s` right-aligned to `rank` dims (leading 1s added or dropped); false
+/// when it has more dims than that which are not 1.
+bool pad_to(llvm::ArrayRef<int64_t> s, size_t rank, Shape &out) {
+  out.assign(rank, 1);
+  for (size_t i = 0; i < s.size(); ++i) {
+    size_t from_end = s.size() - 1 - i;
+    if (from_end >= rank) {
+      if (s[i] != 1)
+        return false;
+      continue;
+    }
+    out[rank - 1 - from_end] = s[i];
+  }
+  return true;
+}
+
+/// The iteration domain of a group (Note [Reduction fusion] in the pass
+/// description): the full shape and the dims its reductions fold (none for
+/// a group of pointwise ops only).
+struct Domain {
+  Shape full;
+  llvm::SmallVector<bool> reduced; // empty: no reduction
+  bool has_reduction() const { return !reduced.empty(); }
+
+  /// A value of shape `s` is computed at every point of the domain.
+  bool is_full(llvm::ArrayRef<int64_t> s) const {
+    if (!has_reduction())
+      return numel(s) == numel(full);
+    Shape p;
+    return pad_to(s, full.size(), p) && p == full;
+  }
+  /// A value of shape `s` has one element per kept point: the reduction's
+  /// result with keepdim (reduced dims 1) or without (the kept dims only).
+  bool is_reduced(llvm::ArrayRef<int64_t> s) const {
+    if (!has_reduction())
+      return false;
+    Shape keep = full, kept, p;
+    for (size_t d = 0; d < full.size(); ++d) {
+      if (reduced[d])
+        keep[d] = 1;
+      else
+        kept.push_back(full[d]);
+    }
+    return (pad_to(s, full.size(), p) && p == keep) ||
+           Shape(s.begin(), s.end()) == kept;
+  }
+  /// The domain of the two groups together, if they can be one.
+  static std::optional<Domain> merge(const Domain &a, const Domain &b) {
+    if (a.has_reduction() && b.has_reduction()) {
+      if (a.full == b.full && a.reduced == b.reduced)
+        return a;
+      return std::nullopt;
+    }
+    if (b.has_reduction())
+      return merge(b, a);
+    if (a.has_reduction())
+      return a.is_full(b.full) || a.is_reduced(b.full) ? std::optional(a)
+                                                       : std::nullopt;
+    return numel(a.full) == numel(b.full) ? std::optional(a) : std::nullopt;
+  }
+};
+
+/// The domain of a fusible op on its own; none for an op that is not.
+std::optional<Domain> own_domain(Operation *op) {
+  if (op->getNumResults() != 1)
+    return std::nullopt;
+  if (op->hasTrait<ir::OpTrait::Pointwise>())
+    return Domain{shape_of(op->getResult(0)), {}};
+  const OperatorHandle *h = ir::table_op(op);
+  const ReductionInfo *info = h ? find_reduction(*h) : nullptr;
+  if (!info)
+    return std::nullopt;
+  Domain d;
+  d.full = shape_of(op->getOperand(0));
+  d.reduced.assign(d.full.size(), info->dim < 0);
+  if (info->dim >= 0) {
+    ir::Trace t = ir::import_op(op);
+    const IValue &dims = t.nodes[0].args[size_t(info->dim)].attr;
+    if (dims.isNone() || dims.toIntList().empty()) {
+      d.reduced.assign(d.full.size(), true);
+    } else {
+      for (int64_t dim : dims.toIntList())
+        d.reduced[size_t(maybe_wrap_dim(dim, int64_t(d.full.size())))] = true;
+    }
+  }
+  if (d.full.empty()) // a 0-dim reduction is a copy: one point, one "dim"
+    return std::nullopt;
+  return d;
+}
+
+/// Replaces `ops` (a group, in program order) by one ember.fusion at the
+/// position of the last; its results are the group's values used outside.
 void outline(llvm::ArrayRef<Operation *> ops) {
-  Operation *root = ops.back();
+  Operation *last = ops.back();
   llvm::SmallPtrSet<Operation *, 8> in_group(ops.begin(), ops.end());
   llvm::SetVector<Value> inputs;
   llvm::SetVector<Operation *> constants;
-  for (Operation *op : ops)
+  llvm::SmallVector<Value> outputs;
+  for (Operation *op : ops) {
     for (Value v : op->getOperands()) {
       Operation *def = v.getDefiningOp();
       if (def && in_group.contains(def))
@@ -48,13 +145,21 @@ void outline(llvm::ArrayRef<Operation *> ops) {
       else
         inputs.insert(v);
     }
+    for (Value r : op->getResults())
+      if (llvm::any_of(r.getUsers(),
+                       [&](Operation *u) { return !in_group.contains(u); }))
+        outputs.push_back(r);
+  }
   llvm::SmallVector<Location> locs;
+  llvm::SmallVector<Type> types;
   for (Operation *op : ops)
     locs.push_back(op->getLoc());
+  for (Value r : outputs)
+    types.push_back(r.getType());
 
-  OpBuilder b(root);
-  auto fusion = b.create<ir::FusionOp>(
-      b.getFusedLoc(locs), root->getResultTypes(), inputs.getArrayRef());
+  OpBuilder b(last);
+  auto fusion =
+      b.create<ir::FusionOp>(b.getFusedLoc(locs), types, inputs.getArrayRef());
   Block *body = new Block();
   fusion.getBody().push_back(body);
   IRMapping map;
@@ -65,9 +170,12 @@ void outline(llvm::ArrayRef<Operation *> ops) {
     bb.clone(*c, map);
   for (Operation *op : ops)
     bb.clone(*op, map);
-  bb.create<ir::YieldOp>(root->getLoc(),
-                         ValueRange{map.lookup(root->getResult(0))});
-  root->getResult(0).replaceAllUsesWith(fusion.getResult(0));
+  llvm::SmallVector<Value> yielded;
+  for (Value r : outputs)
+    yielded.push_back(map.lookup(r));
+  bb.create<ir::YieldOp>(last->getLoc(), yielded);
+  for (size_t i = 0; i < outputs.size(); ++i)
+    outputs[i].replaceAllUsesWith(fusion.getResult(unsigned(i)));
   for (Operation *op : llvm::reverse(ops))
     op->erase();
   for (Operation *c : constants)
@@ -75,40 +183,74 @@ void outline(llvm::ArrayRef<Operation *> ops) {
       c->erase();
 }
 
+struct Group {
+  llvm::SmallVector<Operation *> ops; // program order
+  Domain domain;
+  bool sealed = false; // an op outside it reads one of its values
+  int merged_into = -1;
+};
+
 struct FuseElementwise : impl::FuseElementwiseBase<FuseElementwise> {
   void runOnOperation() override {
     Block &block = getOperation().getBody().front();
-    // Walking backwards, every user of an op has its group when the op is
-    // reached: the op joins its users' group if they all are in one group
-    // of its element count (see the pass description).
-    llvm::DenseMap<Operation *, int> group;
-    std::vector<llvm::SmallVector<Operation *>> groups; // reverse order
-    std::vector<int64_t> group_numel;
-    for (Operation &op : llvm::reverse(block)) {
-      if (!fusible(&op))
-        continue;
-      Value r = op.getResult(0);
-      int g = -1;
-      bool join = !r.use_empty();
-      for (Operation *user : r.getUsers()) {
-        auto it = group.find(user);
-        if (it == group.end() || (g >= 0 && it->second != g)) {
-          join = false;
-          break;
+    std::vector<Group> groups;
+    llvm::DenseMap<Operation *, int> group_of;
+    auto find = [&](int g) {
+      while (groups[size_t(g)].merged_into >= 0)
+        g = groups[size_t(g)].merged_into;
+      return g;
+    };
+    // Program order: an op joins the groups of its operands when their
+    // domains agree and none of them is sealed; the operand groups it does
+    // not join are sealed (their fusion must come before this op, so
+    // nothing after it may join them).
+    for (Operation &op : block) {
+      std::optional<Domain> own = own_domain(&op);
+      llvm::SmallVector<int> producers;
+      for (Value v : op.getOperands()) {
+        Operation *def = v.getDefiningOp();
+        auto it = def ? group_of.find(def) : group_of.end();
+        if (it == group_of.end())
+          continue;
+        int g = find(it->second);
+        if (!llvm::is_contained(producers, g))
+          producers.push_back(g);
+      }
+      int mine = -1;
+      if (own) {
+        mine = int(groups.size());
+        groups.push_back(Group{{&op}, *own});
+        group_of[&op] = mine;
+        for (int g : producers) {
+          Group &p = groups[size_t(g)];
+          if (p.sealed)
+            continue;
+          std::optional<Domain> d =
+              Domain::merge(groups[size_t(mine)].domain, p.domain);
+          if (!d)
+            continue;
+          Group &m = groups[size_t(mine)];
+          m.domain = *d;
+          m.ops.insert(m.ops.begin(), p.ops.begin(), p.ops.end());
+          p.ops.clear();
+          p.merged_into = mine;
         }
-        g = it->second;
       }
-      if (!join || group_numel[size_t(g)] != numel(r)) {
-        g = int(groups.size());
-        groups.emplace_back();
-        group_numel.push_back(numel(r));
-      }
-      group[&op] = g;
-      groups[size_t(g)].push_back(&op);
+      for (int g : producers)
+        if (find(g) != mine)
+          groups[size_t(find(g))].sealed = true;
     }
-    for (auto &ops : groups) {
-      std::reverse(ops.begin(), ops.end()); // program order
-      outline(ops);
+    llvm::DenseMap<Operation *, unsigned> position;
+    unsigned n = 0;
+    for (Operation &op : block)
+      position[&op] = n++;
+    for (Group &g : groups) {
+      if (g.merged_into >= 0 || g.ops.empty())
+        continue;
+      llvm::sort(g.ops, [&](Operation *a, Operation *b) {
+        return position[a] < position[b];
+      });
+      outline(g.ops);
     }
   }
 };

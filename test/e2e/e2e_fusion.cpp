@@ -1,0 +1,131 @@
+// Compiled vs eager: reductions as fusion roots (Note [Reduction kernels] in
+// codegen/Kernel.h) and decomposed ops (ember-decompose): the number of
+// kernels each program becomes, and equal results at every level.
+#include "E2EUtil.h"
+
+using namespace ember;
+using ember::test::expect_same;
+using ember::test::noncontiguous;
+using ember::test::random;
+
+namespace {
+
+/// The kernels and fallbacks of the single graph an explain() reports.
+struct Counts {
+  int64_t kernels, fallbacks;
+};
+Counts counts(const ExplainOutput &e) {
+  EXPECT_EQ(e.graphs.size(), 1u);
+  if (e.graphs.empty())
+    return {-1, -1};
+  const GraphInfo &g = e.graphs.back();
+  for (const std::string &r : g.fallback_reasons)
+    std::cout << "  fallback: " << r << "\n";
+  return {g.kernels, g.fallbacks};
+}
+
+} // namespace
+
+TEST(E2EFusion, SoftmaxIsOneKernel) {
+  auto fn = [](const Tensor &x) { return x.softmax(-1); };
+  Counts c = counts(expect_same(fn, {random({33, 70}, kFloat, 1) * 5}));
+  EXPECT_EQ(c.kernels, 1);
+  EXPECT_EQ(c.fallbacks, 0);
+}
+
+TEST(E2EFusion, SoftmaxOverOuterAndMiddleDims) {
+  auto fn = [](const Tensor &x) {
+    return std::make_tuple(x.softmax(0), x.log_softmax(1), x.softmax(2));
+  };
+  Counts c = counts(expect_same(fn, {random({5, 130, 7}, kFloat, 2) * 3}));
+  EXPECT_EQ(c.kernels, 3);
+  EXPECT_EQ(c.fallbacks, 0);
+}
+
+TEST(E2EFusion, LayerNormIsOneKernel) {
+  auto fn = [](const Tensor &x, const Tensor &w, const Tensor &b) {
+    return nn::functional::layer_norm(
+        x, nn::functional::LayerNormFuncOptions({64}).weight(w).bias(b));
+  };
+  Counts c = counts(
+      expect_same(fn, {random({3, 10, 64}, kFloat, 3), random({64}, kFloat, 4),
+                       random({64}, kFloat, 5)}));
+  EXPECT_EQ(c.kernels, 1);
+  EXPECT_EQ(c.fallbacks, 0);
+}
+
+TEST(E2EFusion, ReductionsWithPrologueAndEpilogue) {
+  auto fn = [](const Tensor &x, const Tensor &y) {
+    Tensor a = ((x * y).exp().sum({1}) + 1).sqrt(); // inner dim
+    Tensor b = (x - y).abs().amax({0}, true) * 2;   // outer dim
+    Tensor c = x.mean({0, 2}) - y.amin({0, 2});     // middle kept
+    Tensor d = (x * x).sum() / x.numel();           // every dim
+    Tensor e = x.sum({1}, false, kDouble);          // dtype argument
+    return std::make_tuple(a, b, c, d, e);
+  };
+  Counts c = counts(expect_same(
+      fn, {random({6, 50, 9}, kFloat, 6), random({6, 50, 9}, kFloat, 7)}));
+  EXPECT_EQ(c.kernels, 5);
+  EXPECT_EQ(c.fallbacks, 0);
+}
+
+TEST(E2EFusion, ReductionDtypes) {
+  auto fn = [](const Tensor &h, const Tensor &bf, const Tensor &i,
+               const Tensor &d) {
+    return std::make_tuple((h * 2).sum({1}), bf.amax({0}), (bf + 1).mean({1}),
+                           (i * 3).sum({0}), i.amax({1}), d.softmax(1),
+                           (i > 2).sum({1}));
+  };
+  Tensor i = (random({8, 40}, kFloat, 8) * 50).to(kInt);
+  Counts c = counts(expect_same(fn, {random({8, 40}, kHalf, 9),
+                                     random({8, 40}, kBFloat16, 10), i,
+                                     random({8, 40}, kDouble, 11)}));
+  EXPECT_EQ(c.fallbacks, 0);
+}
+
+TEST(E2EFusion, ReductionsOfNonContiguousAndBroadcastInputs) {
+  auto fn = [](const Tensor &x, const Tensor &w) {
+    return std::make_tuple((x * w).sum({1}, true), (x + w).softmax(0));
+  };
+  Tensor x = noncontiguous(random({20, 30}, kFloat, 12));
+  expect_same(fn, {x, random({30}, kFloat, 13)});
+  expect_same(fn, {random({20, 30}, kFloat, 14).t().contiguous().t(),
+                   random({30}, kFloat, 15)});
+}
+
+TEST(E2EFusion, ReductionEdgeCases) {
+  auto fn = [](const Tensor &x, const Tensor &z) {
+    // Empty reduced dim: sum 0, mean nan; a one-element dim; NaN and inf
+    // propagate through amax and softmax as eager.
+    return std::make_tuple(z.sum({1}), z.mean({1}), x.sum({2}), x.amax({1}),
+                           x.softmax(1));
+  };
+  Tensor x = random({4, 6, 1}, kFloat, 16);
+  x.index_put_({1, 2, 0}, std::numeric_limits<float>::quiet_NaN());
+  x.index_put_({2, 3, 0}, std::numeric_limits<float>::infinity());
+  x.index_put_({3}, -std::numeric_limits<float>::infinity());
+  Counts c = counts(expect_same(fn, {x, random({3, 0}, kFloat, 17)}));
+  EXPECT_EQ(c.fallbacks, 0);
+}
+
+TEST(E2EFusion, VarStdLogsumexpDecomposeAndFuse) {
+  auto fn = [](const Tensor &x) {
+    return std::make_tuple(x.var({1}), x.std({0}, 0, true), x.logsumexp({1}),
+                           x.var());
+  };
+  Counts c = counts(expect_same(fn, {random({16, 45}, kFloat, 18) * 3}));
+  EXPECT_EQ(c.kernels, 4);
+  EXPECT_EQ(c.fallbacks, 1); // logsumexp's reshape of its keepdim result
+}
+
+TEST(E2EFusion, ExplainNamesReductionKernels) {
+  auto fn = [](const Tensor &x) { return x.softmax(1); };
+  auto compiled = compile(fn);
+  compiled(random({4, 8}, kFloat, 19));
+  ExplainOutput e = compiled.explain();
+  ASSERT_EQ(e.graphs.size(), 1u);
+  ASSERT_EQ(e.graphs[0].kernel_list.size(), 1u);
+  EXPECT_TRUE(ember::test::contains(e.graphs[0].ir_optimized, "ember.amax"));
+  EXPECT_TRUE(ember::test::contains(e.graphs[0].ir_optimized, "ember.fusion"));
+  EXPECT_FALSE(ember::test::contains(e.graphs[0].ir_optimized, "softmax"));
+}
