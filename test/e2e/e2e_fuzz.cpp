@@ -196,7 +196,9 @@ private:
     int v = recent(int(values.size()));
     const Tensor &t = values[size_t(v)];
     s.args = {v};
-    switch (pick(0, 2)) {
+    bool floating = isFloatingType(t.dtype());
+    bool nonempty = t.dim() >= 1 && t.numel() > 0;
+    switch (pick(0, 7)) {
     case 0:
       if (t.dim() < 2)
         return {};
@@ -204,10 +206,40 @@ private:
       s.fn = [](const std::vector<Tensor> &a) { return a[0].t(); };
       break;
     case 1:
-      if (t.dim() < 1 || !isFloatingType(t.dtype()))
+      if (t.dim() < 1)
         return {};
       s.name = "sum(-1, keepdim)";
       s.fn = [](const std::vector<Tensor> &a) { return a[0].sum(-1, true); };
+      break;
+    case 2:
+      if (t.dim() < 1)
+        return {};
+      s.name = "sum(0)";
+      s.fn = [](const std::vector<Tensor> &a) { return a[0].sum(0); };
+      break;
+    case 3:
+      if (!nonempty || t.dtype() == kBool)
+        return {};
+      s.name = "amax(-1, keepdim)";
+      s.fn = [](const std::vector<Tensor> &a) { return a[0].amax(-1, true); };
+      break;
+    case 4:
+      if (t.dim() < 1 || !floating)
+        return {};
+      s.name = "mean(0, keepdim)";
+      s.fn = [](const std::vector<Tensor> &a) { return a[0].mean(0, true); };
+      break;
+    case 5:
+      if (!nonempty || !floating)
+        return {};
+      s.name = "softmax(-1)";
+      s.fn = [](const std::vector<Tensor> &a) { return a[0].softmax(-1); };
+      break;
+    case 6:
+      if (!nonempty || !floating)
+        return {};
+      s.name = "log_softmax(0)";
+      s.fn = [](const std::vector<Tensor> &a) { return a[0].log_softmax(0); };
       break;
     default:
       s.name = "unsqueeze(0)";
