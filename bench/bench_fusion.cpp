@@ -2,6 +2,9 @@
 // floor (a parallel memcpy of the same bytes on the same thread pool):
 // - gelu(x * w + b) over 16.8M float32 (w, b rows broadcast over x);
 // - an 8-op pointwise chain; bias + SiLU + mul;
+// - softmax and layer_norm over 4096 x 4096 float32 (reduction kernels);
+// - MLP inference 784-1024-1024-10 at batch 256 (addmm by BLAS, fused
+//   epilogues);
 // - the compile time of one kernel, cold (a new kernel each iteration) and
 //   warm (the in-process cache).
 //
@@ -94,6 +97,70 @@ void BM_BiasSiluMul_Compiled(benchmark::State &s) {
   run(
       s, [&] { return f(in.x, in.b, in.y); }, 3);
 }
+Tensor softmax_fn(const Tensor &x) { return x.softmax(-1); }
+Tensor layer_norm_fn(const Tensor &x, const Tensor &w, const Tensor &b) {
+  return nn::functional::layer_norm(
+      x, nn::functional::LayerNormFuncOptions({kCols}).weight(w).bias(b));
+}
+void BM_Softmax_Eager(benchmark::State &s) {
+  Inputs in;
+  run(
+      s, [&] { return softmax_fn(in.x); }, 2);
+}
+void BM_Softmax_Compiled(benchmark::State &s) {
+  Inputs in;
+  auto f = compile(softmax_fn);
+  run(
+      s, [&] { return f(in.x); }, 2);
+}
+void BM_LayerNorm_Eager(benchmark::State &s) {
+  Inputs in;
+  run(
+      s, [&] { return layer_norm_fn(in.x, in.w, in.b); }, 2);
+}
+void BM_LayerNorm_Compiled(benchmark::State &s) {
+  Inputs in;
+  auto f = compile(layer_norm_fn);
+  run(
+      s, [&] { return f(in.x, in.w, in.b); }, 2);
+}
+BENCHMARK(BM_Softmax_Eager)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Softmax_Compiled)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LayerNorm_Eager)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LayerNorm_Compiled)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+/// MLP 784-1024-1024-10, ReLU, inference at batch 256.
+struct Mlp : nn::Module {
+  Mlp() {
+    fc1 = register_module("fc1", nn::Linear(784, 1024));
+    fc2 = register_module("fc2", nn::Linear(1024, 1024));
+    fc3 = register_module("fc3", nn::Linear(1024, 10));
+  }
+  Tensor forward(const Tensor &x) {
+    return fc3->forward(fc2->forward(fc1->forward(x).relu()).relu())
+        .log_softmax(1);
+  }
+  nn::Linear fc1{nullptr}, fc2{nullptr}, fc3{nullptr};
+};
+void BM_Mlp_Eager(benchmark::State &s) {
+  Mlp m;
+  Tensor x = randn({256, 784});
+  NoGradGuard g;
+  for (auto _ : s)
+    benchmark::DoNotOptimize(m.forward(x));
+}
+void BM_Mlp_Compiled(benchmark::State &s) {
+  Mlp m;
+  Tensor x = randn({256, 784});
+  NoGradGuard g;
+  auto f = compile([&](const Tensor &in) { return m.forward(in); });
+  f(x);
+  for (auto _ : s)
+    benchmark::DoNotOptimize(f(x));
+}
+BENCHMARK(BM_Mlp_Eager)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Mlp_Compiled)->UseRealTime()->Unit(benchmark::kMillisecond);
+
 BENCHMARK(BM_Gelu_Eager)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Gelu_Compiled)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Chain8_Eager)->UseRealTime()->Unit(benchmark::kMillisecond);

@@ -636,6 +636,8 @@ public:
 
 private:
   static constexpr int64_t kRun = 64; ///< kept points a block holds at most
+  /// Lanes of a fold loop: a 256-bit vector of floats.
+  static constexpr unsigned kFoldWidth = 8;
 
   /// Drops size-1 dims, merges adjacent reduced dims that every operand
   /// walks contiguously, and picks the block shape.
@@ -764,7 +766,11 @@ private:
     loop(n_, [&](LValue *t) { body(t); });
   }
 
-  void loop(LValue *count, const std::function<void(LValue *)> &body) {
+  /// `vectorize_width`: ask the loop vectorizer for that many lanes (a
+  /// fold of floats into a double: its cost model would take 4, the
+  /// double's lanes, and run the float math feeding it at half width).
+  void loop(LValue *count, const std::function<void(LValue *)> &body,
+            unsigned vectorize_width = 0) {
     auto *i64 = b_.getInt64Ty();
     llvm::BasicBlock *pre = b_.GetInsertBlock();
     auto *l = llvm::BasicBlock::Create(ctx_, "loop", fn_);
@@ -776,37 +782,55 @@ private:
     body(iv);
     LValue *next = b_.CreateAdd(iv, b_.getInt64(1), "", true, true);
     iv->addIncoming(next, b_.GetInsertBlock());
-    b_.CreateCondBr(b_.CreateICmpSLT(next, count), l, done);
+    llvm::BranchInst *br =
+        b_.CreateCondBr(b_.CreateICmpSLT(next, count), l, done);
+    if (vectorize_width) {
+      llvm::Metadata *width[] = {
+          llvm::MDString::get(ctx_, "llvm.loop.vectorize.width"),
+          llvm::ConstantAsMetadata::get(b_.getInt32(vectorize_width))};
+      llvm::Metadata *ops[] = {nullptr, llvm::MDNode::get(ctx_, width)};
+      llvm::MDNode *md = llvm::MDNode::getDistinct(ctx_, ops);
+      md->replaceOperandWith(0, md);
+      br->setMetadata(llvm::LLVMContext::MD_loop, md);
+    }
     b_.SetInsertPoint(done);
   }
 
   /// Every point of the block: loops over the reduced dims, then (a run)
   /// over the block's kept points, innermost.
-  void points(const std::function<void(const std::vector<LValue *> &, LValue *)>
-                  &body) {
+  void points(
+      const std::function<void(const std::vector<LValue *> &, LValue *)> &body,
+      unsigned vectorize_width = 0) {
     std::function<void(size_t, std::vector<LValue *>)> level =
         [&](size_t r, std::vector<LValue *> off) {
           if (r == red_.size()) {
             if (!run_)
               return body(off, b_.getInt64(0));
-            loop(n_, [&](LValue *t) {
-              std::vector<LValue *> o = off;
-              for (size_t op = 0; op < nops_; ++op)
-                if (tstride_[op])
-                  o[op] = b_.CreateAdd(
-                      off[op], b_.CreateMul(t, b_.getInt64(tstride_[op])));
-              body(o, t);
-            });
+            loop(
+                n_,
+                [&](LValue *t) {
+                  std::vector<LValue *> o = off;
+                  for (size_t op = 0; op < nops_; ++op)
+                    if (tstride_[op])
+                      o[op] = b_.CreateAdd(
+                          off[op], b_.CreateMul(t, b_.getInt64(tstride_[op])));
+                  body(o, t);
+                },
+                vectorize_width);
             return;
           }
           size_t d = size_t(red_[r]);
-          loop(b_.getInt64(size_[d]), [&](LValue *x) {
-            std::vector<LValue *> o = off;
-            for (size_t op = 0; op < nops_; ++op)
-              if (int64_t st = stride_[op][d])
-                o[op] = b_.CreateAdd(off[op], b_.CreateMul(x, b_.getInt64(st)));
-            level(r + 1, o);
-          });
+          loop(
+              b_.getInt64(size_[d]),
+              [&](LValue *x) {
+                std::vector<LValue *> o = off;
+                for (size_t op = 0; op < nops_; ++op)
+                  if (int64_t st = stride_[op][d])
+                    o[op] =
+                        b_.CreateAdd(off[op], b_.CreateMul(x, b_.getInt64(st)));
+                level(r + 1, o);
+              },
+              !run_ && r + 1 == red_.size() ? vectorize_width : 0);
         };
     level(0, koff_);
   }
@@ -938,14 +962,16 @@ private:
     for_each_t([&](LValue *t) {
       b_.CreateStore(init(s), b_.CreateInBoundsGEP(aty, accs_[size_t(v)], t));
     });
-    points([&](const std::vector<LValue *> &off, LValue *t) {
-      std::vector<LValue *> vals(k_.values.size(), nullptr);
-      int arg = s.args[0];
-      LValue *x = cast(eval(arg, vals, off, t), k_.dtype(arg), s.in);
-      x = cast(x, s.in, acc_dtype(s));
-      LValue *p = b_.CreateInBoundsGEP(aty, accs_[size_t(v)], t);
-      b_.CreateStore(combine(s, b_.CreateLoad(aty, p), x), p);
-    });
+    points(
+        [&](const std::vector<LValue *> &off, LValue *t) {
+          std::vector<LValue *> vals(k_.values.size(), nullptr);
+          int arg = s.args[0];
+          LValue *x = cast(eval(arg, vals, off, t), k_.dtype(arg), s.in);
+          x = cast(x, s.in, acc_dtype(s));
+          LValue *p = b_.CreateInBoundsGEP(aty, accs_[size_t(v)], t);
+          b_.CreateStore(combine(s, b_.CreateLoad(aty, p), x), p);
+        },
+        kFoldWidth);
   }
 
   size_t nops_ = 0;

@@ -216,12 +216,34 @@ struct FuseElementwise : impl::FuseElementwiseBase<FuseElementwise> {
         if (!llvm::is_contained(producers, g))
           producers.push_back(g);
       }
+      // Horizontal: earlier groups that read one of this op's operands
+      // (of the domain's full size: sharing it saves a pass over memory).
+      llvm::SmallVector<int> siblings;
+      if (own)
+        for (Value v : op.getOperands()) {
+          if (numel(shape_of(v)) != numel(own->full) || numel(own->full) < 2)
+            continue;
+          for (Operation *user : v.getUsers()) {
+            auto it = group_of.find(user);
+            if (user == &op || it == group_of.end())
+              continue;
+            int g = find(it->second);
+            if (!llvm::is_contained(producers, g) &&
+                !llvm::is_contained(siblings, g))
+              siblings.push_back(g);
+          }
+        }
       int mine = -1;
       if (own) {
         mine = int(groups.size());
         groups.push_back(Group{{&op}, *own});
         group_of[&op] = mine;
-        for (int g : producers) {
+        llvm::SmallVector<int> candidates(producers);
+        candidates.append(siblings);
+        for (int g : candidates) {
+          g = find(g);
+          if (g == mine)
+            continue;
           Group &p = groups[size_t(g)];
           if (p.sealed)
             continue;

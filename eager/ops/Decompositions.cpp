@@ -34,7 +34,8 @@ Tensor softmax_like(const Tensor &self, int64_t dim,
   Tensor shifted = x - x.amax({d}, true);
   Tensor e = shifted.exp();
   Tensor s = e.sum({d}, true);
-  Tensor y = Log ? shifted - s.log() : e / s;
+  // As the kernel: one reciprocal per row, a multiply per element.
+  Tensor y = Log ? shifted - s.log() : e * s.reciprocal();
   return y.to(out_t);
 }
 

@@ -1,14 +1,16 @@
 // RUN: ember-opt %s --ember-decompose --split-input-file | FileCheck %s
 
 // softmax becomes its decomposition (ops.yaml `decompose:`): a max, a shifted
-// exp, a sum and a division, each op carrying softmax's location.
+// exp, a sum and a multiply by its reciprocal (as the kernel), each op
+// carrying softmax's location.
 // CHECK-LABEL: func.func @softmax
 // CHECK-NOT: ember.softmax
 // CHECK: %[[M:.*]] = ember.amax %arg0 {dim = array<i64: 1>, keepdim = true} : (tensor<4x8xf32>) -> tensor<4x1xf32>
 // CHECK-NEXT: %[[S:.*]] = ember.sub.Tensor %arg0, %[[M]]
 // CHECK-NEXT: %[[E:.*]] = ember.exp %[[S]]
 // CHECK-NEXT: %[[T:.*]] = ember.sum.dim_IntList %[[E]] {dim = array<i64: 1>, keepdim = true}
-// CHECK-NEXT: %[[Y:.*]] = ember.div.Tensor %[[E]], %[[T]]
+// CHECK-NEXT: %[[R:.*]] = ember.reciprocal %[[T]]
+// CHECK-NEXT: %[[Y:.*]] = ember.mul.Tensor %[[E]], %[[R]]
 // CHECK-NEXT: return %[[Y]]
 func.func @softmax(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %0 = ember.softmax.int %x {dim = 1 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf32>

@@ -84,3 +84,83 @@ func.func @diamond(%x: tensor<16xf32>) -> tensor<16xf32> {
   %m = ember.mul.Tensor %a, %b : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
   return %m : tensor<16xf32>
 }
+
+// -----
+
+// Reductions are fusion roots: softmax (after ember-decompose) is one
+// fusion holding both folds, their prologues and the epilogue.
+// CHECK-LABEL: func.func @softmax
+// CHECK-NEXT: %[[F:.*]] = ember.fusion(%arg0) : (tensor<4x8xf32>) -> tensor<4x8xf32> {
+// CHECK: ember.amax
+// CHECK: ember.exp
+// CHECK: ember.sum.dim_IntList
+// CHECK: ember.reciprocal
+// CHECK: ember.mul.Tensor
+// CHECK-NEXT: ember.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: return %[[F]]
+// O0-LABEL: func.func @softmax
+// O0-NEXT: ember.amax
+func.func @softmax(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %m = ember.amax %x {dim = array<i64: 1>, keepdim = true} : (tensor<4x8xf32>) -> tensor<4x1xf32>
+  %s = ember.sub.Tensor %x, %m : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  %e = ember.exp %s : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %t = ember.sum.dim_IntList %e {dim = array<i64: 1>, keepdim = true} : (tensor<4x8xf32>) -> tensor<4x1xf32>
+  %r = ember.reciprocal %t : (tensor<4x1xf32>) -> tensor<4x1xf32>
+  %y = ember.mul.Tensor %e, %r : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// A reduction with a pointwise prologue and an epilogue at the reduced
+// shape (without keepdim): one fusion.
+// CHECK-LABEL: func.func @sum_epilogue
+// CHECK-NEXT: ember.fusion(%arg0, %arg1) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4xf32>
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: ember.mul.Tensor
+// CHECK-NEXT: ember.sum.dim_IntList
+// CHECK-NEXT: ember.sqrt
+// CHECK-NEXT: ember.yield
+func.func @sum_epilogue(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<4xf32> {
+  %0 = ember.mul.Tensor %x, %y : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %1 = ember.sum.dim_IntList %0 {dim = array<i64: 1>} : (tensor<4x8xf32>) -> tensor<4xf32>
+  %2 = ember.sqrt %1 : (tensor<4xf32>) -> tensor<4xf32>
+  return %2 : tensor<4xf32>
+}
+
+// -----
+
+// Reductions over other dims of the same tensor are separate kernels; the
+// value both read is computed once: by the first, which also returns it.
+// CHECK-LABEL: func.func @two_domains
+// CHECK: %[[F:.*]]:2 = ember.fusion(%arg0)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: ember.exp
+// CHECK-NEXT: ember.sum.dim_IntList {{.*}}dim = array<i64: 0>
+// CHECK-NEXT: ember.yield
+// CHECK: ember.fusion(%[[F]]#0)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: ember.sum.dim_IntList {{.*}}dim = array<i64: 1>
+func.func @two_domains(%x: tensor<4x8xf32>) -> (tensor<8xf32>, tensor<4xf32>) {
+  %e = ember.exp %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %0 = ember.sum.dim_IntList %e {dim = array<i64: 0>} : (tensor<4x8xf32>) -> tensor<8xf32>
+  %1 = ember.sum.dim_IntList %e {dim = array<i64: 1>} : (tensor<4x8xf32>) -> tensor<4xf32>
+  return %0, %1 : tensor<8xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Horizontal: two chains reading the same input become one fusion with two
+// results (the input is read once).
+// CHECK-LABEL: func.func @siblings
+// CHECK-NEXT: %[[F:.*]]:2 = ember.fusion(%arg0) : (tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>)
+// CHECK: ember.exp
+// CHECK: ember.neg
+// CHECK: ember.yield
+// CHECK: return %[[F]]#0, %[[F]]#1
+func.func @siblings(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>) {
+  %0 = ember.exp %x : (tensor<16xf32>) -> tensor<16xf32>
+  %1 = ember.neg %x : (tensor<16xf32>) -> tensor<16xf32>
+  return %0, %1 : tensor<16xf32>, tensor<16xf32>
+}
