@@ -6,6 +6,7 @@
 #include "eager/Reduction.h"
 #include "eager/WrapDim.h"
 
+#include <algorithm>
 #include <mutex>
 #include <sstream>
 
@@ -66,29 +67,55 @@ public:
         compiled_(std::move(compiled)) {}
 
   std::vector<Tensor> run(const std::vector<Tensor> &inputs) const override {
+    return run_reusing(inputs, {});
+  }
+
+  std::vector<Tensor>
+  run_reusing(const std::vector<Tensor> &inputs,
+              const std::vector<int> &reuse) const override {
     EMBER_CHECK(inputs.size() == spec_.inputs.size(), "kernel ", name(),
                 " takes ", spec_.inputs.size(), " inputs, got ", inputs.size());
-    // The kernel was compiled for contiguous inputs; other strides (an
-    // input that is a view) get a variant, compiled once and cached.
+    // Results written in place: the planned input, when nothing but the
+    // caller's list holds it (no view of it, no other reference) and it is
+    // contiguous with the result's shape and dtype.
+    std::vector<int> in_place(outputs_.size(), -1);
+    for (size_t o = 0; o < reuse.size() && o < outputs_.size(); ++o) {
+      int k = reuse[o];
+      if (k < 0 || size_t(k) >= inputs.size())
+        continue;
+      const Tensor &t = inputs[size_t(k)];
+      if (t.use_count() == 1 && t.storage().use_count() == 1 &&
+          t.is_contiguous() && t.dtype() == outputs_[o].dtype &&
+          t.sizes() == IntArrayRef(outputs_[o].sizes))
+        in_place[o] = k;
+    }
+    // The kernel was compiled for contiguous inputs and separate results;
+    // other strides (an input that is a view) and results in place get a
+    // variant, compiled once and cached.
+    KernelSpec s = spec_;
+    for (size_t j = 0; j < inputs.size(); ++j)
+      domain_strides(spec_, inputs[j].sizes(), inputs[j].strides(),
+                     s.inputs[j].strides);
+    if (std::count(in_place.begin(), in_place.end(), -1) !=
+        std::ptrdiff_t(in_place.size()))
+      s.output_inputs = in_place;
     const CompiledKernel *k = &compiled_;
     CompiledKernel variant;
-    std::vector<int64_t> st;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      domain_strides(spec_, inputs[i].sizes(), inputs[i].strides(), st);
-      if (st == spec_.inputs[i].strides)
-        continue;
-      KernelSpec s = spec_;
-      for (size_t j = 0; j < inputs.size(); ++j)
-        domain_strides(spec_, inputs[j].sizes(), inputs[j].strides(),
-                       s.inputs[j].strides);
+    bool same = s.output_inputs == spec_.output_inputs;
+    for (size_t j = 0; same && j < inputs.size(); ++j)
+      same = s.inputs[j].strides == spec_.inputs[j].strides;
+    if (!same) {
       variant = compile_kernel(s);
       k = &variant;
-      break;
     }
     std::vector<Tensor> outs;
     std::vector<char *> ptrs;
-    for (const ir::ValueType &t : outputs_) {
-      outs.push_back(empty(t.sizes, TensorOptions(t.dtype).device(t.device)));
+    for (size_t o = 0; o < outputs_.size(); ++o) {
+      const ir::ValueType &t = outputs_[o];
+      outs.push_back(
+          in_place[o] >= 0
+              ? inputs[size_t(in_place[o])]
+              : empty(t.sizes, TensorOptions(t.dtype).device(t.device)));
       ptrs.push_back(static_cast<char *>(outs.back().data_ptr()));
     }
     for (const Tensor &t : inputs)

@@ -169,8 +169,11 @@ std::string KernelSpec::str() const {
     os << "\n";
   }
   os << "  outputs";
-  for (int o : outputs)
-    os << " %" << o;
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    os << " %" << outputs[o];
+    if (o < output_inputs.size() && output_inputs[o] >= 0)
+      os << " (in place of input " << output_inputs[o] << ")";
+  }
   os << "\n";
   return os.str();
 }
@@ -270,6 +273,10 @@ public:
       LValue *slot = b_.CreateConstInBoundsGEP1_64(ptr, ptrs, op);
       base_.push_back(b_.CreateLoad(ptr, slot, "base" + std::to_string(op)));
     }
+    // A result in place of an input: addressed through the input's pointer.
+    for (size_t o = 0; o < k_.output_inputs.size(); ++o)
+      if (k_.output_inputs[o] >= 0)
+        base_[o] = base_[k_.outputs.size() + size_t(k_.output_inputs[o])];
     prepare_constants();
     return entry;
   }
@@ -607,11 +614,16 @@ public:
         full_outputs.push_back(o);
     if (!full_outputs.empty())
       points([&](const std::vector<LValue *> &off, LValue *t) {
+        // Every result is computed before any is stored: a result written
+        // in place of an input must not be read back as that input.
         std::vector<LValue *> vals(k_.values.size(), nullptr);
-        for (size_t o : full_outputs) {
-          int v = k_.outputs[o];
-          ScalarType dt = k_.dtype(v);
-          store(dt, eval(v, vals, off, t),
+        std::vector<LValue *> results;
+        for (size_t o : full_outputs)
+          results.push_back(eval(k_.outputs[o], vals, off, t));
+        for (size_t i = 0; i < full_outputs.size(); ++i) {
+          size_t o = full_outputs[i];
+          ScalarType dt = k_.dtype(k_.outputs[o]);
+          store(dt, results[i],
                 b_.CreateInBoundsGEP(memory_type(dt), base_[o], off[o]));
         }
       });

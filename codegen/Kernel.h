@@ -81,6 +81,11 @@ struct KernelSpec {
   /// Per dim of `shape`: folded by the reduce steps (all false, or empty,
   /// for a pointwise kernel).
   std::vector<bool> reduced;
+  /// Per output: the input whose buffer it is written into (the caller
+  /// passes that buffer for both), or -1; empty: none. The kernel then
+  /// addresses both through one pointer, so LLVM sees each point read
+  /// before it is written (no runtime alias check failing on them).
+  std::vector<int> output_inputs;
 
   int input(ScalarType dtype, std::vector<int64_t> strides);
   int constant(ScalarType dtype, Scalar value);

@@ -51,6 +51,9 @@ struct CompileOptions {
   /// canonicalizes and eliminates common subexpressions; 2 (the default)
   /// also fuses pointwise ops into CPU kernels (LLVM, JIT-compiled).
   EMBER_ARG(int64_t, opt_level) = 2;
+  /// At level 2, write fusion results into the buffers of inputs that die
+  /// there (ember-plan-memory; torch._inductor.config.inplace_buffers).
+  EMBER_ARG(bool, inplace_buffers) = true;
 };
 
 /// A graph break: why and where in the user's code.

@@ -118,7 +118,26 @@ std::vector<Tensor> Program::run(const std::vector<Tensor> &inputs) const {
       for (IValue &v : stack)
         in.push_back(std::move(v.toTensor()));
       stack.clear();
-      for (Tensor &t : s.body ? s.body->run(in) : n.kernel->run(in))
+      std::vector<Tensor> outs;
+      if (s.body) {
+        outs = s.body->run(in);
+      } else if (n.reuse.empty()) {
+        outs = n.kernel->run(in);
+      } else {
+        // The buffer plan: an input planned for reuse that dies here is
+        // handed over (the environment lets go of it), so that the kernel
+        // sees it held only by `in` and may write into it.
+        for (int k : n.reuse) {
+          if (k < 0)
+            continue;
+          int v = n.args[size_t(k)].value;
+          if (!keep_[v] && std::find(s.free_after.begin(), s.free_after.end(),
+                                     v) != s.free_after.end())
+            env[v] = Tensor();
+        }
+        outs = n.kernel->run_reusing(in, n.reuse);
+      }
+      for (Tensor &t : outs)
         stack.emplace_back(std::move(t));
     } else {
       n.op->callBoxed(stack);

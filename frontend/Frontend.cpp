@@ -290,6 +290,7 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
 
   frontend::LowerOptions lo;
   lo.opt_level = int(options.opt_level());
+  lo.inplace_buffers = options.inplace_buffers();
   lo.keep_kernel_ir = env::get("EMBER_DEBUG_DIR").has_value();
   frontend::Lowered lowered = frontend::lower(trace, lo);
   e->program = std::make_unique<Program>(std::move(lowered.program));

@@ -45,7 +45,7 @@ Lowered lower(const ir::Trace &trace, const LowerOptions &options) {
   auto t0 = Clock::now();
   if (options.opt_level > 0) {
     mlir::PassManager pm(&ctx);
-    passes::build_pipeline(pm, options.opt_level);
+    passes::build_pipeline(pm, options.opt_level, options.inplace_buffers);
     std::string diagnostics;
     llvm::raw_string_ostream os(diagnostics);
     mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {

@@ -13,6 +13,7 @@ namespace ember::frontend {
 
 struct LowerOptions {
   int opt_level = 2;
+  bool inplace_buffers = true; ///< ember-plan-memory at level 2
   bool keep_kernel_ir = false; ///< fill KernelInfo::llvm_ir
 };
 

@@ -1234,6 +1234,29 @@ LogicalResult FusionOp::verify() {
     return emitOpError("yields ")
            << yield.getValues().getTypes() << " but its results are "
            << getResultTypes();
+  if (Attribute a = (*this)->getAttr(kReuseAttr)) {
+    auto reuse = llvm::dyn_cast<DenseI64ArrayAttr>(a);
+    if (!reuse || reuse.size() != int64_t(getNumResults()))
+      return emitOpError(kReuseAttr)
+             << " must be an array<i64> with one entry per result ("
+             << getNumResults() << ")";
+    llvm::SmallVector<int64_t> taken;
+    for (auto [i, k] : llvm::enumerate(reuse.asArrayRef())) {
+      if (k == -1)
+        continue;
+      if (k < 0 || k >= int64_t(getInputs().size()))
+        return emitOpError(kReuseAttr) << ": result " << i << " reuses input "
+                                       << k << " of " << getInputs().size();
+      if (getInputs()[k].getType() != getResult(unsigned(i)).getType())
+        return emitOpError(kReuseAttr)
+               << ": result " << i << " has type "
+               << getResult(unsigned(i)).getType() << " but input " << k
+               << " has type " << getInputs()[k].getType();
+      if (llvm::is_contained(taken, k))
+        return emitOpError(kReuseAttr) << ": input " << k << " is reused twice";
+      taken.push_back(k);
+    }
+  }
   return success();
 }
 

@@ -141,6 +141,10 @@ ArgKind arg_kind(const Argument &a);
 /// The dispatcher op that a dialect op of the op table stands for
 /// (ember.add.Tensor -> ember::add.Tensor); null for any other op.
 const OperatorHandle *table_op(mlir::Operation *op);
+
+/// An ember.fusion's buffer plan (ember-plan-memory): array<i64>, per
+/// result the input whose buffer it is written into, or -1.
+inline constexpr const char *kReuseAttr = "ember.reuse";
 const OperatorHandle *table_op(llvm::StringRef op_name);
 /// "ember.add.Tensor" for ember::add.Tensor (whether or not the dialect has
 /// the op: custom and composite ops have none).

@@ -219,6 +219,9 @@ private:
     n.body = std::make_shared<Trace>(FuncImporter(f).run());
     for (Value in : f.getInputs())
       n.args.push_back(Arg::of_value(id(in)));
+    if (auto reuse = f->getAttrOfType<DenseI64ArrayAttr>(kReuseAttr))
+      for (int64_t k : reuse.asArrayRef())
+        n.reuse.push_back(int(k));
     results(*f.getOperation(), n);
   }
 

@@ -105,6 +105,14 @@ public:
   virtual ~Kernel() = default;
   /// The node's results for its inputs (real tensors, in argument order).
   virtual std::vector<Tensor> run(const std::vector<Tensor> &inputs) const = 0;
+  /// run(), with result i written into the buffer of inputs[reuse[i]]
+  /// where reuse[i] >= 0 and that input can take it (Node::reuse); a kernel
+  /// that cannot reuse buffers allocates as run() does.
+  virtual std::vector<Tensor> run_reusing(const std::vector<Tensor> &inputs,
+                                          const std::vector<int> &reuse) const {
+    (void)reuse;
+    return run(inputs);
+  }
   /// A name for listings: "cpu kernel ember_kernel_1f2e...".
   virtual std::string name() const = 0;
 };
@@ -123,6 +131,10 @@ struct Node {
   std::shared_ptr<const Kernel> kernel;
   /// Why no kernel runs this fusion ("" when one does).
   std::string fallback_reason;
+  /// A fusion's buffer plan (ember-plan-memory, the `ember.reuse`
+  /// attribute): per result, the input whose buffer it may be written into
+  /// (that input dies here), or -1; empty when none.
+  std::vector<int> reuse;
 
   /// The op's name, or for a fusion "fusion" with its kernel's name.
   std::string label() const;

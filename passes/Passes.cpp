@@ -17,10 +17,14 @@ struct PipelineOptions : mlir::PassPipelineOptions<PipelineOptions> {
   Option<int> level{*this, "level",
                     llvm::cl::desc("optimisation level (0 to 2)"),
                     llvm::cl::init(kMaxOptLevel)};
+  Option<bool> inplace_buffers{
+      *this, "inplace-buffers",
+      llvm::cl::desc("plan fusion results into dying inputs' buffers"),
+      llvm::cl::init(true)};
 };
 } // namespace
 
-void build_pipeline(mlir::OpPassManager &pm, int level) {
+void build_pipeline(mlir::OpPassManager &pm, int level, bool inplace_buffers) {
   EMBER_CHECK_VALUE(level >= 0 && level <= kMaxOptLevel,
                     "optimisation level must be 0 to ", kMaxOptLevel, ", got ",
                     level);
@@ -35,6 +39,8 @@ void build_pipeline(mlir::OpPassManager &pm, int level) {
     pm.addPass(mlir::createCanonicalizerPass());
     pm.addPass(mlir::createCSEPass());
     pm.addNestedPass<mlir::func::FuncOp>(createFuseElementwise());
+    if (inplace_buffers)
+      pm.addNestedPass<mlir::func::FuncOp>(createPlanMemory());
   }
 }
 
@@ -46,7 +52,7 @@ void register_passes() {
     mlir::PassPipelineRegistration<PipelineOptions>(
         "ember-pipeline", "ember's passes at an optimisation level",
         [](mlir::OpPassManager &pm, const PipelineOptions &o) {
-          build_pipeline(pm, o.level);
+          build_pipeline(pm, o.level, o.inplace_buffers);
         });
   });
 }

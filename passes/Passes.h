@@ -24,7 +24,9 @@ inline constexpr int kMaxOptLevel = 2;
 
 /// Adds the passes of optimisation level `level` to `pm` (anchored on a
 /// module): 0 nothing (every op an eager step), 1 canonicalize and CSE,
-/// 2 also decomposition and elementwise fusion.
-void build_pipeline(mlir::OpPassManager &pm, int level);
+/// 2 also decomposition, elementwise fusion and (with `inplace_buffers`)
+/// the buffer plan.
+void build_pipeline(mlir::OpPassManager &pm, int level,
+                    bool inplace_buffers = true);
 
 } // namespace ember::passes

@@ -67,4 +67,29 @@ def FuseElementwise : Pass<"ember-fuse-elementwise", "mlir::func::FuncOp"> {
   let dependentDialects = ["::ember::ir::EmberDialect"];
 }
 
+def PlanMemory : Pass<"ember-plan-memory", "mlir::func::FuncOp"> {
+  let summary = "plans fusion results into the buffers of inputs that die";
+  let description = [{
+    A fusion result may be written into the buffer of one of the fusion's
+    inputs when that input has the result's type (shape and dtype) and the
+    fusion is its only user: a value the program made itself (not an
+    argument, which is the caller's, nor a constant), dead once the fusion
+    has read it. The plan is the fusion's `ember.reuse` attribute, per
+    result the input's index or -1. Kernels read every input element before
+    they write the output element at the same place (pointwise kernels at
+    each point; reduction kernels store their full results in their last
+    loop over a block), so writing in place is safe. At run time the
+    executor hands the buffer over only when nothing else holds it (no
+    view of it, not returned); otherwise the kernel allocates as usual.
+
+    ```mlir
+    %0 = ember.mm %a, %b : ...
+    %1 = ember.fusion(%0) {ember.reuse = array<i64: 0>} : ... {
+      ... relu, add ...
+    }
+    ```
+  }];
+  let dependentDialects = ["::ember::ir::EmberDialect"];
+}
+
 #endif // EMBER_PASSES

@@ -129,3 +129,48 @@ TEST(E2EFusion, ExplainNamesReductionKernels) {
   EXPECT_TRUE(ember::test::contains(e.graphs[0].ir_optimized, "ember.fusion"));
   EXPECT_FALSE(ember::test::contains(e.graphs[0].ir_optimized, "softmax"));
 }
+
+TEST(E2EFusion, InPlaceBuffersSameResultsLessMemory) {
+  // Each matmul's result dies in the fusion after it (bias, relu): with the
+  // buffer plan the fusion writes into it instead of a new buffer.
+  auto fn = [](const Tensor &x, const Tensor &w1, const Tensor &b1,
+               const Tensor &w2) {
+    Tensor h = (x.mm(w1) + b1).relu();
+    return (h.mm(w2) * 0.5).tanh() + 1;
+  };
+  Tensor in[] = {random({256, 128}, kFloat, 20), random({128, 256}, kFloat, 21),
+                 random({256}, kFloat, 22), random({256, 256}, kFloat, 23)};
+  expect_same(fn, in);
+  // One layer: the matmul's result is the only buffer the call needs.
+  auto layer = [](const Tensor &x, const Tensor &w1, const Tensor &b1) {
+    return (x.mm(w1) + b1).relu();
+  };
+  auto peak_of = [&](bool inplace) {
+    auto f = compile(layer, CompileOptions().inplace_buffers(inplace));
+    f(in[0], in[1], in[2]); // compile
+    int64_t before = memory_allocated();
+    reset_peak_memory_stats(kCPU);
+    Tensor y = f(in[0], in[1], in[2]);
+    int64_t peak = max_memory_allocated() - before;
+    EXPECT_TRUE(ember::test::same(y, layer(in[0], in[1], in[2])));
+    return peak;
+  };
+  const int64_t buffer = 256 * 256 * 4;
+  EXPECT_EQ(peak_of(true), buffer);
+  EXPECT_EQ(peak_of(false), 2 * buffer);
+}
+
+TEST(E2EFusion, InPlaceNotWhenTheBufferIsShared) {
+  // The matmul's result is also returned (and viewed): never written over.
+  auto fn = [](const Tensor &a, const Tensor &b) {
+    Tensor m = a.mm(b);
+    return std::make_tuple(m.exp(), m.t());
+  };
+  expect_same(fn, {random({32, 16}, kFloat, 24), random({16, 32}, kFloat, 25)});
+  auto fn2 = [](const Tensor &a, const Tensor &b) {
+    Tensor m = a.mm(b);
+    Tensor v = m.view({-1});
+    return std::make_tuple((m * 2).sigmoid(), v.sum());
+  };
+  expect_same(fn2, {random({8, 16}, kFloat, 26), random({16, 8}, kFloat, 27)});
+}

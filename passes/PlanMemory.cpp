@@ -1,0 +1,49 @@
+// ember-plan-memory (passes/Passes.td): which fusion results may be
+// written into the buffer of an input that dies at the fusion.
+#include "passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace ember::passes {
+
+#define GEN_PASS_DEF_PLANMEMORY
+#include "passes/Passes.h.inc"
+
+namespace {
+
+using namespace mlir;
+
+/// `v` is a buffer of the program's own that `fusion` alone reads: a
+/// result of an op (not an argument: the caller's; not a constant: kept
+/// across calls) whose every use is `fusion`.
+bool dies_at(Value v, Operation *fusion) {
+  Operation *def = v.getDefiningOp();
+  if (!def || llvm::isa<ir::ConstantOp>(def))
+    return false;
+  return llvm::all_of(v.getUsers(), [&](Operation *u) { return u == fusion; });
+}
+
+struct PlanMemory : impl::PlanMemoryBase<PlanMemory> {
+  void runOnOperation() override {
+    getOperation().walk([&](ir::FusionOp f) {
+      llvm::SmallVector<int64_t> reuse(f.getNumResults(), -1);
+      llvm::SmallVector<bool> taken(f.getInputs().size(), false);
+      bool any = false;
+      for (unsigned r = 0; r < f.getNumResults(); ++r)
+        for (auto [k, in] : llvm::enumerate(f.getInputs())) {
+          if (taken[k] || in.getType() != f.getResult(r).getType() ||
+              !dies_at(in, f))
+            continue;
+          reuse[r] = int64_t(k);
+          taken[k] = true;
+          any = true;
+          break;
+        }
+      if (any)
+        f->setAttr(ir::kReuseAttr, OpBuilder(f).getDenseI64ArrayAttr(reuse));
+    });
+  }
+};
+
+} // namespace
+} // namespace ember::passes

@@ -1,0 +1,38 @@
+// RUN: ember-opt %s --ember-plan-memory --split-input-file | FileCheck %s
+// RUN: ember-opt %s --ember-pipeline="level=2 inplace-buffers=false" --split-input-file | FileCheck %s --check-prefix=OFF
+
+// The matmul's result dies at the fusion, which has a result of its type:
+// the fusion writes into it.
+// CHECK-LABEL: func.func @epilogue
+// CHECK: ember.fusion(%{{.*}}, %arg2) {ember.reuse = array<i64: 0>}
+// OFF-LABEL: func.func @epilogue
+// OFF-NOT: ember.reuse
+func.func @epilogue(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %c: tensor<16xf32>) -> tensor<4x16xf32> {
+  %0 = ember.mm %a, %b : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %1 = ember.fusion(%0, %c) : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32> {
+  ^bb0(%x: tensor<4x16xf32>, %y: tensor<16xf32>):
+    %2 = ember.add.Tensor %x, %y {alpha = 1 : i64} : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+    %3 = ember.relu %2 : (tensor<4x16xf32>) -> tensor<4x16xf32>
+    ember.yield %3 : tensor<4x16xf32>
+  }
+  return %1 : tensor<4x16xf32>
+}
+
+// -----
+
+// No reuse of: an argument (the caller's), a value read again later, an
+// input of another type; each input serves one result at most.
+// CHECK-LABEL: func.func @not_reused
+// CHECK-NOT: ember.reuse
+func.func @not_reused(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) {
+  %m = ember.mm %a, %b : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %h = ember.mm %a, %a : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %hh = ember._to_copy %h {dtype = f16} : (tensor<4x4xf32>) -> tensor<4x4xf16>
+  %r:2 = ember.fusion(%a, %m, %hh) : (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf16>) -> (tensor<4x4xf32>, tensor<4x4xf32>) {
+  ^bb0(%x: tensor<4x4xf32>, %y: tensor<4x4xf32>, %z: tensor<4x4xf16>):
+    %0 = ember.mul.Tensor %x, %y : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+    %1 = ember.add.Tensor %0, %z {alpha = 1 : i64} : (tensor<4x4xf32>, tensor<4x4xf16>) -> tensor<4x4xf32>
+    ember.yield %0, %1 : tensor<4x4xf32>, tensor<4x4xf32>
+  }
+  return %r#0, %r#1, %m : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
+}
