@@ -286,7 +286,8 @@ int main() {
     Tensor y = compiled(x);
     std::cout << "compiled close to eager: " << std::boolalpha
               << y.allclose(head(x), 1e-5, 1e-6) << "\n";
-    const GraphInfo &g = compiled.explain().graphs.at(0);
+    ExplainOutput e = compiled.explain(); // a snapshot: keep it alive
+    const GraphInfo &g = e.graphs.at(0);
     std::cout << "captured (" << g.ops << " ops):\n"
               << g.ir << "after ember-decompose, canonicalize, CSE and "
               << "ember-fuse-elementwise: " << g.kernels << " kernel(s), "
