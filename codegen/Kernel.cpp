@@ -567,6 +567,7 @@ public:
     llvm::BasicBlock *entry = begin_function(name);
     LValue *begin = fn_->getArg(1), *end = fn_->getArg(2);
     allocate_arrays();
+    plan_row_cache();
 
     auto *head = llvm::BasicBlock::Create(ctx_, "block", fn_);
     auto *body = llvm::BasicBlock::Create(ctx_, "block.body", fn_);
@@ -605,9 +606,11 @@ public:
 
     compute_reduced(0);
     for (size_t j = 0; j < reduces_.size(); ++j) {
+      phase_ = int(j);
       fold(reduces_[j]);
       compute_reduced(int(j) + 1);
     }
+    phase_ = int(reduces_.size());
     std::vector<size_t> full_outputs;
     for (size_t o = 0; o < k_.outputs.size(); ++o)
       if (k_.is_full(k_.outputs[o]))
@@ -832,9 +835,16 @@ private:
             return;
           }
           size_t d = size_t(red_[r]);
+          LValue *outer = ridx_;
           loop(
               b_.getInt64(size_[d]),
               [&](LValue *x) {
+                // The point's linear index over the reduced dims (the row
+                // cache's index).
+                ridx_ = outer
+                            ? b_.CreateAdd(
+                                  b_.CreateMul(outer, b_.getInt64(size_[d])), x)
+                            : x;
                 std::vector<LValue *> o = off;
                 for (size_t op = 0; op < nops_; ++op)
                   if (int64_t st = stride_[op][d])
@@ -843,7 +853,9 @@ private:
                 level(r + 1, o);
               },
               !run_ && r + 1 == red_.size() ? vectorize_width : 0);
+          ridx_ = outer;
         };
+    ridx_ = nullptr;
     level(0, koff_);
   }
 
@@ -863,12 +875,82 @@ private:
       ScalarType dt = k_.inputs[size_t(x.index)].dtype;
       size_t op = k_.outputs.size() + size_t(x.index);
       r = load(dt, b_.CreateInBoundsGEP(memory_type(dt), base_[op], off[op]));
+    } else if (rows_[size_t(v)] && phase_ > first_phase_[size_t(v)]) {
+      llvm::Type *ty = register_type(k_.dtype(v));
+      r = b_.CreateLoad(ty, b_.CreateInBoundsGEP(ty, rows_[size_t(v)], ridx_));
     } else {
       for (int a : step_of(v).args)
         eval(a, vals, off, t);
       r = step(step_of(v), vals);
+      if (rows_[size_t(v)]) {
+        llvm::Type *ty = register_type(k_.dtype(v));
+        b_.CreateStore(r, b_.CreateInBoundsGEP(ty, rows_[size_t(v)], ridx_));
+      }
     }
     return vals[size_t(v)] = r;
+  }
+
+  // Note [Row cache]
+  // A full value that more than one loop of a block needs (softmax's exp:
+  // the sum's loop and the division's) is computed again in each, which is
+  // cheaper than memory for a subtraction but not for an exp. When the
+  // block is one row (the innermost dim is reduced) of at most kRowCache
+  // elements, a value whose own computation is expensive -- its scalar
+  // library function has at least kExpensive instructions, a measure of
+  // the code rather than a list of op names -- is stored by the first loop
+  // that computes it into a row buffer on the stack (L1-resident) and
+  // loaded by the later ones.
+  static constexpr int64_t kRowCache = 8192;
+  static constexpr unsigned kExpensive = 24;
+
+  /// The full values each loop computes (folds in order, then the store
+  /// of the full results), and the row buffers of those worth caching.
+  void plan_row_cache() {
+    rows_.assign(k_.values.size(), nullptr);
+    first_phase_.assign(k_.values.size(), -1);
+    if (run_ || red_.empty() || k_.reduced_numel() > kRowCache)
+      return;
+    std::vector<std::vector<int>> targets;
+    for (int v : reduces_)
+      targets.push_back({step_of(v).args[0]});
+    targets.emplace_back();
+    for (int o : k_.outputs)
+      if (k_.is_full(o))
+        targets.back().push_back(o);
+    std::vector<int> uses(k_.values.size(), 0);
+    for (size_t p = 0; p < targets.size(); ++p) {
+      std::vector<bool> seen(k_.values.size(), false);
+      std::function<void(int)> visit = [&](int v) {
+        if (seen[size_t(v)] || !k_.is_full(v) ||
+            k_.values[size_t(v)].kind != KernelSpec::Value::Kind::Step)
+          return;
+        seen[size_t(v)] = true;
+        if (first_phase_[size_t(v)] < 0)
+          first_phase_[size_t(v)] = int(p);
+        ++uses[size_t(v)];
+        for (int a : step_of(v).args)
+          visit(a);
+      };
+      for (int v : targets[p])
+        visit(v);
+    }
+    int64_t bytes = 0;
+    for (size_t v = 0; v < k_.values.size(); ++v) {
+      if (uses[v] < 2 || step_of(int(v)).op == "convert" ||
+          k_.is_reduce(int(v)))
+        continue;
+      const KernelSpec::Step &st = step_of(int(v));
+      llvm::Function *f = m_.getFunction(pointwise_function(st.op, st.compute));
+      if (!f || f->getInstructionCount() < kExpensive)
+        continue;
+      int64_t size = k_.reduced_numel() * 8;
+      if (bytes + size > kRowCache * 8)
+        break;
+      bytes += size;
+      rows_[v] = b_.CreateAlloca(register_type(k_.dtype(int(v))),
+                                 b_.getInt64(k_.reduced_numel()),
+                                 "row" + std::to_string(v));
+    }
   }
 
   /// The reduced values of `stage` (known once `stage` folds are done), for
@@ -997,6 +1079,10 @@ private:
   std::vector<int> reduces_;
   std::vector<int> stage_;
   std::vector<llvm::AllocaInst *> arrays_, accs_;
+  std::vector<llvm::AllocaInst *> rows_; // Note [Row cache]
+  std::vector<int> first_phase_;
+  int phase_ = 0;
+  LValue *ridx_ = nullptr;
 };
 
 std::string hex(uint64_t h) {
