@@ -73,6 +73,12 @@ struct Recompile {
 };
 
 /// One kernel of a compiled graph.
+/// One compiler pass as it ran on a graph (explain().graphs[i].pass_times).
+struct PassTime {
+  std::string name; ///< "ember-fuse-elementwise", "canonicalize", ...
+  double seconds = 0;
+};
+
 struct KernelSummary {
   std::string name;             ///< "cpu ember_kernel_<hash>"
   std::vector<std::string> ops; ///< the ops it computes, in order
@@ -86,7 +92,8 @@ struct GraphInfo {
   int64_t ops = 0;     ///< ops in the graph, as captured
   int64_t kernels = 0; ///< compiled kernels (fusions) that run it
   std::vector<KernelSummary> kernel_list;
-  int64_t fallbacks = 0; ///< ops run by their eager kernel
+  std::vector<PassTime> pass_times; ///< each pass, in the order it ran
+  int64_t fallbacks = 0;            ///< ops run by their eager kernel
   /// Why ops run eagerly: "ember::mm: no CPU kernel for this op", one line
   /// per kind of op and reason.
   std::vector<std::string> fallback_reasons;

@@ -292,6 +292,7 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
   lo.opt_level = int(options.opt_level());
   lo.inplace_buffers = options.inplace_buffers();
   lo.keep_kernel_ir = env::get("EMBER_DEBUG_DIR").has_value();
+  lo.keep_pass_ir = lo.keep_kernel_ir;
   frontend::Lowered lowered = frontend::lower(trace, lo);
   e->program = std::make_unique<Program>(std::move(lowered.program));
 
@@ -323,6 +324,8 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
   for (const frontend::KernelInfo &k : lowered.kernels)
     if (!k.name.empty())
       info.kernel_list.push_back({k.name, k.ops, k.origin, k.compile_seconds});
+  for (const frontend::PassRun &p : lowered.pass_runs)
+    info.pass_times.push_back({p.name, p.seconds});
   for (const auto &[why, count] : reasons)
     info.fallback_reasons.push_back(
         why + (count > 1 ? " (x" + std::to_string(count) + ")" : ""));
@@ -346,8 +349,10 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
   if (logging::enabled(Topic::passes)) {
     std::ostringstream os;
     os << info.name << " after the passes (opt_level " << options.opt_level()
-       << ", " << lowered.passes_seconds * 1e3 << " ms):\n"
-       << info.ir_optimized;
+       << ", " << lowered.passes_seconds * 1e3 << " ms:";
+    for (const frontend::PassRun &p : lowered.pass_runs)
+      os << " " << p.name << " " << p.seconds * 1e3 << " ms";
+    os << "):\n" << info.ir_optimized;
     logging::log(Topic::passes, os.str());
   }
   for (const frontend::KernelInfo &k : lowered.kernels) {
@@ -384,6 +389,11 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
     write_file(base + ".mlir", lowered.ir_with_locations);
     write_file(base + ".dot", info.dot);
     write_file(base + ".fused.mlir", lowered.ir_optimized);
+    // The IR after every pass: NAME.pass<N>.<pass>.mlir, in order.
+    for (size_t i = 0; i < lowered.pass_runs.size(); ++i)
+      write_file(base + ".pass" + std::to_string(i + 1) + "." +
+                     lowered.pass_runs[i].name + ".mlir",
+                 lowered.pass_runs[i].ir_after);
     // Each kernel: its LLVM IR, and what it computes from which source ops.
     std::ostringstream map;
     for (size_t i = 0; i < lowered.kernels.size(); ++i) {
@@ -678,6 +688,12 @@ std::string ExplainOutput::str() const {
     }
     for (const std::string &why : g.fallback_reasons)
       os << "    eager: " << why << "\n";
+    if (!g.pass_times.empty()) {
+      os << "    passes:";
+      for (const PassTime &p : g.pass_times)
+        os << " " << p.name << " " << p.seconds * 1e3 << " ms";
+      os << "\n";
+    }
     std::istringstream lines(g.trace);
     for (std::string line; std::getline(lines, line);)
       os << "    " << line << "\n";

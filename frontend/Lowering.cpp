@@ -7,6 +7,7 @@
 #include "passes/Passes.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassInstrumentation.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
@@ -27,6 +28,39 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
+
+/// Records each pass's time and, when asked, the module after it. Pass
+/// managers nested on functions (adaptors, which have no argument) are not
+/// passes of their own: the passes inside them are recorded.
+class PassRecorder : public mlir::PassInstrumentation {
+public:
+  PassRecorder(std::vector<PassRun> &runs, mlir::ModuleOp module, bool keep_ir)
+      : runs_(runs), module_(module), keep_ir_(keep_ir) {}
+  void runBeforePass(mlir::Pass *, mlir::Operation *) override {
+    starts_.push_back(Clock::now());
+  }
+  void runAfterPass(mlir::Pass *pass, mlir::Operation *) override {
+    Clock::time_point t0 = starts_.back();
+    starts_.pop_back();
+    if (pass->getArgument().empty())
+      return;
+    PassRun r;
+    r.name = pass->getArgument().str();
+    r.seconds = since(t0);
+    if (keep_ir_)
+      r.ir_after = ir::print_module(module_, false);
+    runs_.push_back(std::move(r));
+  }
+  void runAfterPassFailed(mlir::Pass *pass, mlir::Operation *op) override {
+    runAfterPass(pass, op);
+  }
+
+private:
+  std::vector<PassRun> &runs_;
+  mlir::ModuleOp module_;
+  bool keep_ir_;
+  std::vector<Clock::time_point> starts_;
+};
 } // namespace
 
 Lowered lower(const ir::Trace &trace, const LowerOptions &options) {
@@ -46,6 +80,8 @@ Lowered lower(const ir::Trace &trace, const LowerOptions &options) {
   if (options.opt_level > 0) {
     mlir::PassManager pm(&ctx);
     passes::build_pipeline(pm, options.opt_level, options.inplace_buffers);
+    pm.addInstrumentation(std::make_unique<PassRecorder>(out.pass_runs, *module,
+                                                         options.keep_pass_ir));
     std::string diagnostics;
     llvm::raw_string_ostream os(diagnostics);
     mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {

@@ -14,6 +14,7 @@ namespace ember::frontend {
 struct LowerOptions {
   int opt_level = 2;
   bool inplace_buffers = true; ///< ember-plan-memory at level 2
+  bool keep_pass_ir = false;   ///< fill PassRun::ir_after
   bool keep_kernel_ir = false; ///< fill KernelInfo::llvm_ir
 };
 
@@ -28,6 +29,14 @@ struct KernelInfo {
   std::string origin; ///< "compiled", "disk cache", ...
 };
 
+/// One pass as it ran: its name (the pass argument: "ember-fuse-elementwise",
+/// "canonicalize"...), its time, and the IR after it (kept only when asked).
+struct PassRun {
+  std::string name;
+  double seconds = 0;
+  std::string ir_after;
+};
+
 struct Lowered {
   Program program;
   std::string ir;                ///< the captured module, printed
@@ -35,6 +44,7 @@ struct Lowered {
   std::string ir_optimized;      ///< after the passes
   std::vector<KernelInfo> kernels;
   double passes_seconds = 0, codegen_seconds = 0;
+  std::vector<PassRun> pass_runs; ///< in order
 };
 
 /// Builds, verifies, optimizes, imports and compiles `trace` (its name is

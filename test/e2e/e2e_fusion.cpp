@@ -128,6 +128,16 @@ TEST(E2EFusion, ExplainNamesReductionKernels) {
   EXPECT_TRUE(ember::test::contains(e.graphs[0].ir_optimized, "ember.amax"));
   EXPECT_TRUE(ember::test::contains(e.graphs[0].ir_optimized, "ember.fusion"));
   EXPECT_FALSE(ember::test::contains(e.graphs[0].ir_optimized, "softmax"));
+  // Each pass of the pipeline with its time, in order.
+  std::vector<std::string> names;
+  for (const PassTime &p : e.graphs[0].pass_times) {
+    names.push_back(p.name);
+    EXPECT_GE(p.seconds, 0);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "canonicalize", "cse", "ember-decompose", "canonicalize",
+                       "cse", "ember-fuse-elementwise", "ember-plan-memory"}));
+  EXPECT_TRUE(ember::test::contains(e.str(), "passes: canonicalize"));
 }
 
 TEST(E2EFusion, InPlaceBuffersSameResultsLessMemory) {
