@@ -3,6 +3,7 @@
 #include "codegen/Kernel.h"
 #include "eager/Factory.h"
 #include "eager/Meta.h"
+#include "eager/OpTraits.h"
 #include "eager/Reduction.h"
 #include "eager/WrapDim.h"
 
@@ -216,6 +217,16 @@ std::string build_spec(const ir::Trace &body, KernelSpec &k) {
       id[size_t(n.results[0])] =
           k.reduce(kNames[info->kind], id[size_t(n.args[0].value)], rt.dtype,
                    acc, rt.dtype);
+      fakes[size_t(n.results[0])] = meta::fake(rt.sizes, rt.dtype);
+      continue;
+    }
+    if (is_conversion(*n.op)) {
+      const ir::ValueType &in = body.types[size_t(n.args[0].value)];
+      const ir::ValueType &rt = body.types[size_t(n.results.at(0))];
+      if (in.device != rt.device)
+        return n.op->name() + " moves to another device";
+      id[size_t(n.results[0])] =
+          k.convert(id[size_t(n.args[0].value)], rt.dtype);
       fakes[size_t(n.results[0])] = meta::fake(rt.sizes, rt.dtype);
       continue;
     }

@@ -47,6 +47,10 @@ class View : public mlir::OpTrait::TraitBase<ConcreteType, View> {};
 /// Reduces dimensions of `self`.
 template <class ConcreteType>
 class Reduction : public mlir::OpTrait::TraitBase<ConcreteType, Reduction> {};
+/// Converts each element to the result's dtype when the result is on the
+/// operand's device.
+template <class ConcreteType>
+class Conversion : public mlir::OpTrait::TraitBase<ConcreteType, Conversion> {};
 /// The functional form of an in-place op: the result is the updated value of
 /// the first operand.
 template <class ConcreteType>

@@ -146,6 +146,9 @@ def Ember_Pointwise : Ember_Trait<"Pointwise">;
 def Ember_View : Ember_Trait<"View">;
 // Reduces dimensions of `self` (sum, amax, argmax, var...).
 def Ember_Reduction : Ember_Trait<"Reduction">;
+// Converts each element to the result's dtype when the result is on the
+// operand's device (_to_copy): fusible as a pointwise conversion.
+def Ember_Conversion : Ember_Trait<"Conversion">;
 // The functional form of an in-place op: the result is the updated value of
 // the first operand.
 def Ember_InPlace : Ember_Trait<"InPlace">;

@@ -201,6 +201,7 @@ class DialectOp:
         self.pointwise = op.kind in ("pointwise", "pointwise_inplace")
         entry = op.entry
         self.reduction = bool(entry.get("reduction"))
+        self.conversion = bool(entry.get("conversion"))
         self.view = s.is_view
         self.inplace = s.inplace
         self.pure = not self.generator
@@ -216,6 +217,8 @@ class DialectOp:
             t.append("Ember_View")
         if self.reduction:
             t.append("Ember_Reduction")
+        if self.conversion:
+            t.append("Ember_Conversion")
         if self.inplace:
             t.append("Ember_InPlace")
         var = [a for a in self.tensors if a.type != "Tensor"]

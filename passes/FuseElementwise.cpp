@@ -5,6 +5,7 @@
 #include "eager/Reduction.h"
 #include "eager/WrapDim.h"
 #include "ir/Import.h"
+#include "ir/Types.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -104,6 +105,11 @@ std::optional<Domain> own_domain(Operation *op) {
   if (op->getNumResults() != 1)
     return std::nullopt;
   if (op->hasTrait<ir::OpTrait::Pointwise>())
+    return Domain{shape_of(op->getResult(0)), {}};
+  // A conversion on one device is elementwise too.
+  if (op->hasTrait<ir::OpTrait::Conversion>() &&
+      ir::value_type(op->getOperand(0).getType()).device ==
+          ir::value_type(op->getResult(0).getType()).device)
     return Domain{shape_of(op->getResult(0)), {}};
   const OperatorHandle *h = ir::table_op(op);
   const ReductionInfo *info = h ? find_reduction(*h) : nullptr;

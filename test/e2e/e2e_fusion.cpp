@@ -184,3 +184,23 @@ TEST(E2EFusion, InPlaceNotWhenTheBufferIsShared) {
   };
   expect_same(fn2, {random({8, 16}, kFloat, 26), random({16, 8}, kFloat, 27)});
 }
+
+TEST(E2EFusion, ConversionsFuse) {
+  // .to(dtype) on one device is a conversion step of the kernel: float16
+  // layer_norm (computed in float, as eager) and a mixed-dtype chain are one
+  // kernel each.
+  auto ln = [](const Tensor &x) {
+    return nn::functional::layer_norm(
+        x, nn::functional::LayerNormFuncOptions({32}));
+  };
+  Counts c = counts(expect_same(ln, {random({6, 32}, kHalf, 28)}));
+  EXPECT_EQ(c.kernels, 1);
+  EXPECT_EQ(c.fallbacks, 0);
+  auto mixed = [](const Tensor &x, const Tensor &i) {
+    return (x.to(kDouble) * i.to(kDouble)).exp().to(kBFloat16).to(kFloat) + 1;
+  };
+  c = counts(expect_same(mixed, {random({40}, kFloat, 29),
+                                 (random({40}, kFloat, 30) * 3).to(kInt)}));
+  EXPECT_EQ(c.kernels, 1);
+  EXPECT_EQ(c.fallbacks, 0);
+}

@@ -164,3 +164,21 @@ func.func @siblings(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>) {
   %1 = ember.neg %x : (tensor<16xf32>) -> tensor<16xf32>
   return %0, %1 : tensor<16xf32>, tensor<16xf32>
 }
+
+// -----
+
+// Conversions on one device (ops with the Conversion trait) fuse as
+// pointwise steps.
+// CHECK-LABEL: func.func @conversion
+// CHECK-NEXT: ember.fusion(%arg0)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: ember._to_copy
+// CHECK-NEXT: ember.exp
+// CHECK-NEXT: ember._to_copy
+// CHECK-NEXT: ember.yield
+func.func @conversion(%x: tensor<8xf16>) -> tensor<8xf16> {
+  %0 = ember._to_copy %x {device = #ember.device<"cpu">, dtype = f32} : (tensor<8xf16>) -> tensor<8xf32>
+  %1 = ember.exp %0 : (tensor<8xf32>) -> tensor<8xf32>
+  %2 = ember._to_copy %1 {device = #ember.device<"cpu">, dtype = f16} : (tensor<8xf32>) -> tensor<8xf16>
+  return %2 : tensor<8xf16>
+}

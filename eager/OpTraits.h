@@ -1,0 +1,13 @@
+#pragma once
+/// Properties of ops the code generators ask the op table (ops.yaml).
+
+#include "eager/Dispatcher.h"
+
+namespace ember {
+
+/// The op converts each element to another dtype (ops.yaml `conversion:`),
+/// with eager/Convert.h's semantics, when its result is on its input's
+/// device (_to_copy).
+bool is_conversion(const OperatorHandle &op);
+
+} // namespace ember
