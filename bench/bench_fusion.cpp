@@ -6,12 +6,17 @@
 // - MLP inference 784-1024-1024-10 at batch 256 (addmm by BLAS, fused
 //   epilogues);
 // - the compile time of one kernel, cold (a new kernel each iteration) and
-//   warm (the in-process cache).
+//   warm (the in-process cache); a graph's first call with its kernels in
+//   the disk cache (a second process).
 //
 // Run: bench/run.sh fusion
 #include <ember/ember.h>
 
+#include "codegen/Kernel.h"
+
 #include <benchmark/benchmark.h>
+
+#include <filesystem>
 
 #include <cstdlib>
 #include <cstring>
@@ -202,6 +207,27 @@ void BM_KernelCompile_Warm(benchmark::State &s) {
   }
 }
 BENCHMARK(BM_KernelCompile_Warm)->Unit(benchmark::kMillisecond);
+
+void BM_GraphFromDiskCache(benchmark::State &s) {
+  // A new process's first call of a graph compiled before: capture, MLIR,
+  // passes, and the softmax and pointwise kernels loaded from the disk cache
+  // (the in-process cache emptied each iteration).
+  NoGradGuard g;
+  char dir[] = "/tmp/ember-bench-XXXXXX";
+  EMBER_CHECK(::mkdtemp(dir), "mkdtemp");
+  ::setenv("EMBER_CACHE_DIR", dir, 1);
+  Tensor x = randn({64, 256});
+  auto fn = [](const Tensor &t) { return ((t * 0.5).exp() + 1).softmax(-1); };
+  compile(fn)(x); // fills the disk cache
+  for (auto _ : s) {
+    codegen::clear_kernel_cache();
+    auto f = compile(fn);
+    benchmark::DoNotOptimize(f(x));
+  }
+  ::unsetenv("EMBER_CACHE_DIR");
+  std::filesystem::remove_all(dir);
+}
+BENCHMARK(BM_GraphFromDiskCache)->Unit(benchmark::kMillisecond);
 
 } // namespace
 

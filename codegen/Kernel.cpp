@@ -1093,6 +1093,22 @@ std::string hex(uint64_t h) {
 
 } // namespace
 
+namespace {
+std::mutex &cache_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+std::unordered_map<std::string, CompiledKernel> &memory_cache() {
+  static std::unordered_map<std::string, CompiledKernel> cache;
+  return cache;
+}
+} // namespace
+
+void clear_kernel_cache() {
+  std::lock_guard<std::mutex> lock(cache_mutex());
+  memory_cache().clear();
+}
+
 CompiledKernel compile_kernel(const KernelSpec &spec,
                               const CompileKernelOptions &options) {
   EMBER_CHECK(!spec.outputs.empty(),
@@ -1101,8 +1117,8 @@ CompiledKernel compile_kernel(const KernelSpec &spec,
   const std::string disk_key = spec.str() + jit.target();
   // (a kernel kept with its IR is a separate entry under its own symbol)
   std::string key = disk_key + (options.keep_ir ? " ir" : "");
-  static std::mutex mu;
-  static std::unordered_map<std::string, CompiledKernel> cache;
+  auto &mu = cache_mutex();
+  auto &cache = memory_cache();
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = cache.find(key);

@@ -149,4 +149,9 @@ struct CompileKernelOptions {
 CompiledKernel compile_kernel(const KernelSpec &spec,
                               const CompileKernelOptions &options = {});
 
+/// Forgets the in-process cache (kernels already handed out stay valid):
+/// the next compile of a kernel reads the disk cache, as a new process
+/// would (benchmarks of the disk cache).
+void clear_kernel_cache();
+
 } // namespace ember::codegen

@@ -44,7 +44,7 @@ static void checkEnvironment() {
       known += std::string(known.empty() ? "" : ", ") + v.name;
     throw Error("unknown environment variable(s) " + bad +
                 ": ember reads only " + known +
-                " (see docs/env_vars.md). Unset or correct them.");
+                " (see the README, \"Environment variables\"). Unset or correct them.");
   }
 }
 
