@@ -282,22 +282,13 @@ public:
   }
 
   llvm::Function *emit(const std::string &name) {
-    auto *i64 = b_.getInt64Ty();
     llvm::BasicBlock *entry = begin_function(name);
-    LValue *begin = fn_->getArg(1), *end = fn_->getArg(2);
+    LValue *end = fn_->getArg(2);
     loops_ = coalesce(k_);
     const size_t nops = k_.outputs.size() + k_.inputs.size();
 
     // for (i = begin; i < end; i += n): one run of the innermost dim.
-    auto *head = llvm::BasicBlock::Create(ctx_, "outer", fn_);
-    auto *body = llvm::BasicBlock::Create(ctx_, "outer.body", fn_);
-    auto *exit = llvm::BasicBlock::Create(ctx_, "exit", fn_);
-    b_.CreateBr(head);
-    b_.SetInsertPoint(head);
-    llvm::PHINode *i = b_.CreatePHI(i64, 2, "i");
-    i->addIncoming(begin, entry);
-    b_.CreateCondBr(b_.CreateICmpSLT(i, end), body, exit);
-    b_.SetInsertPoint(body);
+    llvm::PHINode *i = open_outer_loop(entry, "outer");
     const int64_t inner = loops_.sizes.back();
     LValue *in_start = b_.CreateSRem(i, b_.getInt64(inner), "inner.start");
     LValue *rest = b_.CreateSDiv(i, b_.getInt64(inner));
@@ -318,14 +309,35 @@ public:
     LValue *n =
         b_.CreateSelect(b_.CreateICmpSLT(avail, left), avail, left, "n");
     emit_inner_loop(n, off);
-    i->addIncoming(b_.CreateAdd(i, n), b_.GetInsertBlock());
-    b_.CreateBr(head);
-    b_.SetInsertPoint(exit);
-    b_.CreateRetVoid();
+    close_outer_loop(i, n);
     return fn_;
   }
 
 protected:
+  /// Opens the kernel's outer loop, `for (i = begin; i < end; i += step)`:
+  /// returns i, with the insertion point in the body; close_outer_loop
+  /// steps it and ends the function.
+  llvm::PHINode *open_outer_loop(llvm::BasicBlock *entry,
+                                 const std::string &name) {
+    auto *head = llvm::BasicBlock::Create(ctx_, name, fn_);
+    auto *body = llvm::BasicBlock::Create(ctx_, name + ".body", fn_);
+    outer_head_ = head;
+    outer_exit_ = llvm::BasicBlock::Create(ctx_, "exit", fn_);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    llvm::PHINode *i = b_.CreatePHI(b_.getInt64Ty(), 2, "i");
+    i->addIncoming(fn_->getArg(1), entry);
+    b_.CreateCondBr(b_.CreateICmpSLT(i, fn_->getArg(2)), body, outer_exit_);
+    b_.SetInsertPoint(body);
+    return i;
+  }
+  void close_outer_loop(llvm::PHINode *i, LValue *step) {
+    i->addIncoming(b_.CreateAdd(i, step), b_.GetInsertBlock());
+    b_.CreateBr(outer_head_);
+    b_.SetInsertPoint(outer_exit_);
+    b_.CreateRetVoid();
+  }
+
   /// The innermost loop: t in [0, n), operand op at off[op] + t * stride.
   void emit_inner_loop(LValue *n, const std::vector<LValue *> &off) {
     auto *i64 = b_.getInt64Ty();
@@ -553,6 +565,7 @@ protected:
   Loops loops_;
   std::vector<LValue *> base_;
   std::vector<llvm::Constant *> constants_;
+  llvm::BasicBlock *outer_head_ = nullptr, *outer_exit_ = nullptr;
 };
 
 /// Note [Reduction kernels] (Kernel.h): the loops of a kernel with reduce
@@ -563,21 +576,12 @@ public:
 
   llvm::Function *emit(const std::string &name) {
     layout();
-    auto *i64 = b_.getInt64Ty();
     llvm::BasicBlock *entry = begin_function(name);
-    LValue *begin = fn_->getArg(1), *end = fn_->getArg(2);
+    LValue *end = fn_->getArg(2);
     allocate_arrays();
     plan_row_cache();
 
-    auto *head = llvm::BasicBlock::Create(ctx_, "block", fn_);
-    auto *body = llvm::BasicBlock::Create(ctx_, "block.body", fn_);
-    auto *exit = llvm::BasicBlock::Create(ctx_, "exit", fn_);
-    b_.CreateBr(head);
-    b_.SetInsertPoint(head);
-    llvm::PHINode *i = b_.CreatePHI(i64, 2, "i");
-    i->addIncoming(begin, entry);
-    b_.CreateCondBr(b_.CreateICmpSLT(i, end), body, exit);
-    b_.SetInsertPoint(body);
+    llvm::PHINode *i = open_outer_loop(entry, "block");
 
     // The block's first kept point: its offset in every operand.
     koff_.assign(nops_, b_.getInt64(0));
@@ -642,10 +646,7 @@ public:
               b_.CreateInBoundsGEP(memory_type(dt), base_[o], off));
       }
     });
-    i->addIncoming(b_.CreateAdd(i, n_), b_.GetInsertBlock());
-    b_.CreateBr(head);
-    b_.SetInsertPoint(exit);
-    b_.CreateRetVoid();
+    close_outer_loop(i, n_);
     return fn_;
   }
 

@@ -57,6 +57,11 @@ public:
             "build_inline: input ", i, " has another type than the trace's");
       define(t_.inputs[i].value, inputs[i]);
     }
+    return body();
+  }
+
+  /// The constants and nodes at the insertion point; the outputs' values.
+  llvm::SmallVector<Value> body() {
     for (const Constant &c : t_.constants)
       constant(c);
     for (size_t i = 0; i < t_.nodes.size(); ++i)
@@ -86,13 +91,7 @@ public:
                       b_.getStringAttr(std::string(input_kind_name(in.kind)) +
                                        ":" + std::to_string(in.index)));
     }
-    for (const Constant &c : t_.constants)
-      constant(c);
-    for (size_t i = 0; i < t_.nodes.size(); ++i)
-      node(i, t_.nodes[i]);
-    llvm::SmallVector<Value> results;
-    for (int v : t_.outputs)
-      results.push_back(use(v, "an output"));
+    llvm::SmallVector<Value> results = body();
     llvm::SmallVector<int64_t> mutated;
     for (const Mutation &m : t_.mutations) {
       check(m.input >= 0 && size_t(m.input) < t_.inputs.size(),
