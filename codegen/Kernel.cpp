@@ -340,52 +340,74 @@ protected:
 
   /// The innermost loop: t in [0, n), operand op at off[op] + t * stride.
   void emit_inner_loop(LValue *n, const std::vector<LValue *> &off) {
+    const size_t nout = k_.outputs.size();
+    loop(
+        n,
+        [&](LValue *t) {
+          auto addr = [&](size_t op, ScalarType dt) {
+            int64_t stride = loops_.strides[op].back();
+            LValue *e =
+                stride == 0
+                    ? off[op]
+                    : b_.CreateAdd(off[op],
+                                   stride == 1
+                                       ? t
+                                       : b_.CreateMul(t, b_.getInt64(stride)));
+            return b_.CreateInBoundsGEP(memory_type(dt), base_[op], e);
+          };
+          std::vector<LValue *> vals(k_.values.size(), nullptr);
+          for (size_t v = 0; v < k_.values.size(); ++v) {
+            const KernelSpec::Value &x = k_.values[v];
+            switch (x.kind) {
+            case KernelSpec::Value::Kind::Input: {
+              ScalarType dt = k_.inputs[size_t(x.index)].dtype;
+              vals[v] = load(dt, addr(nout + size_t(x.index), dt));
+              break;
+            }
+            case KernelSpec::Value::Kind::Constant:
+              vals[v] = constants_[size_t(x.index)];
+              break;
+            case KernelSpec::Value::Kind::Step:
+              vals[v] = step(k_.steps[size_t(x.index)], vals);
+              break;
+            }
+          }
+          for (size_t o = 0; o < nout; ++o) {
+            ScalarType dt = k_.dtype(k_.outputs[o]);
+            store(dt, vals[size_t(k_.outputs[o])], addr(o, dt));
+          }
+        },
+        0, "inner");
+  }
+
+  /// A counted loop, iv in [0, count), around `body` (which may add
+  /// blocks). `vectorize_width`: ask the loop vectorizer for that many lanes (a
+  /// fold of floats into a double: its cost model would take 4, the
+  /// double's lanes, and run the float math feeding it at half width).
+  void loop(LValue *count, const std::function<void(LValue *)> &body,
+            unsigned vectorize_width = 0, const std::string &name = "loop") {
     auto *i64 = b_.getInt64Ty();
     llvm::BasicBlock *pre = b_.GetInsertBlock();
-    auto *loop = llvm::BasicBlock::Create(ctx_, "inner", fn_);
-    auto *done = llvm::BasicBlock::Create(ctx_, "inner.done", fn_);
-    b_.CreateCondBr(b_.CreateICmpSGT(n, b_.getInt64(0)), loop, done);
-    b_.SetInsertPoint(loop);
-    llvm::PHINode *t = b_.CreatePHI(i64, 2, "t");
-    t->addIncoming(b_.getInt64(0), pre);
-
-    const size_t nout = k_.outputs.size();
-    auto addr = [&](size_t op, ScalarType dt) {
-      int64_t stride = loops_.strides[op].back();
-      LValue *e = stride == 0
-                      ? off[op]
-                      : b_.CreateAdd(
-                            off[op],
-                            stride == 1 ? static_cast<LValue *>(t)
-                                        : b_.CreateMul(t, b_.getInt64(stride)));
-      return b_.CreateInBoundsGEP(memory_type(dt), base_[op], e);
-    };
-    std::vector<LValue *> vals(k_.values.size(), nullptr);
-    for (size_t v = 0; v < k_.values.size(); ++v) {
-      const KernelSpec::Value &x = k_.values[v];
-      switch (x.kind) {
-      case KernelSpec::Value::Kind::Input: {
-        ScalarType dt = k_.inputs[size_t(x.index)].dtype;
-        LValue *p = addr(nout + size_t(x.index), dt);
-        vals[v] = load(dt, p);
-        break;
-      }
-      case KernelSpec::Value::Kind::Constant:
-        vals[v] = constants_[size_t(x.index)];
-        break;
-      case KernelSpec::Value::Kind::Step:
-        vals[v] = step(k_.steps[size_t(x.index)], vals);
-        break;
-      }
+    auto *l = llvm::BasicBlock::Create(ctx_, name, fn_);
+    auto *done = llvm::BasicBlock::Create(ctx_, name + ".done", fn_);
+    b_.CreateCondBr(b_.CreateICmpSGT(count, b_.getInt64(0)), l, done);
+    b_.SetInsertPoint(l);
+    llvm::PHINode *iv = b_.CreatePHI(i64, 2, "iv");
+    iv->addIncoming(b_.getInt64(0), pre);
+    body(iv);
+    LValue *next = b_.CreateAdd(iv, b_.getInt64(1), "", true, true);
+    iv->addIncoming(next, b_.GetInsertBlock());
+    llvm::BranchInst *br =
+        b_.CreateCondBr(b_.CreateICmpSLT(next, count), l, done);
+    if (vectorize_width) {
+      llvm::Metadata *width[] = {
+          llvm::MDString::get(ctx_, "llvm.loop.vectorize.width"),
+          llvm::ConstantAsMetadata::get(b_.getInt32(vectorize_width))};
+      llvm::Metadata *ops[] = {nullptr, llvm::MDNode::get(ctx_, width)};
+      llvm::MDNode *md = llvm::MDNode::getDistinct(ctx_, ops);
+      md->replaceOperandWith(0, md);
+      br->setMetadata(llvm::LLVMContext::MD_loop, md);
     }
-    for (size_t o = 0; o < nout; ++o) {
-      ScalarType dt = k_.dtype(k_.outputs[o]);
-      store(dt, vals[size_t(k_.outputs[o])], addr(o, dt));
-    }
-    LValue *next = b_.CreateAdd(t, b_.getInt64(1), "t.next", /*NUW=*/true,
-                                /*NSW=*/true);
-    t->addIncoming(next, b_.GetInsertBlock());
-    b_.CreateCondBr(b_.CreateICmpSLT(next, n), loop, done);
     b_.SetInsertPoint(done);
   }
 
@@ -780,36 +802,6 @@ private:
       return;
     }
     loop(n_, [&](LValue *t) { body(t); });
-  }
-
-  /// `vectorize_width`: ask the loop vectorizer for that many lanes (a
-  /// fold of floats into a double: its cost model would take 4, the
-  /// double's lanes, and run the float math feeding it at half width).
-  void loop(LValue *count, const std::function<void(LValue *)> &body,
-            unsigned vectorize_width = 0) {
-    auto *i64 = b_.getInt64Ty();
-    llvm::BasicBlock *pre = b_.GetInsertBlock();
-    auto *l = llvm::BasicBlock::Create(ctx_, "loop", fn_);
-    auto *done = llvm::BasicBlock::Create(ctx_, "loop.done", fn_);
-    b_.CreateCondBr(b_.CreateICmpSGT(count, b_.getInt64(0)), l, done);
-    b_.SetInsertPoint(l);
-    llvm::PHINode *iv = b_.CreatePHI(i64, 2, "iv");
-    iv->addIncoming(b_.getInt64(0), pre);
-    body(iv);
-    LValue *next = b_.CreateAdd(iv, b_.getInt64(1), "", true, true);
-    iv->addIncoming(next, b_.GetInsertBlock());
-    llvm::BranchInst *br =
-        b_.CreateCondBr(b_.CreateICmpSLT(next, count), l, done);
-    if (vectorize_width) {
-      llvm::Metadata *width[] = {
-          llvm::MDString::get(ctx_, "llvm.loop.vectorize.width"),
-          llvm::ConstantAsMetadata::get(b_.getInt32(vectorize_width))};
-      llvm::Metadata *ops[] = {nullptr, llvm::MDNode::get(ctx_, width)};
-      llvm::MDNode *md = llvm::MDNode::getDistinct(ctx_, ops);
-      md->replaceOperandWith(0, md);
-      br->setMetadata(llvm::LLVMContext::MD_loop, md);
-    }
-    b_.SetInsertPoint(done);
   }
 
   /// Every point of the block: loops over the reduced dims, then (a run)
