@@ -8,6 +8,7 @@
 #include "eager/WrapDim.h"
 
 #include <algorithm>
+#include <memory>
 #include <mutex>
 #include <sstream>
 
@@ -92,23 +93,17 @@ public:
     }
     // The kernel was compiled for contiguous inputs and separate results;
     // other strides (an input that is a view) and results in place get a
-    // variant, compiled once and cached.
-    KernelSpec s = spec_;
+    // variant, compiled once and kept here (no spec copy or cache-key
+    // string on the call path).
+    Variant want;
+    want.strides.resize(inputs.size());
     for (size_t j = 0; j < inputs.size(); ++j)
       domain_strides(spec_, inputs[j].sizes(), inputs[j].strides(),
-                     s.inputs[j].strides);
+                     want.strides[j]);
     if (std::count(in_place.begin(), in_place.end(), -1) !=
         std::ptrdiff_t(in_place.size()))
-      s.output_inputs = in_place;
-    const CompiledKernel *k = &compiled_;
-    CompiledKernel variant;
-    bool same = s.output_inputs == spec_.output_inputs;
-    for (size_t j = 0; same && j < inputs.size(); ++j)
-      same = s.inputs[j].strides == spec_.inputs[j].strides;
-    if (!same) {
-      variant = compile_kernel(s);
-      k = &variant;
-    }
+      want.output_inputs = in_place;
+    const CompiledKernel *k = &variant(want);
     std::vector<Tensor> outs;
     std::vector<char *> ptrs;
     for (size_t o = 0; o < outputs_.size(); ++o) {
@@ -128,9 +123,41 @@ public:
   std::string name() const override { return "cpu " + compiled_.name; }
 
 private:
+  /// What a variant changes: each input's strides over the iteration
+  /// space, and the results written in place (KernelSpec::output_inputs).
+  struct Variant {
+    std::vector<std::vector<int64_t>> strides;
+    std::vector<int> output_inputs;
+    bool operator==(const Variant &) const = default;
+  };
+
+  /// The kernel compiled for `v`: the one built with the fusion, or a
+  /// variant compiled on first use.
+  const CompiledKernel &variant(const Variant &v) const {
+    bool base = v.output_inputs == spec_.output_inputs;
+    for (size_t j = 0; base && j < v.strides.size(); ++j)
+      base = v.strides[j] == spec_.inputs[j].strides;
+    if (base)
+      return compiled_;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto &[key, kernel] : variants_)
+      if (key == v)
+        return *kernel;
+    KernelSpec s = spec_;
+    for (size_t j = 0; j < v.strides.size(); ++j)
+      s.inputs[j].strides = v.strides[j];
+    s.output_inputs = v.output_inputs;
+    variants_.emplace_back(v,
+                           std::make_unique<CompiledKernel>(compile_kernel(s)));
+    return *variants_.back().second;
+  }
+
   KernelSpec spec_;
   std::vector<ir::ValueType> outputs_;
   CompiledKernel compiled_;
+  mutable std::mutex mu_;
+  mutable std::vector<std::pair<Variant, std::unique_ptr<CompiledKernel>>>
+      variants_;
 };
 
 /// The dims a reduce node folds (ReductionInfo::dim of its arguments).
