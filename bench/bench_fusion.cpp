@@ -3,11 +3,10 @@
 // - gelu(x * w + b) over 16.8M float32 (w, b rows broadcast over x);
 // - an 8-op pointwise chain; bias + SiLU + mul;
 // - softmax and layer_norm over 4096 x 4096 float32 (reduction kernels);
-// - MLP inference 784-1024-1024-10 at batch 256 (addmm by BLAS, fused
-//   epilogues);
 // - the compile time of one kernel, cold (a new kernel each iteration) and
 //   warm (the in-process cache); a graph's first call with its kernels in
 //   the disk cache (a second process).
+// The MLP 784-1024-1024-10 at batch 256 is bench_compile's BM_MLP_*.
 //
 // Run: bench/run.sh fusion
 #include <ember/ember.h>
@@ -17,6 +16,7 @@
 #include <benchmark/benchmark.h>
 
 #include <filesystem>
+#include <tuple>
 
 #include <cstdlib>
 #include <cstring>
@@ -69,111 +69,56 @@ template <class F> void run(benchmark::State &s, F call, int64_t tensors) {
   set_bytes(s, tensors);
 }
 
-void BM_Gelu_Eager(benchmark::State &s) {
-  Inputs in;
-  run(
-      s, [&] { return gelu_chain(in.x, in.w, in.b); }, 2);
-}
-void BM_Gelu_Compiled(benchmark::State &s) {
-  Inputs in;
-  auto f = compile(gelu_chain);
-  run(
-      s, [&] { return f(in.x, in.w, in.b); }, 2);
-}
-void BM_Chain8_Eager(benchmark::State &s) {
-  Inputs in;
-  run(
-      s, [&] { return chain8(in.x, in.y); }, 3);
-}
-void BM_Chain8_Compiled(benchmark::State &s) {
-  Inputs in;
-  auto f = compile(chain8);
-  run(
-      s, [&] { return f(in.x, in.y); }, 3);
-}
-void BM_BiasSiluMul_Eager(benchmark::State &s) {
-  Inputs in;
-  run(
-      s, [&] { return bias_silu_mul(in.x, in.b, in.y); }, 3);
-}
-void BM_BiasSiluMul_Compiled(benchmark::State &s) {
-  Inputs in;
-  auto f = compile(bias_silu_mul);
-  run(
-      s, [&] { return f(in.x, in.b, in.y); }, 3);
-}
 Tensor softmax_fn(const Tensor &x) { return x.softmax(-1); }
 Tensor layer_norm_fn(const Tensor &x, const Tensor &w, const Tensor &b) {
   return nn::functional::layer_norm(
       x, nn::functional::LayerNormFuncOptions({kCols}).weight(w).bias(b));
 }
-void BM_Softmax_Eager(benchmark::State &s) {
-  Inputs in;
-  run(
-      s, [&] { return softmax_fn(in.x); }, 2);
-}
-void BM_Softmax_Compiled(benchmark::State &s) {
-  Inputs in;
-  auto f = compile(softmax_fn);
-  run(
-      s, [&] { return f(in.x); }, 2);
-}
-void BM_LayerNorm_Eager(benchmark::State &s) {
-  Inputs in;
-  run(
-      s, [&] { return layer_norm_fn(in.x, in.w, in.b); }, 2);
-}
-void BM_LayerNorm_Compiled(benchmark::State &s) {
-  Inputs in;
-  auto f = compile(layer_norm_fn);
-  run(
-      s, [&] { return f(in.x, in.w, in.b); }, 2);
-}
-BENCHMARK(BM_Softmax_Eager)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Softmax_Compiled)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_LayerNorm_Eager)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_LayerNorm_Compiled)->UseRealTime()->Unit(benchmark::kMillisecond);
 
-/// MLP 784-1024-1024-10, ReLU, inference at batch 256.
-struct Mlp : nn::Module {
-  Mlp() {
-    fc1 = register_module("fc1", nn::Linear(784, 1024));
-    fc2 = register_module("fc2", nn::Linear(1024, 1024));
-    fc3 = register_module("fc3", nn::Linear(1024, 10));
-  }
-  Tensor forward(const Tensor &x) {
-    return fc3->forward(fc2->forward(fc1->forward(x).relu()).relu())
-        .log_softmax(1);
-  }
-  nn::Linear fc1{nullptr}, fc2{nullptr}, fc3{nullptr};
-};
-void BM_Mlp_Eager(benchmark::State &s) {
-  Mlp m;
-  Tensor x = randn({256, 784});
-  NoGradGuard g;
-  for (auto _ : s)
-    benchmark::DoNotOptimize(m.forward(x));
+/// Registers BM_<name>_Eager and BM_<name>_Compiled: `fn` on the inputs
+/// `pick` chooses, run eagerly and through compile(fn); `tensors` big
+/// tensors move per call.
+template <class Fn, class Pick>
+void side_by_side(const std::string &name, Fn fn, Pick pick, int64_t tensors) {
+  benchmark::RegisterBenchmark(
+      ("BM_" + name + "_Eager").c_str(),
+      [=](benchmark::State &s) {
+        Inputs in;
+        run(
+            s, [&] { return std::apply(fn, pick(in)); }, tensors);
+      })
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark(("BM_" + name + "_Compiled").c_str(),
+                               [=](benchmark::State &s) {
+                                 Inputs in;
+                                 auto f = compile(fn);
+                                 run(
+                                     s, [&] { return std::apply(f, pick(in)); },
+                                     tensors);
+                               })
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
 }
-void BM_Mlp_Compiled(benchmark::State &s) {
-  Mlp m;
-  Tensor x = randn({256, 784});
-  NoGradGuard g;
-  auto f = compile([&](const Tensor &in) { return m.forward(in); });
-  f(x);
-  for (auto _ : s)
-    benchmark::DoNotOptimize(f(x));
-}
-BENCHMARK(BM_Mlp_Eager)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Mlp_Compiled)->UseRealTime()->Unit(benchmark::kMillisecond);
 
-BENCHMARK(BM_Gelu_Eager)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Gelu_Compiled)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Chain8_Eager)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Chain8_Compiled)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_BiasSiluMul_Eager)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_BiasSiluMul_Compiled)
-    ->UseRealTime()
-    ->Unit(benchmark::kMillisecond);
+const bool kSideBySide = [] {
+  side_by_side(
+      "Gelu", gelu_chain,
+      [](const Inputs &in) { return std::make_tuple(in.x, in.w, in.b); }, 2);
+  side_by_side(
+      "Chain8", chain8,
+      [](const Inputs &in) { return std::make_tuple(in.x, in.y); }, 3);
+  side_by_side(
+      "BiasSiluMul", bias_silu_mul,
+      [](const Inputs &in) { return std::make_tuple(in.x, in.b, in.y); }, 3);
+  side_by_side(
+      "Softmax", softmax_fn,
+      [](const Inputs &in) { return std::make_tuple(in.x); }, 2);
+  side_by_side(
+      "LayerNorm", layer_norm_fn,
+      [](const Inputs &in) { return std::make_tuple(in.x, in.w, in.b); }, 2);
+  return true;
+}();
 
 // --- compile time of one kernel
 // ------------------------------------------------

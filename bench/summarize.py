@@ -120,11 +120,6 @@ for name, what, target in (("Gelu", "gelu(x*w+b), 16.8M float32", 85),
         print(f"- {what}: compiled {c:.2f} GB/s = {c / floor * 100:.0f}% of "
               f"the copy floor ({floor:.2f} GB/s; target >= {target}%); eager "
               f"{e:.2f} GB/s; compiled/eager speed-up {c / e:.2f}x")
-e = med.get("BM_Mlp_Eager/real_time")
-c = med.get("BM_Mlp_Compiled/real_time")
-if e and c:
-    print(f"- MLP 784-1024-1024-10 + log_softmax, inference at batch 256: "
-          f"eager {e:.2f} ms, compiled {c:.2f} ms (speed-up {e / c:.2f}x)")
 for k, what in (("BM_KernelCompile_Cold", "cold compile of one kernel (capture "
                  "+ MLIR + passes + LLVM O3 + JIT; target <= 100 ms)"),
                 ("BM_KernelCompile_Warm", "the same graph again, kernel from "

@@ -16,6 +16,18 @@ namespace {
 
 void section(const char *title) { std::cout << "\n== " << title << " ==\n"; }
 
+/// Mean milliseconds of `reps` calls of `f`, after one warm-up call.
+template <class F> double time_ms(F &&f, int reps) {
+  f();
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < reps; ++i)
+    f();
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - t0)
+             .count() /
+         reps;
+}
+
 /// Logs every op that reaches the dispatcher, with its input shapes
 /// (PyTorch's TorchDispatchMode example).
 struct OperationLogger : TorchDispatchMode {
@@ -254,18 +266,8 @@ int main() {
               << " ops ran as " << g.kernels << " kernel(s) and " << g.fallbacks
               << " eager step(s):\n"
               << g.ir_optimized;
-    auto time_ms = [](auto &&f) {
-      f(); // warm
-      auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < 5; ++i)
-        f();
-      return std::chrono::duration<double, std::milli>(
-                 std::chrono::steady_clock::now() - t0)
-                 .count() /
-             5;
-    };
-    double eager = time_ms([&] { return block(x, w, b); });
-    double compiled = time_ms([&] { return fused(x, w, b); });
+    double eager = time_ms([&] { return block(x, w, b); }, 5);
+    double compiled = time_ms([&] { return fused(x, w, b); }, 5);
     std::cout << "4M float32: eager " << eager << " ms, compiled " << compiled
               << " ms (" << eager / compiled << "x)\n";
   }
@@ -289,24 +291,15 @@ int main() {
     ExplainOutput e = compiled.explain(); // a snapshot: keep it alive
     const GraphInfo &g = e.graphs.at(0);
     std::cout << "captured (" << g.ops << " ops):\n"
-              << g.ir << "after ember-decompose, canonicalize, CSE and "
-              << "ember-fuse-elementwise: " << g.kernels << " kernel(s), "
-              << g.fallbacks << " eager step(s)\n"
+              << g.ir << "after the passes (ember-decompose, canonicalize, "
+              << "CSE, ember-fuse-elementwise, ember-plan-memory): "
+              << g.kernels << " kernel(s), " << g.fallbacks
+              << " eager step(s)\n"
               << g.ir_optimized;
     for (const std::string &r : g.fallback_reasons)
       std::cout << "  eager: " << r << "\n";
-    auto time_ms = [](auto &&f) {
-      f();
-      auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < 20; ++i)
-        f();
-      return std::chrono::duration<double, std::milli>(
-                 std::chrono::steady_clock::now() - t0)
-                 .count() /
-             20;
-    };
-    double eager = time_ms([&] { return head(x); });
-    double fast = time_ms([&] { return compiled(x); });
+    double eager = time_ms([&] { return head(x); }, 20);
+    double fast = time_ms([&] { return compiled(x); }, 20);
     std::cout << "batch 512: eager " << eager << " ms, compiled " << fast
               << " ms (" << eager / fast << "x)\n";
   }
