@@ -3,9 +3,10 @@
 #
 #   scripts/ember.sh demo   install what is missing, build, run the demo
 #   scripts/ember.sh test   install what is missing, build, run every test:
-#                           unit tests, the lit tests (check-ember), the
-#                           ASan+UBSan build, and a downstream
-#                           find_package(ember) build
+#                           unit tests, the lit tests (check-ember), every
+#                           test again under ASan+UBSan, and a downstream
+#                           find_package(ember) build; prints each stage's
+#                           time
 #
 # Idempotent: packages are installed only when missing, builds are
 # incremental (ninja + ccache), so a second run with nothing changed is fast.
@@ -38,60 +39,95 @@ install_packages() {
   fi
 }
 
-# configure DIR [cmake args...]: configures once; later runs reuse the cache.
+# Stages print their wall time; the test command ends with a summary.
+STAGES=()
+stage_start() {
+  STAGE_NAME="$1"
+  STAGE_T0=$(date +%s)
+  echo "== $1"
+}
+stage_end() {
+  local dt=$(($(date +%s) - STAGE_T0))
+  STAGES+=("$(printf '%5d s  %s' "$dt" "$STAGE_NAME")")
+  echo "   ($STAGE_NAME: ${dt} s)"
+}
+
+# configure: one build tree (build/), Release, with the sanitized copies of
+# the library and the tests beside the plain ones (Note [Sanitized tests] in
+# cmake/Sanitize.cmake). cmake runs only when the tree is new or its
+# settings differ.
 configure() {
-  local dir="$1"
-  shift
-  if [ ! -f "$dir/build.ninja" ]; then
-    cmake -S "$ROOT" -B "$dir" -G Ninja "$@" >/dev/null
+  if [ ! -f build/build.ninja ] ||
+    ! grep -q '^EMBER_SANITIZE:STRING=address;undefined$' build/CMakeCache.txt; then
+    cmake -S "$ROOT" -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DEMBER_SANITIZE="address;undefined" >/dev/null
   fi
 }
 
-build_main() {
-  configure build -DCMAKE_BUILD_TYPE=Release
-  echo "== building (build/)"
-  ninja -C build -j"$JOBS" | grep -vE '^\[[0-9]+/[0-9]+\] ' || true
-  # ninja's status lines are dropped above; its exit status is what counts.
-  ninja -C build -j"$JOBS" >/dev/null
+# ninja_quiet TARGET...: builds, printing only what is not a status line
+# (warnings, errors); ninja's exit status is what counts.
+ninja_quiet() {
+  local log
+  log=$(mktemp)
+  if ! ninja -C build -j"$JOBS" "$@" >"$log" 2>&1; then
+    grep -vE '^\[[0-9]+/[0-9]+\] ' "$log" || true
+    rm -f "$log"
+    return 1
+  fi
+  grep -vE '^\[[0-9]+/[0-9]+\] |^ninja: ' "$log" || true
+  rm -f "$log"
 }
 
 run_demo() {
   install_packages
-  build_main
+  configure
+  echo "== building the demo (build/)"
+  ninja_quiet tour
   echo "== demo: build/examples/tour"
   ./build/examples/tour
 }
 
 run_tests() {
+  local t_all
+  t_all=$(date +%s)
+  stage_start "packages"
   install_packages
-  build_main
+  stage_end
   local failed=0
 
-  echo "== unit tests"
-  (cd build && ctest --output-on-failure -j"$JOBS") || failed=1
+  stage_start "configure + build (library, tools, tests, benchmarks, examples)"
+  configure
+  ninja_quiet plain
+  stage_end
 
-  echo "== lit tests of the compiler (check-ember: ember-opt + FileCheck)"
+  stage_start "unit and e2e tests (ctest)"
+  (cd build && ctest --output-on-failure -j"$JOBS" -LE sanitized) || failed=1
+  stage_end
+
+  stage_start "lit tests of the compiler (check-ember: ember-opt + FileCheck)"
   ninja -C build check-ember || failed=1
+  stage_end
 
-  echo "== sanitizers: ASan + UBSan build of runtime/ and eager/ (build-asan/)"
-  configure build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DEMBER_SANITIZE="address;undefined" -DEMBER_BUILD_BENCH=OFF \
-    -DEMBER_BUILD_EXAMPLES=OFF
-  ninja -C build-asan -j"$JOBS" >/dev/null
-  # allocator_may_return_null: the out-of-memory test asks for 1 PiB and
-  # checks that ember raises (ASan would abort instead).
-  (cd build-asan && ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
-    UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --output-on-failure -j"$JOBS") || failed=1
+  stage_start "sanitizers: build the ASan + UBSan copies (library, tests)"
+  ninja_quiet sanitized
+  stage_end
 
-  echo "== install + downstream find_package(ember)"
+  stage_start "sanitizers: every test under ASan + UBSan (ctest -L sanitized)"
+  (cd build && ctest --output-on-failure -j"$JOBS" -L sanitized) || failed=1
+  stage_end
+
+  stage_start "install + downstream find_package(ember)"
   cmake --install build --prefix build/install >/dev/null
   rm -rf build/downstream
   cmake -S test/install -B build/downstream -G Ninja \
     -DCMAKE_PREFIX_PATH="$ROOT/build/install" >/dev/null
   ninja -C build/downstream >/dev/null
   ./build/downstream/downstream || failed=1
+  stage_end
 
+  echo "== times"
+  printf '%s\n' "${STAGES[@]}"
+  printf '%5d s  total\n' "$(($(date +%s) - t_all))"
   if [ "$failed" -ne 0 ]; then
     echo "== FAILED"
     exit 1

@@ -44,6 +44,11 @@ inline ::testing::AssertionResult same(const Tensor &a, const Tensor &b) {
   }
 }
 
+/// The whole storage of `t`, as a 1-D tensor of its dtype.
+inline Tensor storage_of(const Tensor &t) {
+  return t.as_strided({int64_t(t.storage().nbytes() / t.itemsize())}, {1}, 0);
+}
+
 /// Flattens what a program returns.
 inline void flatten(const Tensor &t, std::vector<Tensor> &out) {
   out.push_back(t);
@@ -76,6 +81,60 @@ void expect_same_with(F &fn, C &compiled, const Tensor (&inputs)[N],
       EXPECT_TRUE(same(rb[i], ra[i])) << "output " << i << " of call " << c;
     for (size_t i = 0; i < N; ++i)
       EXPECT_TRUE(same(b[i], a[i])) << "input " << i << " after call " << c;
+  }
+}
+
+/// Strides that tell the same layout: equal on every dim of size > 1
+/// (a size-1 dim's stride moves nothing).
+inline bool same_layout(const Tensor &a, const Tensor &b) {
+  if (a.sizes() != b.sizes())
+    return false;
+  for (int64_t d = 0; d < a.dim(); ++d)
+    if (a.size(d) > 1 && a.stride(d) != b.stride(d))
+      return false;
+  return true;
+}
+
+/// Compiled vs eager on inputs that `make()` builds afresh for each run
+/// (expanded, overlapping or aliasing arguments, which clone() would not
+/// keep): equal outputs (values, dtypes, shapes and layouts), equal
+/// arguments afterwards (read through their storage), outputs that alias
+/// the same arguments and each other as eager's do. `make` returns a
+/// std::vector<Tensor>; `fn` takes it.
+template <class F, class M>
+void expect_same_fresh(F fn, M make, int calls = 2,
+                       CompileOptions options = {}) {
+  for (int64_t level = 0; level <= 2; ++level) {
+    CompileOptions o = options;
+    o.opt_level(level);
+    auto compiled = compile(fn, o);
+    for (int c = 0; c < calls; ++c) {
+      std::vector<Tensor> a = make(), b = make();
+      std::vector<Tensor> ra, rb;
+      flatten(fn(a), ra);
+      flatten(compiled(b), rb);
+      ASSERT_EQ(ra.size(), rb.size());
+      std::string where = "level " + std::to_string(level) + " call " +
+                          std::to_string(c);
+      for (size_t i = 0; i < ra.size(); ++i) {
+        EXPECT_TRUE(same(rb[i], ra[i])) << "output " << i << ", " << where;
+        EXPECT_TRUE(same_layout(rb[i], ra[i]))
+            << "output " << i << " strides " << rb[i].strides()
+            << ", eager " << ra[i].strides() << ", " << where;
+        for (size_t j = 0; j < a.size(); ++j)
+          EXPECT_EQ(rb[i].is_alias_of(b[j]), ra[i].is_alias_of(a[j]))
+              << "output " << i << " aliasing argument " << j << ", "
+              << where;
+        for (size_t j = 0; j < i; ++j)
+          EXPECT_EQ(rb[i].is_alias_of(rb[j]), ra[i].is_alias_of(ra[j]))
+              << "outputs " << i << " and " << j << " aliasing, " << where;
+      }
+      for (size_t j = 0; j < a.size(); ++j) {
+        EXPECT_TRUE(same(b[j], a[j])) << "argument " << j << ", " << where;
+        EXPECT_TRUE(same(storage_of(b[j]), storage_of(a[j])))
+            << "storage of argument " << j << ", " << where;
+      }
+    }
   }
 }
 

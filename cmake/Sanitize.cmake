@@ -1,0 +1,114 @@
+# Note [Sanitized tests]
+# With EMBER_SANITIZE (e.g. "address;undefined"), the build also makes a
+# sanitized copy of the library, `ember_san`, and of every test executable,
+# `<test>_san` (ctest label `sanitized`), in the same build tree:
+# - runtime/, eager/ and the front end's capture and executor are compiled a
+#   second time, instrumented, at -O1 -g1 (what ASan's documentation advises:
+#   line tables are enough for symbolized reports; -O2 -g took 2.2x as long
+#   on the generated pointwise kernels);
+# - ir/, passes/, codegen/ and frontend/Lowering.cpp, the layers that
+#   include MLIR's headers, are compiled once and linked into both
+#   libraries as they are. ASan never instrumented them (Note [MLIR under
+#   AddressSanitizer] in ir/CMakeLists.txt); their code still runs in every
+#   sanitized test, inside an instrumented process;
+# - the tests' own code is compiled at -O0 -g1 with the sanitizers (it is
+#   glue around library calls; -O1 -g1 took twice as long).
+# Every translation unit is thus compiled once per configuration that needs
+# it. The plain tests build at -O1 for the same reason (the library under
+# test keeps the build type's flags).
+if(EMBER_SANITIZE)
+  string(REPLACE ";" "," _san "${EMBER_SANITIZE}")
+  set(EMBER_SANITIZE_FLAGS -fsanitize=${_san} -fno-omit-frame-pointer
+      -fno-sanitize-recover=all -g1)
+  set(EMBER_SANITIZE_LINK_FLAGS -fsanitize=${_san})
+endif()
+
+# ember_sanitized_objects(<object library>): <target>_san, the same sources
+# and settings, instrumented.
+function(ember_sanitized_objects target)
+  if(NOT EMBER_SANITIZE)
+    return()
+  endif()
+  get_target_property(_dir ${target} SOURCE_DIR)
+  get_target_property(_sources ${target} SOURCES)
+  set(_abs)
+  foreach(_s ${_sources})
+    if(IS_ABSOLUTE ${_s})
+      list(APPEND _abs ${_s})
+    else()
+      list(APPEND _abs ${_dir}/${_s})
+    endif()
+  endforeach()
+  add_library(${target}_san OBJECT ${_abs})
+  foreach(_prop INCLUDE_DIRECTORIES COMPILE_DEFINITIONS COMPILE_OPTIONS
+                LINK_LIBRARIES)
+    get_target_property(_v ${target} ${_prop})
+    if(_v)
+      set_property(TARGET ${target}_san PROPERTY ${_prop} ${_v})
+    endif()
+  endforeach()
+  get_target_property(_deps ${target} MANUALLY_ADDED_DEPENDENCIES)
+  if(_deps)
+    add_dependencies(${target}_san ${_deps})
+  endif()
+  target_compile_options(${target}_san PRIVATE ${EMBER_SANITIZE_FLAGS} -O1)
+endfunction()
+
+# ember_sanitized_library(ember): ember_san, the shared library of the
+# sanitized layers and the plain MLIR ones.
+function(ember_sanitized_library target)
+  if(NOT EMBER_SANITIZE)
+    return()
+  endif()
+  add_library(${target}_san SHARED
+    $<TARGET_OBJECTS:ember_runtime_san> $<TARGET_OBJECTS:ember_eager_san>
+    $<TARGET_OBJECTS:ember_frontend_san>
+    $<TARGET_OBJECTS:ember_ir> $<TARGET_OBJECTS:ember_frontend_mlir>
+    $<TARGET_OBJECTS:ember_passes> $<TARGET_OBJECTS:ember_codegen>)
+  foreach(_prop LINK_LIBRARIES LINK_OPTIONS INTERFACE_LINK_LIBRARIES
+                INTERFACE_INCLUDE_DIRECTORIES)
+    get_target_property(_v ${target} ${_prop})
+    if(_v)
+      set_property(TARGET ${target}_san PROPERTY ${_prop} ${_v})
+    endif()
+  endforeach()
+  target_link_options(${target}_san PRIVATE ${EMBER_SANITIZE_LINK_FLAGS})
+  target_link_options(${target}_san INTERFACE ${EMBER_SANITIZE_LINK_FLAGS})
+endfunction()
+
+# ember_add_test(<name> <source> [LINK <libs>...]): a GoogleTest executable,
+# its tests registered with ctest; with EMBER_SANITIZE also <name>_san
+# (label `sanitized`). The properties that `ember_test_settings` sets later
+# apply to both.
+function(ember_add_test name src)
+  cmake_parse_arguments(_t "" "" "LINK" ${ARGN})
+  add_executable(${name} ${src})
+  target_link_libraries(${name} PRIVATE ember GTest::gtest GTest::gtest_main
+                        ${_t_LINK})
+  target_compile_options(${name} PRIVATE -O1)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60)
+  set_property(GLOBAL APPEND PROPERTY EMBER_PLAIN_TARGETS ${name})
+  if(NOT EMBER_SANITIZE)
+    return()
+  endif()
+  add_executable(${name}_san ${src})
+  target_link_libraries(${name}_san PRIVATE ember_san GTest::gtest
+                        GTest::gtest_main ${_t_LINK})
+  target_compile_options(${name}_san PRIVATE ${EMBER_SANITIZE_FLAGS} -O0)
+  # allocator_may_return_null: the out-of-memory test asks for 1 PiB and
+  # checks that ember raises (ASan would abort instead).
+  gtest_discover_tests(${name}_san DISCOVERY_TIMEOUT 60 TEST_SUFFIX " (san)"
+    PROPERTIES LABELS sanitized
+    ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1;UBSAN_OPTIONS=print_stacktrace=1")
+  set_property(GLOBAL APPEND PROPERTY EMBER_SANITIZED_TARGETS ${name}_san)
+endfunction()
+
+# ember_test_settings(<name> <keyword> <args>...): target_<keyword>(<name>
+# PRIVATE <args>) on a test and its sanitized copy.
+function(ember_test_settings name kind)
+  foreach(_t ${name} ${name}_san)
+    if(TARGET ${_t})
+      cmake_language(CALL target_${kind} ${_t} PRIVATE ${ARGN})
+    endif()
+  endforeach()
+endfunction()
