@@ -22,11 +22,22 @@ namespace ember::codegen {
 
 // --- KernelSpec --------------------------------------------------------------
 
-int KernelSpec::input(ScalarType dtype, std::vector<int64_t> strides) {
+int KernelSpec::input(ScalarType dtype, std::vector<int64_t> strides,
+                      std::vector<int64_t> extent) {
   EMBER_CHECK(strides.size() == shape.size(),
               "KernelSpec::input: ", strides.size(), " strides for a ",
               shape.size(), "-d iteration space");
-  inputs.push_back({dtype, std::move(strides)});
+  if (extent.empty())
+    for (size_t d = 0; d < shape.size(); ++d)
+      extent.push_back(strides[d] != 0 ? shape[d] : 1);
+  EMBER_CHECK(extent.size() == shape.size(), "KernelSpec::input: ",
+              extent.size(), " extents for a ", shape.size(),
+              "-d iteration space");
+  for (size_t d = 0; d < shape.size(); ++d)
+    EMBER_CHECK(extent[d] == 1 || extent[d] == shape[d],
+                "KernelSpec::input: extent ", extent[d], " of dim ", d,
+                " is neither 1 nor the iteration space's ", shape[d]);
+  inputs.push_back({dtype, std::move(strides), std::move(extent)});
   values.push_back({Value::Kind::Input, int(inputs.size()) - 1});
   return int(values.size()) - 1;
 }
@@ -80,7 +91,7 @@ bool KernelSpec::is_full(int v) const {
   case Value::Kind::Input: {
     const Input &in = inputs[size_t(x.index)];
     for (size_t d = 0; d < shape.size(); ++d)
-      if (reduced[d] && in.strides[d] != 0 && shape[d] != 1)
+      if (reduced[d] && in.extent[d] != 1)
         return true;
     return false;
   }
@@ -152,6 +163,8 @@ std::string KernelSpec::str() const {
     if (x.kind == Value::Kind::Input) {
       os << "input " << x.index << " strides ";
       list(inputs[size_t(x.index)].strides);
+      os << " extent ";
+      list(inputs[size_t(x.index)].extent);
     } else if (x.kind == Value::Kind::Constant) {
       os << "constant " << constants[size_t(x.index)].value;
     } else {

@@ -46,9 +46,15 @@ namespace ember::codegen {
 struct KernelSpec {
   std::vector<int64_t> shape; ///< the iteration space (the outputs' shape)
 
+  /// An input read at every point of `shape`. `extent` is its logical
+  /// size along each dim of `shape` (1 where it is broadcast): what the
+  /// kernel computes depends on it, never on `strides`, which only say
+  /// where the elements are (an expanded input has stride 0 along a dim it
+  /// spans; Note [Reduction kernels]).
   struct Input {
     ScalarType dtype;
     std::vector<int64_t> strides; ///< in elements, over `shape`
+    std::vector<int64_t> extent;  ///< per dim of `shape`: its size, or 1
   };
   struct Constant {
     ScalarType dtype;
@@ -87,7 +93,10 @@ struct KernelSpec {
   /// before it is written (no runtime alias check failing on them).
   std::vector<int> output_inputs;
 
-  int input(ScalarType dtype, std::vector<int64_t> strides);
+  /// An input; `extent` defaults to the strides' own (1 where a stride is
+  /// 0), which is right for an input laid out over its logical shape.
+  int input(ScalarType dtype, std::vector<int64_t> strides,
+            std::vector<int64_t> extent = {});
   int constant(ScalarType dtype, Scalar value);
   int step(std::string op, std::vector<int> args, std::vector<Scalar> scalars,
            ScalarType compute, ScalarType out);

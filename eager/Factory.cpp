@@ -63,6 +63,7 @@ Tensor empty_strided(IntArrayRef size, IntArrayRef stride,
 
 Tensor zeros(IntArrayRef size, const TensorOptions &options) {
   Tensor t = empty(size, options.requires_grad(false));
+  ExcludeDispatchKeyGuard no_capture(DispatchKey::Capture); // as full()
   t.zero_();
   return finish(t, options);
 }

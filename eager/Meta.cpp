@@ -77,6 +77,15 @@ Tensor fake(IntArrayRef sizes, ScalarType dtype, Device device,
       make_intrusive<TensorImpl>(std::move(storage), dtype, sizes, st, 0));
 }
 
+Tensor fake_like(const Tensor &t) {
+  Storage storage(make_intrusive<StorageImpl>(
+      DataPtr(nullptr, nullptr, nullptr, t.device()), t.storage().nbytes(),
+      &fakeAllocator()));
+  return Tensor(make_intrusive<TensorImpl>(std::move(storage), t.dtype(),
+                                           t.sizes(), t.strides(),
+                                           t.storage_offset()));
+}
+
 Tensor fake_wrapped_number(ScalarType dtype) {
   Tensor t = fake({}, dtype);
   t.unsafeGetTensorImpl()->set_wrapped_number(true);

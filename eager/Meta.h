@@ -24,6 +24,11 @@ namespace ember::meta {
 /// A tensor without data (contiguous unless `strides` is given).
 Tensor fake(IntArrayRef sizes, ScalarType dtype, Device device = kCPU,
             OptionalIntArrayRef strides = std::nullopt);
+/// A fake tensor with the geometry of `t` (sizes, strides, storage offset)
+/// on a fake storage of t's storage's size: what capture gives a real
+/// tensor it stands for, so that `storage_offset()` and as_strided see what
+/// they see eagerly.
+Tensor fake_like(const Tensor &t);
 /// A fake 0-dim tensor standing for a C++ number in an op (`x + 2`): it takes
 /// part in type promotion as a wrapped number.
 Tensor fake_wrapped_number(ScalarType dtype);

@@ -9,6 +9,15 @@
 /// clamp; remainder takes the sign of the divisor (Python's %); integer
 /// division by zero raises (checked by the kernel before the loop runs, see
 /// PointwiseKernel.h); round is half-to-even.
+///
+/// Note [Integer overflow wraps]
+/// Signed integer arithmetic wraps around in two's complement, as PyTorch's
+/// kernels do in practice (INT64_MAX + 1 is INT64_MIN): the translation
+/// units that instantiate these functions (the generated pointwise kernels,
+/// eager/cpu's arithmetic kernels, codegen's scalar library) are compiled
+/// with -fwrapv, so no optimizer may assume otherwise. Division is the
+/// exception x86 traps on (MIN / -1): div_int and mod_int give the wrapped
+/// quotient (MIN) and 0 there.
 
 #include "eager/VecMath.h"
 
@@ -161,12 +170,27 @@ template <class T> EMBER_PW_INLINE T pow(T a, T b) {
   }
 }
 
+/// Integer a / b and a % b (b != 0; Note [Integer overflow wraps]): b == -1
+/// is a negation, whose MIN / -1 the hardware would trap on.
+template <class T> EMBER_PW_INLINE T div_int(T a, T b) {
+  if constexpr (std::is_signed_v<T>)
+    if (b == T(-1))
+      return T(std::make_unsigned_t<T>(0) - std::make_unsigned_t<T>(a));
+  return T(a / b);
+}
+template <class T> EMBER_PW_INLINE T mod_int(T a, T b) {
+  if constexpr (std::is_signed_v<T>)
+    if (b == T(-1))
+      return T(0);
+  return T(a % b);
+}
+
 /// C's fmod: the result takes the sign of the dividend.
 template <class T> EMBER_PW_INLINE T fmod(T a, T b) {
   if constexpr (is_fp<T>)
     return std::fmod(a, b);
   else
-    return T(a % b);
+    return mod_int(a, b);
 }
 /// Python's %: the result takes the sign of the divisor.
 template <class T> EMBER_PW_INLINE T remainder(T a, T b) {
@@ -176,7 +200,7 @@ template <class T> EMBER_PW_INLINE T remainder(T a, T b) {
       r += b;
     return r;
   } else {
-    T r = T(a % b);
+    T r = mod_int(a, b);
     if (r != 0 && ((r < 0) != (b < 0)))
       r = T(r + b);
     return r;
@@ -186,7 +210,7 @@ template <class T> EMBER_PW_INLINE T div_trunc(T a, T b) {
   if constexpr (is_fp<T>)
     return std::trunc(a / b);
   else
-    return T(a / b);
+    return div_int(a, b);
 }
 template <class T> EMBER_PW_INLINE T div_floor(T a, T b) {
   if constexpr (is_fp<T>) {
@@ -205,8 +229,8 @@ template <class T> EMBER_PW_INLINE T div_floor(T a, T b) {
     }
     return std::copysign(T(0), a / b);
   } else {
-    T q = T(a / b);
-    if ((a % b != 0) && ((a < 0) != (b < 0)))
+    T q = div_int(a, b);
+    if ((mod_int(a, b) != 0) && ((a < 0) != (b < 0)))
       q = T(q - 1);
     return q;
   }

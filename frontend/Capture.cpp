@@ -4,6 +4,7 @@
 #include "runtime/Logging.h"
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <sstream>
 
@@ -22,6 +23,23 @@ std::string where_str(const std::source_location &loc) {
   std::string f = loc.file_name();
   return f + ":" + std::to_string(loc.line()) + ":" +
          std::to_string(loc.column());
+}
+
+const void *storage_key(const Tensor &t) {
+  return t.storage().unsafeGetStorageImpl();
+}
+
+/// `t` is its whole storage, contiguous from its start: positions in the
+/// storage are positions in t's row-major layout.
+bool covers_storage(const Tensor &t) {
+  return t.storage_offset() == 0 && t.is_contiguous() &&
+         t.nbytes() == t.storage().nbytes();
+}
+
+const OperatorHandle &as_strided_op() {
+  static const OperatorHandle &op =
+      Dispatcher::singleton().findSchemaOrThrow("ember::as_strided");
+  return op;
 }
 
 /// Runs `op` on `stack` through the eager kernels.
@@ -61,12 +79,26 @@ CaptureMeta::~CaptureMeta() {
     session->forget(this);
 }
 
+void Session::forget(CaptureMeta *m) {
+  live_.erase(m);
+  if (m->real.defined()) {
+    auto it = input_roots_.find(storage_key(m->real));
+    if (it != input_roots_.end() && it->second == m)
+      input_roots_.erase(it);
+  }
+}
+
 Session::Session(std::string name, GraphRunner runner, BreakHook on_break,
                  bool fullgraph)
     : name_(std::move(name)), runner_(std::move(runner)),
       on_break_(std::move(on_break)), fullgraph_(fullgraph), prev_(tls_session),
       saved_tls_(tls_local_dispatch_key_set()) {
   install_capture();
+  static std::atomic<uint32_t> epochs{0};
+  epoch_ = ++epochs;
+  if (epoch_ == 0) // wrapped around: 0 means "no call"
+    epoch_ = ++epochs;
+  prev_epoch_ = detail::set_creation_epoch(epoch_);
   tls_session = this;
   tls_local_dispatch_key_set().included |= DispatchKey::Capture;
   tls_local_dispatch_key_set().excluded =
@@ -76,17 +108,25 @@ Session::Session(std::string name, GraphRunner runner, BreakHook on_break,
 
 Session::~Session() {
   abandon();
+  detail::set_creation_epoch(prev_epoch_);
   tls_session = prev_;
   tls_local_dispatch_key_set() = saved_tls_;
 }
 
 Session *Session::current() { return tls_session; }
 
+bool Session::fresh(const Tensor &t) const {
+  return t.defined() && t.storage().defined() &&
+         t.storage().unsafeGetStorageImpl()->epoch == epoch_;
+}
+
 void Session::reset_graph() {
   trace_ = ir::Trace();
   trace_.name = name_ + "_graph" + std::to_string(graph_index_);
   inputs_.clear();
   lifted_.clear();
+  storage_roots_.clear();
+  input_roots_.clear();
 }
 
 void Session::abandon() {
@@ -128,18 +168,98 @@ Tensor Session::add_input(const Tensor &real, ir::InputKind kind, int index,
   int v = trace_.add_value(type_of(real));
   trace_.inputs.push_back({v, kind, index, std::move(name)});
   inputs_.push_back(real);
-  Tensor t = make_capture(
-      meta::fake(real.sizes(), real.dtype(), real.device(), real.strides()), v);
+  // The real tensor's geometry, storage offset included: the function
+  // reads it (as_strided(..., x.storage_offset())).
+  Tensor t = make_capture(meta::fake_like(real), v);
   CaptureMeta *m = meta_of(t);
   m->real = real;
   m->input = int(trace_.inputs.size()) - 1;
   m->input_value = v;
+  if (real.nbytes() > 0)
+    input_roots_[storage_key(real)] = m;
   return t;
 }
 
+Tensor Session::add_storage_root(const Tensor &real, ir::InputKind kind,
+                                 int index, std::string name) {
+  Tensor root = add_input(storage_view(real), kind, index, std::move(name));
+  CaptureMeta *m = meta_of(root);
+  m->storage_root = true;
+  input_roots_.erase(storage_key(real));
+  storage_roots_[storage_key(real)] = root;
+  return root;
+}
+
+Tensor Session::view_of_storage(const Tensor &root, const Tensor &real) {
+  Stack st{IValue(root), IValue(real.sizes().vec()),
+           IValue(real.strides().vec()), IValue(real.storage_offset())};
+  record(as_strided_op(), st);
+  return st.at(0).toTensor();
+}
+
+Tensor Session::rebase_on_storage(CaptureMeta *r) {
+  EMBER_INTERNAL_ASSERT(r->real.defined() && !r->is_view() &&
+                        !r->storage_root);
+  const ir::Input in = trace_.inputs.at(size_t(r->input));
+  bool arg = in.kind == ir::InputKind::Argument;
+  Tensor root =
+      arg ? add_storage_root(r->real, ir::InputKind::ArgumentStorage,
+                             in.index, "arg" + std::to_string(in.index) +
+                                           "_storage")
+          : add_storage_root(r->real, ir::InputKind::Lifted,
+                             int(trace_.inputs.size()),
+                             "lifted_storage" +
+                                 std::to_string(storage_roots_.size()));
+  CaptureMeta *s = meta_of(root);
+  // r becomes as_strided(root, r's geometry); views of r view root through
+  // it, their geometry now relative to the storage.
+  std::vector<ViewStep> step{
+      {&as_strided_op(),
+       Stack{IValue(), IValue(r->real.sizes().vec()),
+             IValue(r->real.strides().vec()),
+             IValue(r->real.storage_offset())}}};
+  auto geometry = [&](const std::vector<ViewStep> &chain) {
+    Tensor g = meta::fake(root.sizes(), root.dtype(), root.device());
+    for (const ViewStep &v : chain) {
+      Stack args = v.args;
+      args[0] = g;
+      g = meta::infer(*v.op, args).outputs.at(0);
+    }
+    return g;
+  };
+  for (CaptureMeta *v : live_) {
+    if (v->base.get() != r->self)
+      continue;
+    std::vector<ViewStep> chain = step;
+    chain.insert(chain.end(), v->chain.begin(), v->chain.end());
+    v->base = intrusive_ptr<TensorImpl>(s->self);
+    v->chain = std::move(chain);
+    v->geom = geometry(v->chain);
+    v->base_gen = ~uint64_t(0); // recomputed from the root at its next use
+  }
+  r->base = intrusive_ptr<TensorImpl>(s->self);
+  r->chain = std::move(step);
+  r->geom = geometry(r->chain);
+  if (r->value != r->input_value)
+    write_through_view(r, r->value); // its writes so far, into the root
+  else
+    r->base_gen = s->gen;
+  return root;
+}
+
+Tensor Session::shared_storage_root(const Tensor &real) {
+  if (real.nbytes() == 0)
+    return Tensor();
+  auto s = storage_roots_.find(storage_key(real));
+  if (s != storage_roots_.end())
+    return s->second;
+  auto r = input_roots_.find(storage_key(real));
+  if (r == input_roots_.end())
+    return Tensor();
+  return rebase_on_storage(r->second);
+}
+
 std::vector<Tensor> Session::wrap_arguments(const std::vector<Tensor> &reals) {
-  static const OperatorHandle &as_strided =
-      Dispatcher::singleton().findSchemaOrThrow("ember::as_strided");
   std::vector<Tensor> out(reals.size());
   const std::vector<int> first = alias_pattern(reals);
   for (size_t i = 0; i < reals.size(); ++i) {
@@ -151,10 +271,12 @@ std::vector<Tensor> Session::wrap_arguments(const std::vector<Tensor> &reals) {
     for (size_t j = i + 1; j < reals.size(); ++j)
       if (first[j] == int(i))
         group.push_back(j);
-    bool one_impl = true;
-    for (size_t j : group)
+    bool one_impl = true, overlap = false;
+    for (size_t j : group) {
       one_impl = one_impl && reals[j].is_same(r);
-    if (one_impl) {
+      overlap = overlap || meta::has_internal_overlap(reals[j]);
+    }
+    if (one_impl && !overlap) {
       out[i] = add_input(r, ir::InputKind::Argument, int(i), name);
       for (size_t j : group)
         out[j] = out[i];
@@ -166,15 +288,13 @@ std::vector<Tensor> Session::wrap_arguments(const std::vector<Tensor> &reals) {
                   " and ", j, " share memory but have different dtypes (",
                   toString(r.dtype()), " and ", toString(reals[j].dtype()),
                   "); pass a copy (.clone()) of one of them");
-    // The whole storage as a 1-D input; each argument an as_strided view.
-    Tensor root = add_input(storage_view(r), ir::InputKind::ArgumentStorage,
-                            int(i), name + "_storage");
+    // Note [Inputs that share memory]: the whole storage as a 1-D input;
+    // each argument an as_strided view of it.
+    Tensor root = add_storage_root(r, ir::InputKind::ArgumentStorage, int(i),
+                                   name + "_storage");
     for (size_t j : group) {
-      const Tensor &a = reals[j];
-      Stack st{IValue(root), IValue(a.sizes().vec()), IValue(a.strides().vec()),
-               IValue(a.storage_offset())};
-      record(as_strided, st);
-      out[j] = st.at(0).toTensor();
+      out[j] = one_impl && j != i ? out[i] : view_of_storage(root, reals[j]);
+      args_.emplace(reals[j].unsafeGetTensorImpl(), out[j]);
     }
   }
   for (size_t i = 0; i < out.size(); ++i)
@@ -190,6 +310,16 @@ Tensor Session::lift(const Tensor &real) {
   if (a != args_.end() && meta_of(a->second))
     return a->second; // still the capture tensor of that argument
   auto w = arg_wrappers_.find(real.unsafeGetTensorImpl());
+  // Note [Inputs that share memory]
+  if (Tensor root = shared_storage_root(real); root.defined()) {
+    const ir::Input &in = trace_.inputs.at(size_t(meta_of(root)->input));
+    if (in.kind == ir::InputKind::ArgumentStorage ||
+        w != arg_wrappers_.end())
+      lifted_aliases_argument_ = true;
+    Tensor t = view_of_storage(root, real);
+    lifted_.emplace(real.unsafeGetTensorImpl(), t);
+    return t;
+  }
   Tensor t =
       w != arg_wrappers_.end()
           ? add_input(real, ir::InputKind::Argument, w->second,
@@ -216,8 +346,11 @@ int Session::value_of(const Tensor &t, CaptureMeta **out) {
     return v;
   }
   Tensor w = lift(t);
-  *out = meta_of(w);
-  return (*out)->value;
+  CaptureMeta *m = meta_of(w);
+  if (m->is_view()) // a lifted tensor sharing memory with another input
+    refresh_view(m);
+  *out = m;
+  return m->value;
 }
 
 int Session::add_node(const OperatorHandle &op, std::vector<ir::Arg> args,
@@ -337,6 +470,22 @@ void Session::record(const OperatorHandle &op, Stack &stack) {
     call_eager(op, stack);
     return;
   }
+
+  // as_strided's geometry is a place in the storage: it is recorded on the
+  // root whose value is the whole storage, a storage root for a real tensor
+  // that is not its whole storage (Note [Inputs that share memory]), with
+  // the offset made explicit (None is self's own).
+  if (&op == &as_strided_op() && stack[0].isTensor())
+    if (CaptureMeta *m = meta_of(stack[0].toTensor())) {
+      CaptureMeta *root = m->root();
+      if (root->real.defined() && !root->storage_root &&
+          !covers_storage(root->real))
+        root = meta_of(rebase_on_storage(root));
+      if (stack[3].isNone())
+        stack[3] = IValue(stack[0].toTensor().storage_offset());
+      stack[0] = Tensor(intrusive_ptr<TensorImpl>(root->self));
+      r = meta::infer(op, stack);
+    }
 
   // Arguments -> trace arguments.
   std::vector<ir::Arg> args;
@@ -460,6 +609,19 @@ std::vector<OutputRecipe> Session::finish(const std::vector<Tensor> &outs) {
       recipes[i].index =
           int(std::find(last_outputs_.begin(), last_outputs_.end(), values[i]) -
               last_outputs_.begin());
+  // What replay mode would hand out or write again (Note [Creation epochs]).
+  if (lifted_aliases_argument_)
+    replay_blocker_ = "a captured tensor shares memory with an argument";
+  for (const OutputRecipe &r : recipes)
+    if ((r.kind == OutputRecipe::Kind::Fixed && fresh(r.fixed)) ||
+        (r.kind == OutputRecipe::Kind::Input &&
+         fresh(last_input_tensors_.at(size_t(r.index)))))
+      replay_blocker_ = "it returns a tensor it created outside the graph "
+                        "(a factory's result)";
+  for (const ir::Mutation &m : last_mutations_)
+    if (fresh(last_input_tensors_.at(size_t(m.input))))
+      replay_blocker_ = "it writes into a tensor it created outside the "
+                        "graph (a factory's result)";
   return recipes;
 }
 
@@ -488,6 +650,8 @@ void Session::end_graph() {
     } else if (std::find(trace_.outputs.begin(), trace_.outputs.end(),
                          m->value) == trace_.outputs.end()) {
       trace_.outputs.push_back(m->value);
+      // The strides eager gives the tensor (Note [Outputs are new tensors]).
+      trace_.output_strides.push_back(m->self->strides().vec());
       out_roots.push_back(m);
     } else {
       out_roots.push_back(m);
@@ -527,6 +691,7 @@ void Session::end_graph() {
   }
   live_.clear();
   last_outputs_ = trace_.outputs;
+  last_mutations_ = trace_.mutations;
   last_inputs_ = trace_.inputs;
   last_input_tensors_ = inputs_;
   ++graph_index_;

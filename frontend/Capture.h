@@ -16,6 +16,22 @@
 /// arguments and lifted tensors) whose value changed become the graph's
 /// mutations, written back after it runs.
 ///
+/// Note [Inputs that share memory]
+/// Value semantics hold only if no two inputs of a graph share memory: a
+/// write to one would not be seen by the other. Inputs that share memory
+/// are therefore one input, their whole storage (a 1-D tensor, a *storage
+/// root*), and each of them an as_strided view of it, so that a write
+/// through any of them is a write into the storage root that the others'
+/// views are recomputed from. This covers arguments passed aliased (or one
+/// argument that overlaps itself, an expanded tensor: writing one row of
+/// it is fine), and lifted tensors that share memory with each other or
+/// with an argument (a buffer and a view of it, an intermediate and its
+/// view after a graph break): the root found first becomes a view of a new
+/// storage root when the second is lifted (Session::rebase_on_storage), its
+/// writes so far scattered into it. as_strided, whose offset and strides
+/// are positions in the storage, is recorded on a storage root too (unless
+/// the tensor it applies to is its whole storage, contiguous).
+///
 /// Note [Materialization]
 /// A graph ends at a sync point (item(), printing, data_ptr(), an op that
 /// needs data) and at the function's return. Every capture tensor still
@@ -56,6 +72,7 @@ struct CaptureMeta final : CaptureMetaInterface {
   Tensor real;      ///< the real tensor this root stands for, if any
   int input = -1;   ///< its graph input index
   int input_value = -1;
+  bool storage_root = false; ///< the whole storage of its real tensor(s)
   // Views.
   intrusive_ptr<TensorImpl> base; ///< the root base (a capture tensor)
   uint64_t base_gen = 0;          ///< base->gen when `value` was computed
@@ -141,6 +158,13 @@ public:
   /// After an exception: capture tensors still alive become unusable.
   void abandon();
 
+  /// Why replay mode cannot reuse this call's graph for later calls ("" if
+  /// it can): a captured tensor shares memory with an argument (the graph
+  /// holds for this argument only), or the function returns or writes a
+  /// tensor it created outside the graph (a factory's result: replaying
+  /// would hand out or change the same tensor again). Set by finish().
+  const std::string &replay_blocker() const { return replay_blocker_; }
+
   /// Calls after a training fallback run eagerly (ops are not recorded).
   bool eager_rest() const { return eager_rest_; }
   const std::string &eager_reason() const { return eager_reason_; }
@@ -149,7 +173,7 @@ public:
   const std::vector<BreakInfo> &breaks() const { return breaks_; }
 
   // Used by CaptureMeta's destructor.
-  void forget(CaptureMeta *m) { live_.erase(m); }
+  void forget(CaptureMeta *m);
 
 private:
   friend struct CaptureMeta;
@@ -166,6 +190,17 @@ private:
                const Tensor &result_like);
   void push_node(const OperatorHandle &op, std::vector<ir::Arg> args,
                  std::vector<int> results);
+  /// Note [Inputs that share memory]: a storage root for the memory of
+  /// `real` (a graph input), and `real` as a view of one.
+  Tensor add_storage_root(const Tensor &real, ir::InputKind kind, int index,
+                          std::string name);
+  Tensor view_of_storage(const Tensor &root, const Tensor &real);
+  /// The storage root of an input sharing real's memory, making one (and
+  /// the input found a view of it) when needed; undefined when none does.
+  Tensor shared_storage_root(const Tensor &real);
+  /// Makes `root` (standing for a real tensor) a view of a new storage root
+  /// of its memory; returns that root.
+  Tensor rebase_on_storage(CaptureMeta *root);
   void refresh_view(CaptureMeta *m);
   void write_through_view(CaptureMeta *m, int new_value);
   void end_graph();
@@ -188,6 +223,17 @@ private:
   /// break they are real, and a later graph that reads one names it so.
   std::unordered_map<TensorImpl *, int> arg_wrappers_;
   std::unordered_set<CaptureMeta *> live_;
+  /// This graph's storage roots, and its inputs standing for a real tensor
+  /// (not storage roots), by storage (Note [Inputs that share memory]).
+  std::unordered_map<const void *, Tensor> storage_roots_;
+  std::unordered_map<const void *, CaptureMeta *> input_roots_;
+  bool lifted_aliases_argument_ = false;
+  std::string replay_blocker_;
+  /// Note [Creation epochs]: this call's, and the thread's before it.
+  uint32_t epoch_ = 0, prev_epoch_ = 0;
+  /// Memory the function allocated during this call.
+  bool fresh(const Tensor &t) const;
+  std::vector<ir::Mutation> last_mutations_;
   int graph_index_ = 0;
   int graphs_run_ = 0;
   std::vector<BreakInfo> breaks_;

@@ -31,6 +31,25 @@
 
 namespace ember {
 
+/// Note [What compile() may change]
+/// A compiled function computes what the function computes eagerly: the
+/// same values, dtypes, shapes and strides, outputs that alias arguments
+/// and each other as eagerly, arguments and captured tensors written as
+/// eagerly. Signed integer arithmetic wraps as eagerly (Note [Integer
+/// overflow wraps]). Three things differ, by design, as in torch.compile:
+/// - Errors in compiled graphs. A graph is all or nothing: when one of its
+///   ops raises, none of its writes to arguments or captured tensors has
+///   happened (eagerly, the writes before the failing op have). Graphs that
+///   finished before a graph break keep their effects.
+/// - Dead code. At opt_level 1 and 2, ops whose results nothing uses are
+///   removed, so an error only such an op would raise (an integer division
+///   by zero whose quotient is dropped) is not raised; at opt_level 0 every
+///   op runs.
+/// - Order. When several ops of a graph would raise, the compiled program
+///   may report another one of them first (fusion and CSE reorder work).
+/// Floating-point results may differ in the last bits where a fused kernel
+/// contracts a multiply and an add, or sums in another order (in double).
+
 /// Options of compile() (torch.compile's, and torch._dynamo.config's
 /// cache_size_limit as recompile_limit).
 struct CompileOptions {

@@ -6,6 +6,17 @@
 
 namespace ember::frontend {
 
+namespace {
+/// Strides that place every element where `want` does (they may differ on
+/// dims of size 1, which move nothing).
+bool same_layout(const Tensor &t, IntArrayRef want) {
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.size(d) > 1 && t.stride(d) != want[size_t(d)])
+      return false;
+  return true;
+}
+} // namespace
+
 Program::Program(ir::Trace trace) : trace_(std::move(trace)) {
   const size_t nvalues = trace_.types.size();
   keep_.assign(nvalues, false);
@@ -164,19 +175,40 @@ std::vector<Tensor> Program::run(const std::vector<Tensor> &inputs) const {
     if (!dst.is_same(env[m.value]))
       dst.copy_(env[m.value]);
   }
-  // Every output is a new tensor, as eager made it: after folding (x * 1 ->
-  // x) or CSE an output can be an input, a constant, or another output; those
-  // are copied so that writing one never writes another.
+  // Note [Outputs are new tensors]
+  // Capture makes every output a root: a tensor the user's code created,
+  // sharing memory with nothing else the call returns or received, laid out
+  // as eager lays it out (views of outputs are rebuilt from them). After
+  // folding (x * 1 -> x), CSE or a view step an output can be an input, a
+  // constant, another output, or a view of one of those, and a fused kernel
+  // lays out its results as it likes; such an output is copied into a new
+  // tensor with eager's strides, so that writing one never writes another
+  // and `.view()` works as it does eagerly.
   std::vector<Tensor> out;
   out.reserve(trace_.outputs.size());
-  std::vector<bool> taken(trace_.types.size(), false);
+  std::vector<Tensor> held; // what an output must not share memory with
   for (const ir::Input &in : trace_.inputs)
-    taken[in.value] = true;
-  for (const ir::Constant &c : trace_.constants)
-    taken[c.value] = true;
-  for (int v : trace_.outputs) {
-    out.push_back(taken[v] ? env[v].clone() : env[v]);
-    taken[v] = true;
+    held.push_back(env[in.value]);
+  for (const Tensor &c : constants_)
+    held.push_back(c);
+  for (size_t k = 0; k < trace_.outputs.size(); ++k) {
+    Tensor t = env[trace_.outputs[k]];
+    DimVector want = k < trace_.output_strides.size()
+                         ? DimVector(trace_.output_strides[k])
+                         : contiguous_strides(t.sizes());
+    bool fresh = std::none_of(held.begin(), held.end(), [&](const Tensor &h) {
+      return h.defined() && h.is_alias_of(t);
+    });
+    if (!fresh || !same_layout(t, want)) {
+      Tensor copy = empty_strided(t.sizes(), want, t.options());
+      copy.copy_(t);
+      t = std::move(copy);
+    } else if (t.strides() != IntArrayRef(want)) {
+      // The same layout (strides differ on size-1 dims only): eager's.
+      t = t.as_strided(t.sizes(), want, t.storage_offset());
+    }
+    held.push_back(t);
+    out.push_back(std::move(t));
   }
   return out;
 }

@@ -620,7 +620,7 @@ FlatOutputs run_compiled(
                               (st.stats.compile_seconds - compile_before);
 
   if (st.options.replay() && s.breaks().empty() && !s.eager_rest() &&
-      s.graphs_run() <= 1 && !st.over_limit) {
+      s.graphs_run() <= 1 && !st.over_limit && s.replay_blocker().empty()) {
     ReplayEntry r;
     r.entry = s.graphs_run() ? st.last_entry : nullptr;
     r.inputs = s.last_inputs();
@@ -629,6 +629,9 @@ FlatOutputs run_compiled(
     r.list_sizes = out.list_sizes;
     if (!s.graphs_run() || r.entry)
       st.replays.emplace(std::move(*rkey), std::move(r));
+  } else if (st.options.replay() && !s.replay_blocker().empty()) {
+    st.add_eager_reason("replay: this call is captured every time: " +
+                        s.replay_blocker());
   } else if (st.options.replay() && st.stats.cache_misses > misses_before) {
     st.add_eager_reason(
         "replay needs a single graph without breaks or eager parts; this "

@@ -98,6 +98,7 @@ Lowered lower(const ir::Trace &trace, const LowerOptions &options) {
   auto func = module->lookupSymbol<mlir::func::FuncOp>(trace.name);
   EMBER_INTERNAL_ASSERT(func);
   ir::Trace imported = ir::import_func(func);
+  imported.output_strides = trace.output_strides; // not part of the IR
 
   // Each fusion: a CPU kernel, or its ops run eagerly (and why).
   t0 = Clock::now();

@@ -941,7 +941,11 @@ namespace {
 // `self` when each listed argument (a constant operand or an attribute) is
 // that value, compared bit for bit after both are converted to the result's
 // dtype as eager converts (so x + 0 stays: for x = -0.0 it is +0.0), and
-// the result has self's type (no broadcast, no promotion).
+// the result has self's type (no broadcast, no promotion). Only a `self`
+// that an op of the table computed as a new tensor folds: a graph input or
+// a view may have another layout than the new contiguous tensor eager
+// makes, and ops after it (view, as_strided) see layouts.
+
 struct IdentityArg {
   const char *op, *arg;
   double value;
@@ -967,6 +971,10 @@ OpFoldResult fold_identity(Operation *op, const OperatorHandle &h,
   bool listed = false;
   if (op->getNumOperands() == 0 || op->getNumResults() != 1 ||
       op->getOperand(0).getType() != op->getResult(0).getType())
+    return {};
+  Operation *def = op->getOperand(0).getDefiningOp();
+  if (!def || def->hasTrait<OpTrait::View>() ||
+      !(table_op(def) || llvm::isa<ConstantOp>(def)))
     return {};
   ScalarType dtype = value_type(op->getResult(0).getType()).dtype;
   const FunctionSchema &s = h.schema();

@@ -153,6 +153,7 @@ std::string Node::label() const {
 
 bool Trace::same_structure(const Trace &o) const {
   if (types != o.types || outputs != o.outputs ||
+      output_strides != o.output_strides ||
       inputs.size() != o.inputs.size() ||
       constants.size() != o.constants.size() ||
       nodes.size() != o.nodes.size() || mutations.size() != o.mutations.size())

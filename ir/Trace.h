@@ -154,6 +154,10 @@ struct Trace {
   std::vector<Constant> constants;
   std::vector<Node> nodes;
   std::vector<int> outputs;
+  /// Per output, the strides eager gives it (capture reads them from the
+  /// shape rules); empty: contiguous. Note [Outputs are new tensors] in
+  /// frontend/Executor.cpp.
+  std::vector<std::vector<int64_t>> output_strides;
   std::vector<Mutation> mutations;
 
   int add_value(ValueType t) {

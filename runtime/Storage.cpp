@@ -2,6 +2,19 @@
 
 namespace ember {
 
+namespace detail {
+namespace {
+thread_local uint32_t tls_creation_epoch = 0;
+} // namespace
+uint32_t set_creation_epoch(uint32_t epoch) {
+  uint32_t prev = tls_creation_epoch;
+  tls_creation_epoch = epoch;
+  return prev;
+}
+uint32_t creation_epoch() { return tls_creation_epoch; }
+} // namespace detail
+
+
 Storage Storage::allocate(size_t nbytes, Allocator *allocator) {
   return Storage(make_intrusive<StorageImpl>(allocator->allocate(nbytes),
                                              nbytes, allocator));

@@ -9,6 +9,18 @@
 
 namespace ember {
 
+namespace detail {
+/// Note [Creation epochs]
+/// compile()'s capture numbers each call it captures and sets the number as
+/// this thread's creation epoch while the call runs (0 outside any); every
+/// storage keeps the epoch it was made in. Capture can then tell memory the
+/// function allocated during the call (a factory's result: zeros, full,
+/// randn) from memory that existed before it (parameters, arguments), which
+/// replay mode must not hand out twice. Returns the previous epoch.
+uint32_t set_creation_epoch(uint32_t epoch);
+uint32_t creation_epoch();
+} // namespace detail
+
 struct StorageImpl : intrusive_ptr_target {
   DataPtr data_ptr;
   size_t nbytes = 0;
@@ -16,6 +28,8 @@ struct StorageImpl : intrusive_ptr_target {
   /// Bumped by every in-place write through any view of this storage; autograd
   /// compares it with the value saved at forward time.
   std::atomic<uint32_t> version{0};
+  /// Note [Creation epochs]
+  const uint32_t epoch = detail::creation_epoch();
   StorageImpl(DataPtr d, size_t n, Allocator *a)
       : data_ptr(std::move(d)), nbytes(n), allocator(a) {}
 };

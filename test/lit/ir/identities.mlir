@@ -3,8 +3,12 @@
 // where they are exact in the result's dtype (Note [Identities]).
 
 // CHECK-LABEL: func.func @exact
-// CHECK-NEXT: return %arg0, %arg0, %arg0, %arg1, %arg0 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xi64>, tensor<4xf32>
-func.func @exact(%x: tensor<4xf32>, %i: tensor<4xi64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xi64>, tensor<4xf32>) {
+// CHECK-NEXT: %[[X:.*]] = ember.exp %arg0
+// CHECK-NEXT: %[[I:.*]] = ember.neg %arg1
+// CHECK-NEXT: return %[[X]], %[[X]], %[[X]], %[[I]], %[[X]] : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xi64>, tensor<4xf32>
+func.func @exact(%x0: tensor<4xf32>, %i0: tensor<4xi64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xi64>, tensor<4xf32>) {
+  %x = ember.exp %x0 : (tensor<4xf32>) -> tensor<4xf32>
+  %i = ember.neg %i0 : (tensor<4xi64>) -> tensor<4xi64>
   %one = ember.constant {wrapped_number} dense<1.000000e+00> : tensor<f64>
   %zero = ember.constant {wrapped_number} dense<0> : tensor<i64>
   %nzero = ember.constant {wrapped_number} dense<-0.000000e+00> : tensor<f64>
@@ -14,6 +18,23 @@ func.func @exact(%x: tensor<4xf32>, %i: tensor<4xi64>) -> (tensor<4xf32>, tensor
   %c = ember.div.Tensor %x, %one : (tensor<4xf32>, tensor<f64>) -> tensor<4xf32>
   %d = ember.add.Tensor %i, %zero : (tensor<4xi64>, tensor<i64>) -> tensor<4xi64>
   return %a, %b, %c, %d, %e : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xi64>, tensor<4xf32>
+}
+
+// -----
+
+// An argument or a view may be laid out otherwise than the new contiguous
+// tensor eager makes for x * 1 (a later view() would fail on it): kept.
+// CHECK-LABEL: func.func @layouts
+// CHECK: %[[T:.*]] = ember.t %arg0
+// CHECK-NEXT: %[[A:.*]] = ember.mul.Tensor %arg0
+// CHECK-NEXT: %[[B:.*]] = ember.mul.Tensor %[[T]]
+// CHECK-NEXT: return %[[A]], %[[B]]
+func.func @layouts(%x: tensor<3x4xf32>) -> (tensor<3x4xf32>, tensor<4x3xf32>) {
+  %one = ember.constant {wrapped_number} dense<1.000000e+00> : tensor<f64>
+  %t = ember.t %x : (tensor<3x4xf32>) -> tensor<4x3xf32>
+  %a = ember.mul.Tensor %x, %one : (tensor<3x4xf32>, tensor<f64>) -> tensor<3x4xf32>
+  %b = ember.mul.Tensor %t, %one : (tensor<4x3xf32>, tensor<f64>) -> tensor<4x3xf32>
+  return %a, %b : tensor<3x4xf32>, tensor<4x3xf32>
 }
 
 // -----
