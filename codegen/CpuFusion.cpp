@@ -6,6 +6,7 @@
 #include "eager/OpTraits.h"
 #include "eager/Reduction.h"
 #include "eager/WrapDim.h"
+#include "ir/Domain.h"
 
 #include <algorithm>
 #include <memory>
@@ -16,48 +17,27 @@ namespace ember::codegen {
 
 namespace {
 
-/// Strides (in elements) of `t` read over `shape` with broadcasting: 0 on
-/// the dims `t` lacks or has as 1.
-std::vector<int64_t> strides_over(IntArrayRef tsizes, IntArrayRef tstrides,
-                                  IntArrayRef shape) {
-  std::vector<int64_t> st(shape.size(), 0);
-  int64_t lead = int64_t(shape.size()) - int64_t(tsizes.size());
-  for (size_t d = 0; d < shape.size(); ++d) {
-    int64_t td = int64_t(d) - lead;
-    if (td >= 0 && tsizes[size_t(td)] != 1)
-      st[d] = tstrides[size_t(td)];
-  }
-  return st;
-}
-
-/// Strides of a tensor over the kernel's iteration space: broadcast
-/// against `shape`, or, in a reduction kernel, a value of the kept dims
-/// only (a reduction's result without keepdim), read along those. False
-/// when the tensor fits neither.
+/// Strides (in elements) of a tensor over the kernel's iteration space, as
+/// the kernel indexes it (ir::Domain::dims_of: broadcast right-aligned, or
+/// a reduction's result in the kept form along the kept dims), and its
+/// extent along each dim. False when the tensor fits neither.
 bool domain_strides(const KernelSpec &k, IntArrayRef tsizes,
-                    IntArrayRef tstrides, std::vector<int64_t> &out) {
-  bool broadcasts = tsizes.size() <= k.shape.size();
-  int64_t lead = int64_t(k.shape.size()) - int64_t(tsizes.size());
-  for (size_t d = 0; broadcasts && d < tsizes.size(); ++d)
-    broadcasts = tsizes[d] == 1 || tsizes[d] == k.shape[size_t(lead) + d];
-  if (broadcasts) {
-    out = strides_over(tsizes, tstrides, k.shape);
-    return true;
-  }
-  if (!k.has_reduction())
-    return false;
-  std::vector<int64_t> kept;
-  for (size_t d = 0; d < k.shape.size(); ++d)
-    if (!k.reduced[d])
-      kept.push_back(k.shape[d]);
-  if (IntArrayRef(kept) != tsizes)
-    return false;
+                    IntArrayRef tstrides, std::vector<int64_t> &out,
+                    std::vector<int64_t> *extent = nullptr) {
+  ir::Domain d{k.shape, k.reduced};
+  std::vector<int> dims = d.dims_of(tsizes);
   out.assign(k.shape.size(), 0);
-  for (size_t d = 0, kd = 0; d < k.shape.size(); ++d)
-    if (!k.reduced[d]) {
-      out[d] = kept[kd] == 1 ? 0 : tstrides[kd];
-      ++kd;
-    }
+  if (extent)
+    extent->assign(k.shape.size(), 1);
+  for (size_t i = 0; i < tsizes.size(); ++i) {
+    if (tsizes[i] == 1)
+      continue;
+    if (dims[i] < 0 || tsizes[i] != k.shape[size_t(dims[i])])
+      return false;
+    out[size_t(dims[i])] = tstrides[i];
+    if (extent)
+      (*extent)[size_t(dims[i])] = tsizes[i];
+  }
   return true;
 }
 
@@ -86,8 +66,12 @@ public:
       if (k < 0 || size_t(k) >= inputs.size())
         continue;
       const Tensor &t = inputs[size_t(k)];
+      // (and the whole of its storage: a result is a new tensor, Note
+      // [Outputs are new tensors] in frontend/Executor.cpp)
       if (t.use_count() == 1 && t.storage().use_count() == 1 &&
-          t.is_contiguous() && t.dtype() == outputs_[o].dtype &&
+          t.is_contiguous() && t.storage_offset() == 0 &&
+          t.nbytes() == t.storage().nbytes() &&
+          t.dtype() == outputs_[o].dtype &&
           t.sizes() == IntArrayRef(outputs_[o].sizes))
         in_place[o] = k;
     }
@@ -206,12 +190,13 @@ std::string build_spec(const ir::Trace &body, KernelSpec &k) {
   std::vector<Tensor> fakes(body.types.size());
   for (const ir::Input &in : body.inputs) {
     const ir::ValueType &t = body.types[size_t(in.value)];
-    std::vector<int64_t> st;
-    if (!domain_strides(k, t.sizes, ember::contiguous_strides(t.sizes), st))
+    std::vector<int64_t> st, extent;
+    if (!domain_strides(k, t.sizes, ember::contiguous_strides(t.sizes), st,
+                        &extent))
       return detail::str("an input of shape ", IntArrayRef(t.sizes),
                          " does not fit the iteration space ",
                          IntArrayRef(k.shape));
-    id[size_t(in.value)] = k.input(t.dtype, std::move(st));
+    id[size_t(in.value)] = k.input(t.dtype, std::move(st), std::move(extent));
     fakes[size_t(in.value)] = meta::fake(t.sizes, t.dtype);
   }
   for (const ir::Constant &c : body.constants) {
@@ -246,6 +231,19 @@ std::string build_spec(const ir::Trace &body, KernelSpec &k) {
                    acc, rt.dtype);
       fakes[size_t(n.results[0])] = meta::fake(rt.sizes, rt.dtype);
       continue;
+    }
+    if (k.has_reduction()) {
+      // Note [Reduction fusion] (ir/Domain.h): each operand read as the
+      // kernel indexes it.
+      ir::Domain d{k.shape, k.reduced};
+      const std::vector<int64_t> &out =
+          body.types[size_t(n.results.at(0))].sizes;
+      for (const ir::Arg &a : n.args)
+        if (a.kind == ir::Arg::Kind::Value && a.value >= 0 &&
+            !d.reads_as_indexed(body.types[size_t(a.value)].sizes, out))
+          return n.op->name() + " broadcasts an operand of shape " +
+                 detail::str(IntArrayRef(body.types[size_t(a.value)].sizes)) +
+                 " along other dims than the fusion's kernel indexes it by";
     }
     if (is_conversion(*n.op)) {
       const ir::ValueType &in = body.types[size_t(n.args[0].value)];

@@ -30,9 +30,9 @@ int KernelSpec::input(ScalarType dtype, std::vector<int64_t> strides,
   if (extent.empty())
     for (size_t d = 0; d < shape.size(); ++d)
       extent.push_back(strides[d] != 0 ? shape[d] : 1);
-  EMBER_CHECK(extent.size() == shape.size(), "KernelSpec::input: ",
-              extent.size(), " extents for a ", shape.size(),
-              "-d iteration space");
+  EMBER_CHECK(extent.size() == shape.size(),
+              "KernelSpec::input: ", extent.size(), " extents for a ",
+              shape.size(), "-d iteration space");
   for (size_t d = 0; d < shape.size(); ++d)
     EMBER_CHECK(extent[d] == 1 || extent[d] == shape[d],
                 "KernelSpec::input: extent ", extent[d], " of dim ", d,

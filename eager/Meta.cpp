@@ -108,6 +108,8 @@ bool is_fake(const Tensor &t) {
 // ---------------------------------------------------------------------------
 
 bool has_internal_overlap(const Tensor &t) {
+  if (t.numel() == 0) // no element is written twice when there is none
+    return false;
   for (int64_t d = 0; d < t.dim(); ++d)
     if (t.size(d) > 1 && t.stride(d) == 0)
       return true;

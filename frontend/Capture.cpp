@@ -190,6 +190,15 @@ Tensor Session::add_storage_root(const Tensor &real, ir::InputKind kind,
   return root;
 }
 
+Tensor Session::storage_root_for(const Tensor &real, int argument) {
+  if (argument >= 0)
+    return add_storage_root(real, ir::InputKind::ArgumentStorage, argument,
+                            "arg" + std::to_string(argument) + "_storage");
+  return add_storage_root(
+      real, ir::InputKind::Lifted, int(trace_.inputs.size()),
+      "lifted_storage" + std::to_string(storage_roots_.size()));
+}
+
 Tensor Session::view_of_storage(const Tensor &root, const Tensor &real) {
   Stack st{IValue(root), IValue(real.sizes().vec()),
            IValue(real.strides().vec()), IValue(real.storage_offset())};
@@ -198,26 +207,17 @@ Tensor Session::view_of_storage(const Tensor &root, const Tensor &real) {
 }
 
 Tensor Session::rebase_on_storage(CaptureMeta *r) {
-  EMBER_INTERNAL_ASSERT(r->real.defined() && !r->is_view() &&
-                        !r->storage_root);
+  EMBER_INTERNAL_ASSERT(r->real.defined() && !r->is_view() && !r->storage_root);
   const ir::Input in = trace_.inputs.at(size_t(r->input));
-  bool arg = in.kind == ir::InputKind::Argument;
-  Tensor root =
-      arg ? add_storage_root(r->real, ir::InputKind::ArgumentStorage,
-                             in.index, "arg" + std::to_string(in.index) +
-                                           "_storage")
-          : add_storage_root(r->real, ir::InputKind::Lifted,
-                             int(trace_.inputs.size()),
-                             "lifted_storage" +
-                                 std::to_string(storage_roots_.size()));
+  Tensor root = storage_root_for(
+      r->real, in.kind == ir::InputKind::Argument ? in.index : -1);
   CaptureMeta *s = meta_of(root);
   // r becomes as_strided(root, r's geometry); views of r view root through
   // it, their geometry now relative to the storage.
   std::vector<ViewStep> step{
-      {&as_strided_op(),
-       Stack{IValue(), IValue(r->real.sizes().vec()),
-             IValue(r->real.strides().vec()),
-             IValue(r->real.storage_offset())}}};
+      {&as_strided_op(), Stack{IValue(), IValue(r->real.sizes().vec()),
+                               IValue(r->real.strides().vec()),
+                               IValue(r->real.storage_offset())}}};
   auto geometry = [&](const std::vector<ViewStep> &chain) {
     Tensor g = meta::fake(root.sizes(), root.dtype(), root.device());
     for (const ViewStep &v : chain) {
@@ -313,19 +313,26 @@ Tensor Session::lift(const Tensor &real) {
   // Note [Inputs that share memory]
   if (Tensor root = shared_storage_root(real); root.defined()) {
     const ir::Input &in = trace_.inputs.at(size_t(meta_of(root)->input));
-    if (in.kind == ir::InputKind::ArgumentStorage ||
-        w != arg_wrappers_.end())
+    if (in.kind == ir::InputKind::ArgumentStorage || w != arg_wrappers_.end())
       lifted_aliases_argument_ = true;
     Tensor t = view_of_storage(root, real);
     lifted_.emplace(real.unsafeGetTensorImpl(), t);
     return t;
   }
-  Tensor t =
-      w != arg_wrappers_.end()
-          ? add_input(real, ir::InputKind::Argument, w->second,
-                      "arg" + std::to_string(w->second))
-          : add_input(real, ir::InputKind::Lifted, int(trace_.inputs.size()),
-                      "lifted" + std::to_string(lifted_.size()));
+  Tensor t;
+  if (meta::has_internal_overlap(real)) {
+    // A tensor that overlaps itself (expanded) is a view of its storage,
+    // as such an argument is (wrap_arguments).
+    t = view_of_storage(
+        storage_root_for(real, w != arg_wrappers_.end() ? w->second : -1),
+        real);
+  } else {
+    t = w != arg_wrappers_.end()
+            ? add_input(real, ir::InputKind::Argument, w->second,
+                        "arg" + std::to_string(w->second))
+            : add_input(real, ir::InputKind::Lifted, int(trace_.inputs.size()),
+                        "lifted" + std::to_string(lifted_.size()));
+  }
   lifted_.emplace(real.unsafeGetTensorImpl(), t);
   return t;
 }
@@ -475,8 +482,13 @@ void Session::record(const OperatorHandle &op, Stack &stack) {
   // root whose value is the whole storage, a storage root for a real tensor
   // that is not its whole storage (Note [Inputs that share memory]), with
   // the offset made explicit (None is self's own).
-  if (&op == &as_strided_op() && stack[0].isTensor())
-    if (CaptureMeta *m = meta_of(stack[0].toTensor())) {
+  if (&op == &as_strided_op() && stack[0].isTensor() &&
+      stack[0].toTensor().defined()) {
+    const Tensor &self = stack[0].toTensor();
+    CaptureMeta *m = meta_of(self);
+    if (!m && !self.unsafeGetTensorImpl()->is_wrapped_number())
+      m = meta_of(lift(self)); // a real tensor: the capture tensor of it
+    if (m) {
       CaptureMeta *root = m->root();
       if (root->real.defined() && !root->storage_root &&
           !covers_storage(root->real))
@@ -486,6 +498,7 @@ void Session::record(const OperatorHandle &op, Stack &stack) {
       stack[0] = Tensor(intrusive_ptr<TensorImpl>(root->self));
       r = meta::infer(op, stack);
     }
+  }
 
   // Arguments -> trace arguments.
   std::vector<ir::Arg> args;
@@ -544,6 +557,35 @@ void Session::record(const OperatorHandle &op, Stack &stack) {
     TensorImpl *in_impl = self_meta->self;
     if (o.storage().is_alias_of(in_impl->storage()) ||
         o.storage().is_alias_of(in.storage())) {
+      // The view's geometry within its root's row-major layout.
+      auto geometry = [&] {
+        Tensor parent =
+            self_meta->is_view()
+                ? self_meta->geom
+                : meta::fake(self_meta->self->sizes(), self_meta->self->dtype(),
+                             self_meta->self->device());
+        Stack gargs = stack;
+        gargs[0] = parent;
+        return meta::infer(op, gargs).outputs.at(0);
+      };
+      Tensor geom;
+      try {
+        geom = geometry();
+      } catch (const Error &) {
+        // A view that the real tensor's layout allows but its root's
+        // row-major layout cannot express (view() of a transpose that is
+        // contiguous in memory): within the storage, every view eager
+        // makes is a strided one (Note [Inputs that share memory]).
+        CaptureMeta *root = self_meta->root();
+        if (!root->real.defined() || root->storage_root)
+          throw;
+        rebase_on_storage(root);
+        geom = geometry();
+        // self's value, recomputed from the storage: a value of the root
+        // written before is laid out row-major, not as the real tensor.
+        CaptureMeta *again = nullptr;
+        args[0] = ir::Arg::of_value(value_of(in, &again));
+      }
       CaptureMeta *m = meta_of(outs[0]);
       CaptureMeta *root = self_meta->root();
       m->base = intrusive_ptr<TensorImpl>(root->self);
@@ -552,13 +594,7 @@ void Session::record(const OperatorHandle &op, Stack &stack) {
       ViewStep step{&op, stack};
       step.args[0] = IValue();
       m->chain.push_back(step);
-      Tensor parent_geom = self_meta->is_view()
-                               ? self_meta->geom
-                               : meta::fake(in_impl->sizes(), in_impl->dtype(),
-                                            in_impl->device());
-      Stack gargs = stack;
-      gargs[0] = parent_geom;
-      m->geom = meta::infer(op, gargs).outputs.at(0);
+      m->geom = std::move(geom);
     }
   }
   push_node(op, std::move(args), std::move(results));

@@ -30,7 +30,10 @@
 /// storage root when the second is lifted (Session::rebase_on_storage), its
 /// writes so far scattered into it. as_strided, whose offset and strides
 /// are positions in the storage, is recorded on a storage root too (unless
-/// the tensor it applies to is its whole storage, contiguous).
+/// the tensor it applies to is its whole storage, contiguous), and so is a
+/// view that the real tensor's layout allows but the row-major layout of
+/// its root does not express (view() of a transposed argument that is
+/// contiguous in memory).
 ///
 /// Note [Materialization]
 /// A graph ends at a sync point (item(), printing, data_ptr(), an op that
@@ -194,6 +197,9 @@ private:
   /// `real` (a graph input), and `real` as a view of one.
   Tensor add_storage_root(const Tensor &real, ir::InputKind kind, int index,
                           std::string name);
+  /// A new storage root for the memory of `real`: the storage of argument
+  /// `argument`, or (-1) of a lifted tensor.
+  Tensor storage_root_for(const Tensor &real, int argument);
   Tensor view_of_storage(const Tensor &root, const Tensor &real);
   /// The storage root of an input sharing real's memory, making one (and
   /// the input found a view of it) when needed; undefined when none does.

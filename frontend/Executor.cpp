@@ -178,12 +178,13 @@ std::vector<Tensor> Program::run(const std::vector<Tensor> &inputs) const {
   // Note [Outputs are new tensors]
   // Capture makes every output a root: a tensor the user's code created,
   // sharing memory with nothing else the call returns or received, laid out
-  // as eager lays it out (views of outputs are rebuilt from them). After
-  // folding (x * 1 -> x), CSE or a view step an output can be an input, a
-  // constant, another output, or a view of one of those, and a fused kernel
-  // lays out its results as it likes; such an output is copied into a new
-  // tensor with eager's strides, so that writing one never writes another
-  // and `.view()` works as it does eagerly.
+  // as eager lays it out, the whole of its own storage (views of outputs
+  // are rebuilt from them: as_strided reads storage offsets). After folding
+  // (x * 1 -> x), CSE or a view step an output can be an input, a constant,
+  // another output, or a view of one of those, and a fused kernel lays out
+  // its results as it likes; such an output is copied into a new tensor
+  // with eager's strides, so that writing one never writes another and
+  // `.view()` and as_strided work as they do eagerly.
   std::vector<Tensor> out;
   out.reserve(trace_.outputs.size());
   std::vector<Tensor> held; // what an output must not share memory with
@@ -196,9 +197,13 @@ std::vector<Tensor> Program::run(const std::vector<Tensor> &inputs) const {
     DimVector want = k < trace_.output_strides.size()
                          ? DimVector(trace_.output_strides[k])
                          : contiguous_strides(t.sizes());
-    bool fresh = std::none_of(held.begin(), held.end(), [&](const Tensor &h) {
-      return h.defined() && h.is_alias_of(t);
-    });
+    bool fresh = std::none_of(held.begin(), held.end(),
+                              [&](const Tensor &h) {
+                                return h.defined() && h.is_alias_of(t);
+                              }) &&
+                 t.storage_offset() == 0 &&
+                 (!t.storage().defined() ||
+                  t.storage().nbytes() == size_t(t.numel()) * t.itemsize());
     if (!fresh || !same_layout(t, want)) {
       Tensor copy = empty_strided(t.sizes(), want, t.options());
       copy.copy_(t);

@@ -119,9 +119,11 @@ struct ReplayEntry {
 };
 
 /// What a replayed call must match: the grad mode, the non-tensor
-/// arguments, each tensor argument's guard, and the arguments' aliasing
-/// (which argument shares memory with which, where each starts in it and
-/// how large the memory is: the graph reads them as views of it).
+/// arguments, each tensor argument's guard, where it starts in its storage
+/// and how large that is (metadata the function may read, and what a graph
+/// that views an argument's storage depends on: Note [Inputs that share
+/// memory]), and the arguments' aliasing (which argument shares memory with
+/// which).
 struct ReplayKey {
   bool grad = true;
   std::vector<std::string> guards;
@@ -131,15 +133,16 @@ struct ReplayKey {
   ReplayKey(const std::vector<Tensor> &tensors,
             const std::vector<std::string> &guards_)
       : grad(GradMode::is_enabled()), guards(guards_) {
-    for (const Tensor &t : tensors)
+    for (const Tensor &t : tensors) {
       inputs.push_back(InputGuard::of("", t));
+      aliasing.push_back(t.storage_offset());
+      aliasing.push_back(t.storage().defined() ? int64_t(t.storage().nbytes())
+                                               : -1);
+    }
     std::vector<int> first = frontend::alias_pattern(tensors);
     for (size_t i = 0; i < first.size(); ++i)
       if (first[i] >= 0)
-        aliasing.insert(aliasing.end(),
-                        {int64_t(i), first[i], tensors[i].storage_offset(),
-                         tensors[size_t(first[i])].storage_offset(),
-                         int64_t(tensors[i].storage().nbytes())});
+        aliasing.insert(aliasing.end(), {int64_t(i), first[i]});
   }
   bool operator==(const ReplayKey &) const = default;
   struct Hash {

@@ -4,6 +4,7 @@
 
 #include "eager/Reduction.h"
 #include "eager/WrapDim.h"
+#include "ir/Domain.h"
 #include "ir/Import.h"
 #include "ir/Types.h"
 
@@ -19,86 +20,39 @@ namespace ember::passes {
 namespace {
 
 using namespace mlir;
-using Shape = llvm::SmallVector<int64_t>;
 
 bool wrapped_number(Operation *op) {
   auto c = llvm::dyn_cast_or_null<ir::ConstantOp>(op);
   return c && c.getWrappedNumber();
 }
 
-Shape shape_of(Value v) {
+std::vector<int64_t> shape_of(Value v) {
   auto t = llvm::cast<RankedTensorType>(v.getType());
-  return Shape(t.getShape().begin(), t.getShape().end());
+  return std::vector<int64_t>(t.getShape().begin(), t.getShape().end());
 }
 
-int64_t numel(llvm::ArrayRef<int64_t> s) {
-  int64_t n = 1;
-  for (int64_t d : s)
-    n *= d;
-  return n;
-}
+int64_t numel(llvm::ArrayRef<int64_t> s) { return ir::Domain::numel(s); }
 
-/// `s` right-aligned to `rank` dims (leading 1s added or dropped); false
-/// when it has more dims than that which are not 1.
-bool pad_to(llvm::ArrayRef<int64_t> s, size_t rank, Shape &out) {
-  out.assign(rank, 1);
-  for (size_t i = 0; i < s.size(); ++i) {
-    size_t from_end = s.size() - 1 - i;
-    if (from_end >= rank) {
-      if (s[i] != 1)
-        return false;
+using ir::Domain;
+
+/// Every op of `ops`, in a kernel over `d`, reads each operand as the
+/// kernel indexes it (Note [Reduction fusion] in ir/Domain.h).
+bool reads_as_indexed(const Domain &d, llvm::ArrayRef<Operation *> ops) {
+  if (!d.has_reduction())
+    return true;
+  for (Operation *op : ops) {
+    // Reductions read their operand over the full domain; pointwise ops
+    // and conversions broadcast theirs.
+    if (!op->hasTrait<ir::OpTrait::Pointwise>() &&
+        !op->hasTrait<ir::OpTrait::Conversion>())
       continue;
-    }
-    out[rank - 1 - from_end] = s[i];
+    std::vector<int64_t> out = shape_of(op->getResult(0));
+    for (Value v : op->getOperands())
+      if (!d.reads_as_indexed(shape_of(v), out))
+        return false;
   }
   return true;
 }
-
-/// The iteration domain of a group (Note [Reduction fusion] in the pass
-/// description): the full shape and the dims its reductions fold (none for
-/// a group of pointwise ops only).
-struct Domain {
-  Shape full;
-  llvm::SmallVector<bool> reduced; // empty: no reduction
-  bool has_reduction() const { return !reduced.empty(); }
-
-  /// A value of shape `s` is computed at every point of the domain.
-  bool is_full(llvm::ArrayRef<int64_t> s) const {
-    if (!has_reduction())
-      return numel(s) == numel(full);
-    Shape p;
-    return pad_to(s, full.size(), p) && p == full;
-  }
-  /// A value of shape `s` has one element per kept point: the reduction's
-  /// result with keepdim (reduced dims 1) or without (the kept dims only).
-  bool is_reduced(llvm::ArrayRef<int64_t> s) const {
-    if (!has_reduction())
-      return false;
-    Shape keep = full, kept, p;
-    for (size_t d = 0; d < full.size(); ++d) {
-      if (reduced[d])
-        keep[d] = 1;
-      else
-        kept.push_back(full[d]);
-    }
-    return (pad_to(s, full.size(), p) && p == keep) ||
-           Shape(s.begin(), s.end()) == kept;
-  }
-  /// The domain of the two groups together, if they can be one.
-  static std::optional<Domain> merge(const Domain &a, const Domain &b) {
-    if (a.has_reduction() && b.has_reduction()) {
-      if (a.full == b.full && a.reduced == b.reduced)
-        return a;
-      return std::nullopt;
-    }
-    if (b.has_reduction())
-      return merge(b, a);
-    if (a.has_reduction())
-      return a.is_full(b.full) || a.is_reduced(b.full) ? std::optional(a)
-                                                       : std::nullopt;
-    return numel(a.full) == numel(b.full) ? std::optional(a) : std::nullopt;
-  }
-};
 
 /// The domain of a fusible op on its own; none for an op that is not.
 std::optional<Domain> own_domain(Operation *op) {
@@ -117,6 +71,8 @@ std::optional<Domain> own_domain(Operation *op) {
     return std::nullopt;
   Domain d;
   d.full = shape_of(op->getOperand(0));
+  if (d.full.empty()) // a 0-dim reduction is a copy: one point, one "dim"
+    return std::nullopt;
   d.reduced.assign(d.full.size(), info->dim < 0);
   if (info->dim >= 0) {
     ir::Trace t = ir::import_op(op);
@@ -128,8 +84,6 @@ std::optional<Domain> own_domain(Operation *op) {
         d.reduced[size_t(maybe_wrap_dim(dim, int64_t(d.full.size())))] = true;
     }
   }
-  if (d.full.empty()) // a 0-dim reduction is a copy: one point, one "dim"
-    return std::nullopt;
   return d;
 }
 
@@ -255,7 +209,8 @@ struct FuseElementwise : impl::FuseElementwiseBase<FuseElementwise> {
             continue;
           std::optional<Domain> d =
               Domain::merge(groups[size_t(mine)].domain, p.domain);
-          if (!d)
+          if (!d || !reads_as_indexed(*d, groups[size_t(mine)].ops) ||
+              !reads_as_indexed(*d, p.ops))
             continue;
           Group &m = groups[size_t(mine)];
           m.domain = *d;

@@ -14,7 +14,6 @@ uint32_t set_creation_epoch(uint32_t epoch) {
 uint32_t creation_epoch() { return tls_creation_epoch; }
 } // namespace detail
 
-
 Storage Storage::allocate(size_t nbytes, Allocator *allocator) {
   return Storage(make_intrusive<StorageImpl>(allocator->allocate(nbytes),
                                              nbytes, allocator));

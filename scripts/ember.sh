@@ -2,6 +2,8 @@
 # ember's one entry point for set-up, demo and tests (README.md).
 #
 #   scripts/ember.sh demo   install what is missing, build, run the demo
+#   scripts/ember.sh fuzz   the differential fuzzers, 20,000 programs each
+#                           (run by hand; `fuzz N SEED...` for others)
 #   scripts/ember.sh test   install what is missing, build, run every test:
 #                           unit tests, the lit tests (check-ember), every
 #                           test again under ASan+UBSan, and a downstream
@@ -137,11 +139,49 @@ run_tests() {
   echo "== all tests passed"
 }
 
+# fuzz [PROGRAMS] [SEEDS...]: the differential fuzzers (test/e2e/e2e_fuzz*:
+# compiled vs eager) over PROGRAMS programs for each seed (default 5000
+# and seeds 11 12 13 14: 20,000 programs each), two seeds at a time. Not part
+# of `test` (which runs 1000 programs of each); run by hand before changing
+# the compiler's semantics.
+run_fuzz() {
+  install_packages
+  configure
+  ninja_quiet e2e_fuzz e2e_fuzz_state
+  local n="${1:-5000}"
+  shift || true
+  local seeds=("$@")
+  ((${#seeds[@]})) || seeds=(11 12 13 14)
+  local failed=0 t0
+  t0=$(date +%s)
+  for fuzzer in e2e_fuzz e2e_fuzz_state; do
+    local pids=()
+    for seed in "${seeds[@]}"; do
+      (FUZZ_PROGRAMS="$n" FUZZ_SEED="$seed" "build/test/e2e/$fuzzer" \
+        --gtest_filter='*OnDemand*' >"build/fuzz-$fuzzer-$seed.log" 2>&1 &&
+        echo "$fuzzer seed $seed: $n programs, no mismatch" ||
+        { echo "$fuzzer seed $seed: FAILED (build/fuzz-$fuzzer-$seed.log)"; exit 1; }) &
+      pids+=($!)
+      if ((${#pids[@]} >= JOBS)); then
+        wait "${pids[0]}" || failed=1
+        pids=("${pids[@]:1}")
+      fi
+    done
+    for p in "${pids[@]}"; do wait "$p" || failed=1; done
+  done
+  echo "== fuzz: $(($(date +%s) - t0)) s"
+  [ "$failed" -eq 0 ] || exit 1
+}
+
 case "${1:-}" in
 demo) run_demo ;;
 test) run_tests ;;
+fuzz)
+  shift
+  run_fuzz "$@"
+  ;;
 *)
-  echo "usage: $0 demo|test" >&2
+  echo "usage: $0 demo|test|fuzz [PROGRAMS] [SEEDS...]" >&2
   exit 2
   ;;
 esac

@@ -75,7 +75,10 @@ Tensor var(const Tensor &self, OptionalIntArrayRef dim,
   double corr = correction ? correction->toDouble() : 1.0;
   // The kernel's divisor: N - correction, clamped at 0.
   double divisor = std::max(0.0, double(rd.nreduce) - corr);
-  Tensor x = self.to(compute_type(self.dtype()));
+  // As the kernel (eager/cpu/ReduceStats.cpp): the mean and the squared
+  // deviations in double, so that squares of large floats do not overflow
+  // float's range where the kernel's do not.
+  Tensor x = self.to(kDouble);
   Tensor d = x - x.mean(dim, true);
   Tensor s = (d * d).sum(dim, keepdim);
   return (s / divisor).to(self.dtype());

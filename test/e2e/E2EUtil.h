@@ -27,21 +27,28 @@ inline ::testing::AssertionResult identical(const Tensor &a, const Tensor &b) {
 /// float16 and bfloat16; 1e-5 for float32 and float64). Fused kernels may
 /// contract a multiply and an add into one rounding where an eager loop
 /// rounds twice, which moves the last bit.
+struct Tolerance {
+  double rtol = 0, atol = 0;
+};
+inline Tolerance tolerance(ScalarType dtype) {
+  switch (dtype) {
+  case kHalf:
+    return {1e-3, 1e-5};
+  case kBFloat16:
+    return {1.6e-2, 1e-5};
+  case kFloat:
+  case kDouble:
+    return {1e-5, 1e-5};
+  default:
+    return {0, 0};
+  }
+}
 inline ::testing::AssertionResult same(const Tensor &a, const Tensor &b) {
   if (a.dtype() != b.dtype())
     return ::testing::AssertionFailure()
            << "dtype " << toString(a.dtype()) << " != " << toString(b.dtype());
-  switch (a.dtype()) {
-  case kHalf:
-    return close(a, b, 1e-3, 1e-5);
-  case kBFloat16:
-    return close(a, b, 1.6e-2, 1e-5);
-  case kFloat:
-  case kDouble:
-    return close(a, b, 1e-5, 1e-5);
-  default:
-    return close(a, b, 0, 0);
-  }
+  Tolerance t = tolerance(a.dtype());
+  return close(a, b, t.rtol, t.atol);
 }
 
 /// The whole storage of `t`, as a 1-D tensor of its dtype.
@@ -114,17 +121,16 @@ void expect_same_fresh(F fn, M make, int calls = 2,
       flatten(fn(a), ra);
       flatten(compiled(b), rb);
       ASSERT_EQ(ra.size(), rb.size());
-      std::string where = "level " + std::to_string(level) + " call " +
-                          std::to_string(c);
+      std::string where =
+          "level " + std::to_string(level) + " call " + std::to_string(c);
       for (size_t i = 0; i < ra.size(); ++i) {
         EXPECT_TRUE(same(rb[i], ra[i])) << "output " << i << ", " << where;
         EXPECT_TRUE(same_layout(rb[i], ra[i]))
-            << "output " << i << " strides " << rb[i].strides()
-            << ", eager " << ra[i].strides() << ", " << where;
+            << "output " << i << " strides " << rb[i].strides() << ", eager "
+            << ra[i].strides() << ", " << where;
         for (size_t j = 0; j < a.size(); ++j)
           EXPECT_EQ(rb[i].is_alias_of(b[j]), ra[i].is_alias_of(a[j]))
-              << "output " << i << " aliasing argument " << j << ", "
-              << where;
+              << "output " << i << " aliasing argument " << j << ", " << where;
         for (size_t j = 0; j < i; ++j)
           EXPECT_EQ(rb[i].is_alias_of(rb[j]), ra[i].is_alias_of(ra[j]))
               << "outputs " << i << " and " << j << " aliasing, " << where;

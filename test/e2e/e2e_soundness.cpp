@@ -127,9 +127,9 @@ TEST(E2ESoundness, LiftedBufferAndItsLiftedView) {
       view.fill_(5);
       return base + x;
     };
-    Tensor r = compiled ? compile(fn, CompileOptions().opt_level(level))(
-                              ones({4}))
-                        : fn(ones({4}));
+    Tensor r = compiled
+                   ? compile(fn, CompileOptions().opt_level(level))(ones({4}))
+                   : fn(ones({4}));
     return std::make_tuple(r, base.clone());
   };
   auto [want, want_base] = run(false, 0);
@@ -237,8 +237,8 @@ TEST(E2ESoundness, AsStridedAtTheArgumentsOffset) {
     return x * 2;
   };
   expect_same_fresh(write, [] {
-    return Args{arange(12, TensorOptions(kFloat)).reshape({3, 4}).narrow(0, 1,
-                                                                          2)};
+    return Args{
+        arange(12, TensorOptions(kFloat)).reshape({3, 4}).narrow(0, 1, 2)};
   });
 }
 
@@ -313,4 +313,35 @@ TEST(E2ESoundness, ARaisingGraphLeavesItsArgumentsUnchanged) {
     EXPECT_THROW(f(x, tensor({int64_t(1), 0})), Error) << "level " << level;
     EXPECT_TRUE(same(x, tensor({int64_t(4), 5}))) << "level " << level;
   }
+}
+
+// --- views that only the real layout allows ----------------------------------
+
+TEST(E2ESoundness, ViewOfTransposeThatIsContiguousInMemory) {
+  // x is transposed in memory, so x.transpose(0, 1) is contiguous and
+  // view(-1) works eagerly; written before and after.
+  auto fn = [](const Args &a) {
+    const Tensor &x = a[0];
+    x.add_(1);
+    Tensor flat = x.transpose(0, 1).reshape({-1});
+    flat.mul_(2);
+    Tensor v = x.transpose(0, 1).view({-1});
+    return std::vector<Tensor>{v + 1, flat.sum()};
+  };
+  expect_same_fresh(fn, [] {
+    return Args{random({2, 4, 5}, kFloat, 16).transpose(0, 1)};
+  });
+}
+
+TEST(E2ESoundness, ResultWrittenIntoAViewIsAWholeNewTensor) {
+  // The fusion after select() may write its result into the selected row's
+  // buffer (its input dies there): the result must still be a tensor of
+  // its own, offset 0, as as_strided on it sees eagerly.
+  auto fn = [](const Tensor &x) {
+    Tensor l = x.log_softmax(1);
+    Tensor r = (l.select(0, 1) * -3).log_softmax(0);
+    return r.as_strided(r.sizes(), r.strides(), r.storage_offset());
+  };
+  expect_same(fn, {random({2, 2}, kFloat, 17)});
+  expect_same(fn, {random({3, 5}, kFloat, 18).narrow(1, 1, 2)});
 }

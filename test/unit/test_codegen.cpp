@@ -201,3 +201,27 @@ TEST(Codegen, UnknownOpIsAClearError) {
         << e.what();
   }
 }
+
+TEST(Codegen, ReductionReadsAnExpandedInputByItsExtent) {
+  // Note [Reduction kernels]: a value spans a folded dim by its extent,
+  // whatever its strides: an expanded input (stride 0 along the folded dim)
+  // still gives a full value, stored at every point.
+  KernelSpec k;
+  k.shape = {3, 4};
+  k.reduced = {true, false};
+  Tensor row = random({1, 4}, kFloat, 3);
+  int x = k.input(kFloat, {0, 1}, {3, 4});
+  int two = k.constant(kFloat, Scalar(2.0));
+  int m = k.step("ember::mul.Tensor", {x, two}, {}, kFloat, kFloat);
+  int s = k.reduce("sum", m, kFloat, kDouble, kFloat);
+  k.outputs = {s, m};
+  EXPECT_TRUE(k.is_full(x) && k.is_full(m) && !k.is_full(s));
+  CompiledKernel c = compile_kernel(k);
+  Tensor sum = full({4}, -1.0f), prod = full({3, 4}, -1.0f);
+  std::vector<char *> ptrs{static_cast<char *>(sum.data_ptr()),
+                           static_cast<char *>(prod.data_ptr()),
+                           static_cast<char *>(row.data_ptr())};
+  c.run(ptrs.data());
+  EXPECT_TRUE(bit_equal(prod, (row * 2).expand({3, 4}).contiguous()));
+  EXPECT_TRUE(bit_equal(sum, (row * 2).expand({3, 4}).sum(0)));
+}

@@ -33,15 +33,19 @@ func.func @log_softmax_f16(%x: tensor<4x8xf16>) -> tensor<4x8xf16> {
 
 // -----
 
-// var: mean, squared deviations summed, divided by N - correction (8 - 1).
+// var: mean, squared deviations summed, divided by N - correction (8 - 1),
+// in double as the kernel (squares of large floats stay finite), then
+// converted back.
 // CHECK-LABEL: func.func @var
 // CHECK-NOT: ember.var
 // CHECK: %[[N:.*]] = ember.constant {wrapped_number} dense<7.000000e+00>
-// CHECK: %[[M:.*]] = ember.mean.dim %arg0 {dim = array<i64: 1>, keepdim = true}
-// CHECK-NEXT: %[[D:.*]] = ember.sub.Tensor %arg0, %[[M]]
+// CHECK: %[[X:.*]] = ember._to_copy %arg0 {{.*}}dtype = f64} : (tensor<4x8xf32>) -> tensor<4x8xf64>
+// CHECK-NEXT: %[[M:.*]] = ember.mean.dim %[[X]] {dim = array<i64: 1>, keepdim = true}
+// CHECK-NEXT: %[[D:.*]] = ember.sub.Tensor %[[X]], %[[M]]
 // CHECK-NEXT: %[[D2:.*]] = ember.mul.Tensor %[[D]], %[[D]]
 // CHECK-NEXT: %[[S:.*]] = ember.sum.dim_IntList %[[D2]] {dim = array<i64: 1>}
-// CHECK-NEXT: ember.div.Tensor %[[S]], %[[N]]
+// CHECK-NEXT: %[[V:.*]] = ember.div.Tensor %[[S]], %[[N]]
+// CHECK-NEXT: ember._to_copy %[[V]] {{.*}}dtype = f32} : (tensor<4xf64>) -> tensor<4xf32>
 func.func @var(%x: tensor<4x8xf32>) -> tensor<4xf32> {
   %0 = ember.var.correction %x {dim = array<i64: 1>} : (tensor<4x8xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>

@@ -182,3 +182,41 @@ func.func @conversion(%x: tensor<8xf16>) -> tensor<8xf16> {
   %2 = ember._to_copy %1 {device = #ember.device<"cpu">, dtype = f16} : (tensor<8xf32>) -> tensor<8xf16>
   return %2 : tensor<8xf16>
 }
+
+// -----
+
+// Note [Reduction fusion] (ir/Domain.h): a sum over dim 1 without keepdim
+// ([2, 2] from [2, 2, 2]) indexes the kept dims 0 and 2, but `x + s`
+// broadcasts s along dims 1 and 2: the add reads s otherwise than a kernel
+// over the sum's domain would index it, so it stays out of the sum's fusion
+// (its own fusion, on the sum's result). A sum over the leading dim reads
+// the same either way: it fuses.
+// CHECK-LABEL: func.func @kept_form_read_along_other_dims
+// CHECK: %[[S:.*]] = ember.fusion(%arg0) : (tensor<2x2x2xf32>) -> tensor<2x2xf32>
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: ember.sum.dim_IntList
+// CHECK-NEXT: ember.yield
+// CHECK: ember.fusion(%arg0, %[[S]]) : (tensor<2x2x2xf32>, tensor<2x2xf32>) -> tensor<2x2x2xf32>
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: ember.add.Tensor
+// CHECK-NEXT: ember.yield
+func.func @kept_form_read_along_other_dims(%x: tensor<2x2x2xf32>) -> tensor<2x2x2xf32> {
+  %s = ember.sum.dim_IntList %x {dim = array<i64: 1>} : (tensor<2x2x2xf32>) -> tensor<2x2xf32>
+  %r = ember.add.Tensor %x, %s : (tensor<2x2x2xf32>, tensor<2x2xf32>) -> tensor<2x2x2xf32>
+  return %r : tensor<2x2x2xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @kept_form_of_leading_dim
+// CHECK: ember.fusion(%arg0) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: ember.sum.dim_IntList
+// CHECK-NEXT: ember.add.Tensor
+// CHECK-NEXT: ember.yield
+// CHECK-NOT: ember.fusion
+func.func @kept_form_of_leading_dim(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %s = ember.sum.dim_IntList %x {dim = array<i64: 0>} : (tensor<2x3xf32>) -> tensor<3xf32>
+  %r = ember.add.Tensor %x, %s : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  return %r : tensor<2x3xf32>
+}

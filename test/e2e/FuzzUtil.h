@@ -1,0 +1,69 @@
+#pragma once
+// What the differential fuzzers (e2e_fuzz.cpp, e2e_fuzz_state.cpp) share:
+// telling a compiled result that differs from eager's by rounding, which a
+// discontinuous op then magnified, from one that is wrong.
+#include "E2EUtil.h"
+
+#include <cmath>
+
+namespace ember::test {
+
+/// Note [Unstable values]
+/// A compiled kernel may round differently from eager's (a contracted
+/// multiply-add, a sum in another order): a few ulps, within the tolerance,
+/// until a discontinuous op (floor, fmod, a comparison, a float-to-int
+/// conversion) turns them into a different integer or bool. The fuzzer
+/// finds such positions by running the program eagerly twice more with
+/// every computed value nudged up, then down, by a few ulps: where those
+/// runs disagree with the plain one, the value is unstable and not compared
+/// (its dtype, shape, strides and aliasing still are).
+/// A few ulps of `dt`, relative.
+inline double nudge(ScalarType dt) {
+  switch (dt) {
+  case kDouble:
+    return std::ldexp(1.0, -49);
+  case kHalf:
+    return std::ldexp(1.0, -8);
+  case kBFloat16:
+    return std::ldexp(1.0, -5);
+  default:
+    return std::ldexp(1.0, -20);
+  }
+}
+
+/// `x` moved by a few ulps of its own size and of the tensor's largest
+/// value (a difference of rounding after a cancellation is absolute: x -
+/// max - log(sum) near 0 is off by ulps of max).
+inline Tensor nudged(const Tensor &x, int direction) {
+  Tensor a = x.to(kDouble).abs();
+  a = a.masked_fill(a != a, 0).masked_fill(a == INFINITY, 0);
+  double scale = a.numel() ? a.max().item<double>() : 0;
+  double eps = direction * nudge(x.dtype());
+  return (x.to(kDouble) + (x.to(kDouble).abs() + scale) * eps).to(x.dtype());
+}
+
+/// Where `a` and `b` agree within the tolerances of same() (NaNs equal).
+inline Tensor agree(const Tensor &a, const Tensor &b) {
+  Tensor x = a.to(kDouble), y = b.to(kDouble);
+  Tolerance t = tolerance(a.dtype());
+  return (x == y) | (x.isnan() & y.isnan()) |
+         ((x - y).abs() <= (y.abs() * t.rtol + t.atol));
+}
+
+/// `got` against `want` where `stable` (Note [Unstable values]).
+inline ::testing::AssertionResult
+same_where(const Tensor &got, const Tensor &want, const Tensor &stable) {
+  if (!stable.defined())
+    return same(got, want);
+  return same(got.masked_select(stable), want.masked_select(stable));
+}
+
+/// Where the nudged runs agree with the plain one (undefined: everywhere).
+inline Tensor stable_mask(const Tensor &plain, const Tensor &up,
+                          const Tensor &down) {
+  if (!up.defined() || !down.defined())
+    return Tensor();
+  return agree(up, plain) & agree(down, plain);
+}
+
+} // namespace ember::test
