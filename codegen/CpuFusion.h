@@ -1,12 +1,16 @@
 #pragma once
-/// The CPU backend for fusions: says whether it compiles a fusion (the body
-/// of an ember.fusion, as a trace), and compiles it into an ir::Kernel that
-/// the executor runs.
+/// The CPU backend for fusions: compiles an ember.fusion (codegen/Lower.h
+/// reads it into a KernelSpec) into an ir::Kernel that the executor runs,
+/// or says why not.
 
 #include "ir/Trace.h"
 
 #include <memory>
 #include <string>
+
+namespace mlir {
+class Operation;
+} // namespace mlir
 
 namespace ember::codegen {
 
@@ -19,10 +23,9 @@ struct FusionCompile {
   std::string origin; ///< CompiledKernel::origin: compiled, disk cache...
 };
 
-/// Compiles `body` for the CPU. Ops the backend does not cover (anything
-/// but pointwise ops of the op table and wrapped numbers, an integer
-/// division that must raise on zero, a device other than the CPU) give a
-/// null kernel and the reason.
-FusionCompile compile_cpu_fusion(const ir::Trace &body, bool keep_ir = false);
+/// Compiles an ember.fusion for the CPU. A body the backend does not cover
+/// (codegen/Lower.h: cpu_unsupported, or a shape the kernel cannot index)
+/// gives a null kernel and the reason.
+FusionCompile compile_cpu_fusion(mlir::Operation *fusion, bool keep_ir = false);
 
 } // namespace ember::codegen

@@ -2,12 +2,16 @@
 
 #include "runtime/Env.h"
 #include "runtime/Error.h"
+#include "runtime/Logging.h"
 
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/DiagnosticInfo.h>
+#include <llvm/IR/DiagnosticPrinter.h>
+#include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
@@ -125,9 +129,29 @@ CpuJit::CpuJit() {
             lib.name + " " + hash + " LLVM " LLVM_VERSION_STRING;
 }
 
+namespace {
+/// Note [Quiet LLVM]
+/// LLVM prints its diagnostics on stderr unless the context has a handler:
+/// "loop not vectorized: runtime pointer checks needed" is a warning it
+/// emits without being asked (an optimization-failure remark), which would
+/// land in the middle of a user's output. Every diagnostic of a kernel's
+/// context goes to the `kernels` log topic instead (EMBER_LOGS=kernels);
+/// an error still fails the compile through the API that reports it.
+void route_llvm_diagnostic(const llvm::DiagnosticInfo *info, void *) {
+  if (!logging::enabled(logging::Topic::kernels))
+    return;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  llvm::DiagnosticPrinterRawOStream printer(os);
+  info->print(printer);
+  logging::log(logging::Topic::kernels, "LLVM: " + os.str());
+}
+} // namespace
+
 KernelModule CpuJit::new_module(const std::string &name) {
   KernelModule k;
   k.ctx = std::make_unique<llvm::LLVMContext>();
+  k.ctx->setDiagnosticHandlerCallBack(route_llvm_diagnostic);
   Bitcode bc = scalar_library(v3_);
   auto buf = llvm::MemoryBuffer::getMemBuffer(
       llvm::StringRef(reinterpret_cast<const char *>(bc.data), bc.size),

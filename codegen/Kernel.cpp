@@ -3,6 +3,7 @@
 #include "codegen/CpuJit.h"
 #include "eager/Factory.h"
 #include "eager/TensorImpl.h"
+#include "ir/Domain.h"
 #include "runtime/Error.h"
 #include "runtime/ThreadPool.h"
 
@@ -48,35 +49,94 @@ int KernelSpec::constant(ScalarType dtype, Scalar value) {
   return int(values.size()) - 1;
 }
 
-int KernelSpec::step(std::string op, std::vector<int> args,
+namespace {
+int add_step(KernelSpec &k, KernelSpec::Step s) {
+  for (int a : s.args)
+    EMBER_CHECK(a >= 0 && a < int(k.values.size()), "KernelSpec: ", s.name(),
+                " reads value ", a, ", which is not defined yet");
+  k.steps.push_back(std::move(s));
+  k.values.push_back({KernelSpec::Value::Kind::Step, int(k.steps.size()) - 1});
+  return int(k.values.size()) - 1;
+}
+} // namespace
+
+std::string KernelSpec::Step::name() const {
+  static const char *const kFolds[] = {"sum", "mean", "amax", "amin"};
+  switch (kind) {
+  case Kind::Pointwise:
+    return op->name();
+  case Kind::Convert:
+    return "convert";
+  case Kind::Reduce:
+    break;
+  }
+  return kFolds[fold];
+}
+
+int KernelSpec::step(const OperatorHandle &op, std::vector<int> args,
                      std::vector<Scalar> scalars, ScalarType compute,
                      ScalarType out) {
-  for (int a : args)
-    EMBER_CHECK(a >= 0 && a < int(values.size()), "KernelSpec::step: ", op,
-                " reads value ", a, ", which is not defined yet");
-  steps.push_back(
-      {std::move(op), std::move(args), std::move(scalars), compute, out});
-  values.push_back({Value::Kind::Step, int(steps.size()) - 1});
-  return int(values.size()) - 1;
+  Step s;
+  s.kind = Kind::Pointwise;
+  s.op = &op;
+  s.args = std::move(args);
+  s.scalars = std::move(scalars);
+  s.compute = compute;
+  s.out = out;
+  return add_step(*this, std::move(s));
 }
 
 int KernelSpec::convert(int v, ScalarType dtype) {
-  return step("convert", {v}, {}, dtype, dtype);
+  Step s;
+  s.kind = Kind::Convert;
+  s.args = {v};
+  s.compute = s.out = dtype;
+  return add_step(*this, std::move(s));
 }
 
-int KernelSpec::reduce(std::string op, int v, ScalarType in, ScalarType acc,
-                       ScalarType out) {
-  EMBER_CHECK(op == "sum" || op == "mean" || op == "amax" || op == "amin",
-              "KernelSpec::reduce: unknown fold ", op);
-  int r = step(std::move(op), {v}, {}, acc, out);
-  steps.back().in = in;
-  return r;
+int KernelSpec::reduce(ReductionInfo::Kind fold, int v, ScalarType in,
+                       ScalarType acc, ScalarType out) {
+  Step s;
+  s.kind = Kind::Reduce;
+  s.fold = fold;
+  s.args = {v};
+  s.compute = acc;
+  s.out = out;
+  s.in = in;
+  return add_step(*this, std::move(s));
+}
+
+const KernelSpec::Step &KernelSpec::step_of(int v) const {
+  const Value &x = values.at(size_t(v));
+  EMBER_CHECK(x.kind == Value::Kind::Step, "KernelSpec: value ", v,
+              " is not a step");
+  return steps[size_t(x.index)];
+}
+
+bool KernelSpec::strides_over(IntArrayRef sizes, IntArrayRef strides,
+                              std::vector<int64_t> &out,
+                              std::vector<int64_t> *extent) const {
+  ir::Domain d{shape, reduced};
+  std::vector<int> dims = d.dims_of(sizes);
+  out.assign(shape.size(), 0);
+  if (extent)
+    extent->assign(shape.size(), 1);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == 1)
+      continue;
+    if (dims[i] < 0 || sizes[i] != shape[size_t(dims[i])])
+      return false;
+    out[size_t(dims[i])] = strides[i];
+    if (extent)
+      (*extent)[size_t(dims[i])] = sizes[i];
+  }
+  return true;
 }
 
 bool KernelSpec::is_reduce(int v) const {
   const Value &x = values.at(size_t(v));
   return x.kind == Value::Kind::Step &&
-         steps[size_t(x.index)].in != ScalarType::Undefined;
+         steps[size_t(x.index)].kind == Kind::Reduce;
 }
 
 bool KernelSpec::has_reduction() const {
@@ -169,14 +229,14 @@ std::string KernelSpec::str() const {
       os << "constant " << constants[size_t(x.index)].value;
     } else {
       const Step &s = steps[size_t(x.index)];
-      os << s.op << "(";
+      os << s.name() << "(";
       for (size_t i = 0; i < s.args.size(); ++i)
         os << (i ? ", " : "") << "%" << s.args[i];
       for (const Scalar &c : s.scalars)
         os << ", " << c;
-      os << ") " << (s.in != ScalarType::Undefined ? "acc " : "compute ")
-         << dtype_tag(s.compute);
-      if (s.in != ScalarType::Undefined)
+      bool fold = s.kind == Kind::Reduce;
+      os << ") " << (fold ? "acc " : "compute ") << dtype_tag(s.compute);
+      if (fold)
         os << " in " << dtype_tag(s.in);
     }
     os << "\n";
@@ -568,12 +628,12 @@ protected:
   }
 
   LValue *step(const KernelSpec::Step &s, const std::vector<LValue *> &vals) {
-    if (s.op == "convert")
+    if (s.kind == KernelSpec::Kind::Convert)
       return cast(vals[size_t(s.args.at(0))], k_.dtype(s.args[0]), s.out);
-    llvm::Function *f = library(pointwise_function(s.op, s.compute));
+    llvm::Function *f = library(pointwise_function(*s.op, s.compute));
     llvm::FunctionType *fty = f->getFunctionType();
     EMBER_CHECK(fty->getNumParams() == s.args.size() + s.scalars.size(),
-                "codegen: ", s.op, " takes ",
+                "codegen: ", s.name(), " takes ",
                 fty->getNumParams() - s.scalars.size(), " tensors and ",
                 s.scalars.size(), " scalars? got ", s.args.size(),
                 " tensor arguments");
@@ -794,12 +854,10 @@ private:
     }
   }
 
-  const KernelSpec::Step &step_of(int v) {
-    return k_.steps[size_t(k_.values[size_t(v)].index)];
-  }
+  const KernelSpec::Step &step_of(int v) { return k_.step_of(v); }
 
   bool sums(const KernelSpec::Step &s) {
-    return s.op == "sum" || s.op == "mean";
+    return s.fold == ReductionInfo::Sum || s.fold == ReductionInfo::Mean;
   }
 
   /// The accumulator's dtype: `acc` for sums, the input's for max/min.
@@ -949,11 +1007,12 @@ private:
     }
     int64_t bytes = 0;
     for (size_t v = 0; v < k_.values.size(); ++v) {
-      if (uses[v] < 2 || step_of(int(v)).op == "convert" ||
-          k_.is_reduce(int(v)))
+      if (uses[v] < 2 || k_.values[v].kind != KernelSpec::Value::Kind::Step ||
+          step_of(int(v)).kind != KernelSpec::Kind::Pointwise)
         continue;
       const KernelSpec::Step &st = step_of(int(v));
-      llvm::Function *f = m_.getFunction(pointwise_function(st.op, st.compute));
+      llvm::Function *f =
+          m_.getFunction(pointwise_function(*st.op, st.compute));
       if (!f || f->getInstructionCount() < kExpensive)
         continue;
       int64_t size = k_.reduced_numel() * 8;
@@ -1020,7 +1079,7 @@ private:
     if (sums(s))
       return is_float(dt) ? llvm::ConstantFP::get(ty, 0.0)
                           : llvm::ConstantInt::get(ty, 0);
-    bool max = s.op == "amax";
+    bool max = s.fold == ReductionInfo::Amax;
     if (is_float(dt))
       return llvm::ConstantFP::getInfinity(ty, /*Negative=*/max);
     unsigned bits = ty->getIntegerBitWidth();
@@ -1044,7 +1103,7 @@ private:
       llvm::cast<llvm::Instruction>(r)->setFastMathFlags(f);
       return r;
     }
-    bool max = s.op == "amax";
+    bool max = s.fold == ReductionInfo::Amax;
     llvm::Intrinsic::ID id =
         is_float(dt)
             ? (max ? llvm::Intrinsic::maximum : llvm::Intrinsic::minimum)
@@ -1055,7 +1114,7 @@ private:
   }
 
   LValue *finish(const KernelSpec::Step &s, LValue *a) {
-    if (s.op == "mean")
+    if (s.fold == ReductionInfo::Mean)
       a = b_.CreateFDiv(
           a, llvm::ConstantFP::get(a->getType(), double(k_.reduced_numel())));
     return cast(a, acc_dtype(s), s.out);

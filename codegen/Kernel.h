@@ -6,8 +6,9 @@
 ///   k.shape = {4, 8};
 ///   int x = k.input(kFloat, {8, 1});            // value 0
 ///   int b = k.input(kFloat, {0, 1});            // a row, broadcast
-///   int s = k.step("ember::add.Tensor", {x, b}, {Scalar(1)}, kFloat, kFloat);
-///   k.outputs = {k.step("ember::silu", {s}, {}, kFloat, kFloat)};
+///   int s = k.step(op("ember::add.Tensor"), {x, b}, {Scalar(1)}, kFloat,
+///                  kFloat);
+///   k.outputs = {k.step(op("ember::silu"), {s}, {}, kFloat, kFloat)};
 ///   CompiledKernel c = compile_kernel(k);
 ///   c.run({out.data_ptr(), x.data_ptr(), b.data_ptr()});
 ///
@@ -34,6 +35,8 @@
 /// kernel reads its inputs from memory about once: softmax and layer_norm
 /// are one kernel each (a "persistent reduction" in Inductor's terms).
 
+#include "eager/Dispatcher.h"
+#include "eager/Reduction.h"
 #include "eager/Scalar.h"
 #include "runtime/ScalarType.h"
 
@@ -60,17 +63,24 @@ struct KernelSpec {
     ScalarType dtype;
     Scalar value;
   };
-  /// One pointwise op: its dialect name ("ember::mul.Tensor", in-place forms
-  /// included), its tensor arguments (value ids), its Scalar arguments, the
-  /// dtype it computes in (after promotion: meta::pointwise's `compute`) and
-  /// the dtype of its result. A conversion is a step with op "convert", one
-  /// argument and `out` its dtype.
+  /// One step of the kernel, of one of three kinds:
+  ///  - Pointwise: an op of the op table (`op`, in-place forms included)
+  ///    over its tensor arguments `args` (value ids) and its Scalar
+  ///    arguments, computed in `compute` (after promotion: meta::pointwise's
+  ///    `compute`), giving `out`;
+  ///  - Convert: `args[0]` converted to `out` as eager converts;
+  ///  - Reduce: a fold `fold` of `args[0]` over the reduced dims (reduce()).
+  enum class Kind { Pointwise, Convert, Reduce };
   struct Step {
-    std::string op;
+    Kind kind = Kind::Pointwise;
+    const OperatorHandle *op = nullptr;            ///< Pointwise
+    ReductionInfo::Kind fold = ReductionInfo::Sum; ///< Reduce
     std::vector<int> args;
     std::vector<Scalar> scalars;
-    ScalarType compute, out;
-    ScalarType in = ScalarType::Undefined; ///< reduce steps: see reduce()
+    ScalarType compute = ScalarType::Undefined, out = ScalarType::Undefined;
+    ScalarType in = ScalarType::Undefined; ///< Reduce: see reduce()
+    /// "ember::add.Tensor", "convert" or the fold ("sum", ...).
+    std::string name() const;
   };
   /// Values are numbered in the order they are added: inputs, constants and
   /// steps interleaved as the builder calls come.
@@ -98,17 +108,26 @@ struct KernelSpec {
   int input(ScalarType dtype, std::vector<int64_t> strides,
             std::vector<int64_t> extent = {});
   int constant(ScalarType dtype, Scalar value);
-  int step(std::string op, std::vector<int> args, std::vector<Scalar> scalars,
-           ScalarType compute, ScalarType out);
+  int step(const OperatorHandle &op, std::vector<int> args,
+           std::vector<Scalar> scalars, ScalarType compute, ScalarType out);
   /// Value `v` converted to `dtype` as eager converts (copy_, to()).
   int convert(int v, ScalarType dtype);
-  /// A fold of `v` over the `reduced` dims: op "sum", "mean", "amax" or
-  /// "amin" (eager's semantics: sum and mean accumulate in `acc`, double
+  /// A fold of `v` over the `reduced` dims: Sum, Mean, Amax or Amin
+  /// (eager's semantics: sum and mean accumulate in `acc`, double
   /// for floats and int64 for integers; amax and amin in the compute type
   /// of `v`'s dtype, a NaN wins), giving dtype `out`. `v` is first
   /// converted to `in` (the op's `dtype` argument, or its own dtype).
-  int reduce(std::string op, int v, ScalarType in, ScalarType acc,
+  int reduce(ReductionInfo::Kind fold, int v, ScalarType in, ScalarType acc,
              ScalarType out);
+  const Step &step_of(int value) const; ///< the step defining a Step value
+  /// A tensor of `sizes` and `strides` (in elements) over the iteration
+  /// space, as the kernel indexes it (ir::Domain::dims_of: broadcast
+  /// right-aligned, or a reduction's result in the kept form along the
+  /// kept dims): its strides per dim of `shape` in `out`, its extent in
+  /// `extent`. False when it fits neither.
+  bool strides_over(IntArrayRef sizes, IntArrayRef strides,
+                    std::vector<int64_t> &out,
+                    std::vector<int64_t> *extent = nullptr) const;
   bool is_reduce(int value) const;
   /// Whether a value varies along the reduced dims (Note [Reduction
   /// kernels]); every value is full in a pointwise kernel.

@@ -2,6 +2,9 @@
 
 #include "runtime/Error.h"
 
+#include <string_view>
+#include <unordered_set>
+
 namespace ember::codegen {
 
 namespace detail {
@@ -37,9 +40,10 @@ Bitcode scalar_library(bool v3) {
           "ScalarLibrary_baseline"};
 }
 
-std::string pointwise_function(const std::string &op, ScalarType compute) {
+std::string pointwise_function(const OperatorHandle &op, ScalarType compute) {
   // "ember::add_.Tensor" -> "add_Tensor": the functional op's C++ name.
-  std::string name = op.substr(op.find("::") + 2);
+  const std::string &qualified = op.name();
+  std::string name = qualified.substr(qualified.find("::") + 2);
   std::string overload;
   if (size_t dot = name.find('.'); dot != std::string::npos) {
     overload = name.substr(dot + 1);
@@ -50,6 +54,24 @@ std::string pointwise_function(const std::string &op, ScalarType compute) {
   if (!overload.empty())
     name += "_" + overload;
   return "ember_pw_" + name + "_" + dtype_tag(compute_dtype(compute));
+}
+
+bool has_pointwise_function(const OperatorHandle &op, ScalarType compute) {
+  static const std::unordered_set<std::string_view> kFunctions = {
+#include "codegen/ScalarLibraryIndex.inc"
+  };
+  bool covered = false;
+  switch (compute_dtype(compute)) {
+#define X(type, tag)                                                           \
+  case type:                                                                   \
+    covered = true;                                                            \
+    break;
+#include "codegen/ScalarLibraryTags.inc"
+#undef X
+  default:
+    break;
+  }
+  return covered && kFunctions.count(pointwise_function(op, compute)) != 0;
 }
 
 } // namespace ember::codegen

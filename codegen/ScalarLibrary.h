@@ -27,6 +27,7 @@
 /// x86-64 and for x86-64-v3 (AVX2, FMA, F16C): the v3 build uses fused
 /// multiply-adds where eager, built with -march=native on such a CPU, does.
 
+#include "eager/Dispatcher.h"
 #include "runtime/ScalarType.h"
 
 #include <cstddef>
@@ -51,9 +52,12 @@ struct Bitcode {
 };
 Bitcode scalar_library(bool v3);
 
-/// `ember_pw_<cname>_<tag>`: the library function of a pointwise op (its
-/// dialect name, "ember::add.Tensor" or "ember::add_.Tensor") for compute
+/// `ember_pw_<cname>_<tag>`: the library function of a pointwise op
+/// (ember::add.Tensor, or its in-place form ember::add_.Tensor) for compute
 /// dtype `compute`.
-std::string pointwise_function(const std::string &op, ScalarType compute);
+std::string pointwise_function(const OperatorHandle &op, ScalarType compute);
+/// Whether the library has that function: the op table says which compute
+/// types each pointwise op has (its `dtypes` group).
+bool has_pointwise_function(const OperatorHandle &op, ScalarType compute);
 
 } // namespace ember::codegen

@@ -101,12 +101,28 @@ def generate(ops):
     return "\n".join(out) + "\n"
 
 
+def function_index(ops):
+    """ScalarLibraryIndex.inc: the name of every ember_pw_ function, so
+    that the backend answers which (op, compute type) it covers from the
+    table (codegen/ScalarLibrary.h, has_pointwise_function)."""
+    out = []
+    for o in ops:
+        if o.kind != "pointwise":
+            continue
+        pw = o.entry["pointwise"]
+        group = "float" if pw.get("promote") == "float" else pw.get("dtypes", "all")
+        out += [f'"ember_pw_{o.schema.cname}_{c}",\n' for c in GROUPS[group]]
+    return "".join(out)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--yaml", required=True)
     ap.add_argument("--out", required=True, help="the generated-files root")
     a = ap.parse_args()
-    files = {"ScalarLibrary.cpp": generate(gen_ops.expand(yaml.safe_load(open(a.yaml)))),
+    ops = gen_ops.expand(yaml.safe_load(open(a.yaml)))
+    files = {"ScalarLibrary.cpp": generate(ops),
+             "ScalarLibraryIndex.inc": function_index(ops),
              "ScalarLibraryTags.inc": "".join(
                  f'X(ScalarType::{st}, "{tag}")\n'
                  for tag, (_, _, st) in DTYPES.items())}

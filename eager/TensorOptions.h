@@ -18,19 +18,21 @@ enum class MemoryFormat : int8_t { Contiguous, Preserve };
 class TensorOptions {
 public:
   TensorOptions() = default;
-  TensorOptions(ScalarType t) { dtype_ = t; }
-  TensorOptions(Device d) { device_ = d; }
-  TensorOptions(DeviceType d) { device_ = Device(d); }
+  TensorOptions(ScalarType t) : dtype_(t), has_dtype_(true) {}
+  TensorOptions(Device d) : device_(d), has_device_(true) {}
+  TensorOptions(DeviceType d) : device_(d), has_device_(true) {}
   TensorOptions(Layout) {}
 
   TensorOptions dtype(ScalarType t) const {
     auto o = *this;
     o.dtype_ = t;
+    o.has_dtype_ = true;
     return o;
   }
   TensorOptions dtype(std::optional<ScalarType> t) const {
     auto o = *this;
-    o.dtype_ = t;
+    o.has_dtype_ = t.has_value();
+    o.dtype_ = t.value_or(ScalarType::Undefined);
     return o;
   }
   template <class T> TensorOptions dtype() const {
@@ -39,11 +41,13 @@ public:
   TensorOptions device(Device d) const {
     auto o = *this;
     o.device_ = d;
+    o.has_device_ = true;
     return o;
   }
   TensorOptions device(std::optional<Device> d) const {
     auto o = *this;
-    o.device_ = d;
+    o.has_device_ = d.has_value();
+    o.device_ = d.value_or(Device(kCPU));
     return o;
   }
   TensorOptions requires_grad(bool r) const {
@@ -54,17 +58,26 @@ public:
   TensorOptions layout(Layout) const { return *this; }
 
   /// The dtype, or the default dtype when none was set.
-  ScalarType dtype() const { return dtype_ ? *dtype_ : get_default_dtype(); }
-  Device device() const { return device_ ? *device_ : Device(kCPU); }
+  ScalarType dtype() const { return has_dtype_ ? dtype_ : get_default_dtype(); }
+  Device device() const { return device_; }
   bool requires_grad() const { return requires_grad_; }
-  bool has_dtype() const { return dtype_.has_value(); }
-  bool has_device() const { return device_.has_value(); }
-  std::optional<ScalarType> dtype_opt() const { return dtype_; }
-  std::optional<Device> device_opt() const { return device_; }
+  bool has_dtype() const { return has_dtype_; }
+  bool has_device() const { return has_device_; }
+  std::optional<ScalarType> dtype_opt() const {
+    return has_dtype_ ? std::optional<ScalarType>(dtype_) : std::nullopt;
+  }
+  std::optional<Device> device_opt() const {
+    return has_device_ ? std::optional<Device>(device_) : std::nullopt;
+  }
 
 private:
-  std::optional<ScalarType> dtype_;
-  std::optional<Device> device_;
+  // Plain members and flags rather than std::optional: GCC 12 reports
+  // optional<Device> copies as -Wmaybe-uninitialized once inlined (a false
+  // positive), dozens of times a build.
+  ScalarType dtype_ = ScalarType::Undefined;
+  Device device_{kCPU};
+  bool has_dtype_ = false;
+  bool has_device_ = false;
   bool requires_grad_ = false;
 };
 

@@ -137,6 +137,8 @@ void Session::abandon() {
 }
 
 CaptureMeta *Session::meta_of(const Tensor &t) const {
+  if (!t.defined()) // an undefined result is handed back as it is
+    return nullptr;
   TensorImpl *impl = t.unsafeGetTensorImpl();
   if (!impl->key_set().has(DispatchKey::Capture))
     return nullptr;
@@ -297,9 +299,24 @@ std::vector<Tensor> Session::wrap_arguments(const std::vector<Tensor> &reals) {
       args_.emplace(reals[j].unsafeGetTensorImpl(), out[j]);
     }
   }
-  for (size_t i = 0; i < out.size(); ++i)
+  for (size_t i = 0; i < out.size(); ++i) {
     arg_wrappers_.emplace(out[i].unsafeGetTensorImpl(), int(i));
+    arg_pairs_.emplace_back(out[i], reals[i]);
+  }
   return out;
+}
+
+void Session::check_requires_grad() {
+  for (size_t i = 0; i < arg_pairs_.size(); ++i) {
+    const auto &[wrapper, real] = arg_pairs_[i];
+    EMBER_CHECK(!wrapper.requires_grad() || real.requires_grad(),
+                "compile: tensor argument ", i,
+                " was made to require grad inside the compiled function "
+                "(requires_grad_()); the function sees a stand-in for the "
+                "caller's tensor, so its gradient would never reach that "
+                "tensor. Call requires_grad_() before calling the compiled "
+                "function (with grad mode on, such a call runs eagerly).");
+  }
 }
 
 Tensor Session::lift(const Tensor &real) {
@@ -422,6 +439,7 @@ void Session::record(const OperatorHandle &op, Stack &stack) {
     return;
   }
   const FunctionSchema &schema = op.schema();
+  check_requires_grad();
 
   // Training: an op that would record autograd history runs eagerly, with
   // everything after it (compiled training is a later issue).
@@ -620,6 +638,7 @@ void Session::graph_break(const std::string &reason, const std::string &where) {
 }
 
 std::vector<OutputRecipe> Session::finish(const std::vector<Tensor> &outs) {
+  check_requires_grad();
   std::vector<OutputRecipe> recipes(outs.size());
   std::vector<int> values(outs.size(), -1);
   for (size_t i = 0; i < outs.size(); ++i) {

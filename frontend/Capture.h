@@ -153,6 +153,10 @@ public:
   /// The end of the function: the last graph. Returns how each of `outs`
   /// (the function's flattened results) comes from that graph.
   std::vector<OutputRecipe> finish(const std::vector<Tensor> &outs);
+  /// The function raised: runs the graph captured so far (its writes), as
+  /// eagerly the ops before the raise have run (Note [A raising call keeps
+  /// what ran before] in frontend/Frontend.cpp).
+  void finish_raised() { end_graph(); }
   /// The inputs of the last graph run (replay mode keeps them).
   const std::vector<ir::Input> &last_inputs() const { return last_inputs_; }
   const std::vector<Tensor> &last_input_tensors() const {
@@ -228,6 +232,11 @@ private:
   /// The capture tensors given to the function -> argument index: after a
   /// break they are real, and a later graph that reads one names it so.
   std::unordered_map<TensorImpl *, int> arg_wrappers_;
+  /// Each argument's capture tensor and real tensor.
+  std::vector<std::pair<Tensor, Tensor>> arg_pairs_;
+  /// Raises when requires_grad_() was called on an argument's capture
+  /// tensor (Note [What compile() may change]).
+  void check_requires_grad();
   std::unordered_set<CaptureMeta *> live_;
   /// This graph's storage roots, and its inputs standing for a real tensor
   /// (not storage roots), by storage (Note [Inputs that share memory]).

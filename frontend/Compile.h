@@ -37,16 +37,24 @@ namespace ember {
 /// and each other as eagerly, arguments and captured tensors written as
 /// eagerly. Signed integer arithmetic wraps as eagerly (Note [Integer
 /// overflow wraps]). Three things differ, by design, as in torch.compile:
-/// - Errors in compiled graphs. A graph is all or nothing: when one of its
-///   ops raises, none of its writes to arguments or captured tensors has
-///   happened (eagerly, the writes before the failing op have). Graphs that
-///   finished before a graph break keep their effects.
+/// - Errors that compiled graphs raise when they run. A graph is all or
+///   nothing: when one of its ops raises at run time (an integer division by
+///   zero), none of its writes to arguments or captured tensors has happened
+///   (eagerly, the writes before the failing op have). Graphs that finished
+///   before a graph break keep their effects, and an error raised while the
+///   function is captured (a shape check, the user's own exception) first
+///   runs the graph captured so far, as eager would have (Note [A raising
+///   call keeps what ran before] in frontend/Frontend.cpp).
 /// - Dead code. At opt_level 1 and 2, ops whose results nothing uses are
 ///   removed, so an error only such an op would raise (an integer division
 ///   by zero whose quotient is dropped) is not raised; at opt_level 0 every
 ///   op runs.
 /// - Order. When several ops of a graph would raise, the compiled program
 ///   may report another one of them first (fusion and CSE reorder work).
+/// And one thing compile() refuses: requires_grad_() on a tensor argument
+/// inside the function raises (the function sees a stand-in for the
+/// caller's tensor, whose autograd identity it cannot take over); call it
+/// before the compiled function.
 /// Floating-point results may differ in the last bits where a fused kernel
 /// contracts a multiply and an add, or sums in another order (in double).
 
@@ -184,6 +192,17 @@ struct is_tuple_like<std::pair<A, B>> : std::true_type {};
 
 template <class T> using plain_t = std::remove_cvref_t<T>;
 
+/// `v` as Python prints a float: with a ".0" when it prints as an integer.
+inline void print_float(std::ostream &os, double v) {
+  std::ostringstream t;
+  t.precision(17);
+  t << v;
+  std::string s = t.str();
+  os << s;
+  if (s.find_first_of(".eEn") == std::string::npos) // n: inf, nan
+    os << ".0";
+}
+
 /// Tensor arguments go to `tensors`, vectors of tensors element by element;
 /// anything else is guarded on its printed value.
 template <class T>
@@ -197,12 +216,25 @@ void collect_arg(const T &a, std::vector<Tensor> &tensors,
     for (const Tensor &t : a)
       tensors.push_back(t);
   } else {
+    // Guarded on its printed value, floating-point values as Python prints
+    // them (2.0, not 2): 2 and 2.0 promote differently (an int64 tensor
+    // times 2 stays int64).
     std::ostringstream os;
     os.precision(17); // doubles guarded by their exact value
-    if constexpr (std::is_same_v<P, bool>)
+    if constexpr (std::is_same_v<P, Scalar>) {
+      if (a.isFloatingPoint())
+        print_float(os, a.toDouble());
+      else if (a.isBoolean())
+        os << (a.toBool() ? "true" : "false");
+      else
+        os << a;
+    } else if constexpr (std::is_same_v<P, bool>) {
       os << (a ? "true" : "false");
-    else
+    } else if constexpr (std::is_floating_point_v<P>) {
+      print_float(os, double(a));
+    } else {
       os << a; // a non-tensor argument must be printable to be guarded
+    }
     guards.push_back(os.str());
   }
 }
@@ -272,20 +304,29 @@ public:
         state_(detail::make_compiled_state(std::move(options))) {}
 
   template <class... Args> auto operator()(Args &&...args) {
+    // The function receives copies of the arguments (tensors replaced by
+    // capture tensors): a parameter taken by non-const reference would be
+    // written into a copy and the caller would never see it.
+    static_assert(std::is_invocable_v<F &, detail::plain_t<Args>...>,
+                  "ember::compile: the function cannot be called with "
+                  "copies of these arguments: a parameter taken by non-const "
+                  "reference (T&) would be written into a copy the caller "
+                  "never sees; take it by value or const reference and "
+                  "return what it computes");
     using R = std::invoke_result_t<F &, Args...>;
     std::vector<Tensor> tensors;
     std::vector<std::string> guards;
     (detail::collect_arg(args, tensors, guards), ...);
     auto body = [&](const std::vector<Tensor> &in) {
-      size_t pos = 0;
+      [[maybe_unused]] size_t pos = 0; // (unused without arguments)
       // Braced initialisation keeps the arguments' order.
       std::tuple<detail::plain_t<Args>...> rebuilt{
           detail::rebuild_arg(args, in, pos)...};
       detail::FlatOutputs out;
       if constexpr (std::is_void_v<R>)
-        std::apply(fn_, rebuilt);
+        std::apply(fn_, std::move(rebuilt));
       else
-        detail::flatten_result(std::apply(fn_, rebuilt), out);
+        detail::flatten_result(std::apply(fn_, std::move(rebuilt)), out);
       return out;
     };
     detail::FlatOutputs out =

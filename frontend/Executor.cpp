@@ -1,5 +1,7 @@
 #include "frontend/Executor.h"
 
+#include "eager/autograd/GradMode.h"
+
 #include "eager/Factory.h"
 
 #include <algorithm>
@@ -77,6 +79,15 @@ std::vector<Tensor> Program::run(const std::vector<Tensor> &inputs) const {
               inputs.size());
   // Steps run the eager kernels, never the capture of an enclosing call.
   ExcludeDispatchKeyGuard no_capture(DispatchKey::Capture);
+  // Note [Graphs run without autograd]
+  // Capture records an op into a graph only when none of its inputs needs
+  // grad under the grad mode in effect where the op was called (otherwise
+  // the rest of the call runs eagerly): no graph op records history. The
+  // graph runs later, after the function's own NoGradGuard (if any) has
+  // ended, so it runs under one itself: its results do not require grad,
+  // and writing a mutation back into a leaf that requires grad (an
+  // optimizer step under NoGradGuard) is as legal as it was eagerly.
+  NoGradGuard no_grad;
   std::vector<Tensor> env(trace_.types.size());
   for (size_t i = 0; i < inputs.size(); ++i)
     env[trace_.inputs[i].value] = inputs[i];

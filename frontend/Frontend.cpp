@@ -320,8 +320,11 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
                 (options.opt_level() < 2
                      ? ": opt_level " + std::to_string(options.opt_level()) +
                            " runs every op eagerly"
-                     : ": no CPU kernel for this op (its eager "
-                       "kernel runs)")];
+                     : ": " +
+                           (n.fallback_reason.empty()
+                                ? "no CPU kernel for this op"
+                                : n.fallback_reason) +
+                           " (its eager kernel runs)")];
     }
   }
   for (const frontend::KernelInfo &k : lowered.kernels)
@@ -603,7 +606,21 @@ FlatOutputs run_compiled(
       },
       st.options.fullgraph());
   std::vector<Tensor> wrapped = s.wrap_arguments(tensors);
-  FlatOutputs out = body(wrapped);
+  FlatOutputs out;
+  try {
+    out = body(wrapped);
+  } catch (...) {
+    // Note [A raising call keeps what ran before]
+    // When the function raises while it is captured (an op's shape check,
+    // or the user's own code throwing), eager has already run every op
+    // before that point, writes to arguments and captured tensors
+    // included. So the graph captured so far runs, as at a graph break,
+    // then the exception goes on to the caller. (If that graph raises,
+    // its error comes first, as the earlier op's would eagerly.)
+    std::exception_ptr raised = std::current_exception();
+    s.finish_raised();
+    std::rethrow_exception(raised);
+  }
   std::vector<OutputRecipe> recipes = s.finish(out.tensors);
   // An argument returned as is is the caller's own tensor, as eagerly (not
   // the capture tensor that stood for it, now an alias of it).

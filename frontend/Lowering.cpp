@@ -1,9 +1,11 @@
 #include "frontend/Lowering.h"
 
 #include "codegen/CpuFusion.h"
+#include "codegen/Lower.h"
 #include "ir/Builder.h"
 #include "ir/Dialect.h"
 #include "ir/Import.h"
+#include "ir/Queries.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -68,16 +70,13 @@ Lowered lower(const ir::Trace &trace, const LowerOptions &options) {
   mlir::MLIRContext &ctx = context();
   mlir::OwningOpRef<mlir::ModuleOp> module = ir::build_module(ctx, {&trace});
   ir::verify_module(*module);
-  Lowered out{Program(ir::Trace()),
-              ir::print_module(*module, false),
-              ir::print_module(*module, true),
-              "",
-              {},
-              0,
-              0};
+  Lowered out{Program(ir::Trace())};
+  out.ir = ir::print_module(*module, false);
+  out.ir_with_locations = ir::print_module(*module, true);
 
   auto t0 = Clock::now();
   if (options.opt_level > 0) {
+    codegen::register_fusion_targets();
     mlir::PassManager pm(&ctx);
     passes::build_pipeline(pm, options.opt_level, options.inplace_buffers);
     pm.addInstrumentation(std::make_unique<PassRecorder>(out.pass_runs, *module,
@@ -97,18 +96,42 @@ Lowered lower(const ir::Trace &trace, const LowerOptions &options) {
 
   auto func = module->lookupSymbol<mlir::func::FuncOp>(trace.name);
   EMBER_INTERNAL_ASSERT(func);
+
+  // Each fusion: a CPU kernel, or its ops run eagerly (and why); each op
+  // outside the fusions: why the CPU generator does not take it. The
+  // ops that become nodes, in the importer's order.
+  t0 = Clock::now();
+  std::vector<codegen::FusionCompile> compiled;
+  std::vector<std::string> unsupported;
+  for (mlir::Operation &op : func.getBody().front()) {
+    if (llvm::isa<ir::ConstantOp, mlir::func::ReturnOp>(op))
+      continue;
+    if (llvm::isa<ir::FusionOp>(op)) {
+      compiled.push_back(
+          codegen::compile_cpu_fusion(&op, options.keep_kernel_ir));
+      unsupported.push_back(compiled.back().why_not);
+    } else if (op.hasTrait<ir::OpTrait::Pointwise>() ||
+               op.hasTrait<ir::OpTrait::Conversion>() ||
+               ir::reduction_of(&op)) {
+      // An op of a kind that fuses, which the CPU generator refused.
+      unsupported.push_back(codegen::cpu_unsupported(&op));
+    } else {
+      unsupported.push_back("");
+    }
+  }
+  out.codegen_seconds = since(t0);
+
   ir::Trace imported = ir::import_func(func);
   imported.output_strides = trace.output_strides; // not part of the IR
-
-  // Each fusion: a CPU kernel, or its ops run eagerly (and why).
-  t0 = Clock::now();
-  for (ir::Node &n : imported.nodes) {
+  EMBER_INTERNAL_ASSERT(imported.nodes.size() == unsupported.size());
+  size_t fusion = 0;
+  for (size_t i = 0; i < imported.nodes.size(); ++i) {
+    ir::Node &n = imported.nodes[i];
+    n.fallback_reason = unsupported[i];
     if (!n.body)
       continue;
-    codegen::FusionCompile c =
-        codegen::compile_cpu_fusion(*n.body, options.keep_kernel_ir);
+    codegen::FusionCompile &c = compiled[fusion++];
     n.kernel = c.kernel;
-    n.fallback_reason = c.why_not;
     KernelInfo k;
     k.name = c.kernel ? c.kernel->name() : "";
     k.why_not = c.why_not;
@@ -120,7 +143,6 @@ Lowered lower(const ir::Trace &trace, const LowerOptions &options) {
     k.origin = c.origin;
     out.kernels.push_back(std::move(k));
   }
-  out.codegen_seconds = since(t0);
   out.program = Program(std::move(imported));
   return out;
 }

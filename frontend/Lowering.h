@@ -38,6 +38,7 @@ struct PassRun {
 };
 
 struct Lowered {
+  explicit Lowered(Program p) : program(std::move(p)) {}
   Program program;
   std::string ir;                ///< the captured module, printed
   std::string ir_with_locations; ///< with locations, for EMBER_DEBUG_DIR

@@ -7,6 +7,15 @@
 namespace ember::ir {
 
 namespace {
+/// `prefix` then the number. (Not `"c" + std::to_string(i)`: GCC 12 warns
+/// -Wrestrict on that pattern once inlined, a known false positive, GCC
+/// bug 105329.)
+std::string prefixed(const char *prefix, int64_t i) {
+  std::string s = prefix;
+  s += std::to_string(i);
+  return s;
+}
+
 constexpr std::pair<InputKind, const char *> kInputKinds[] = {
     {InputKind::Argument, "argument"},
     {InputKind::Lifted, "lifted"},
@@ -40,13 +49,13 @@ static std::string type_str(const ValueType &t) {
   std::string n = short_names[int(t.dtype)];
   // float32 -> f32, int64 -> i64, uint8 -> u8, bfloat16 -> bf16, bool.
   if (n.rfind("float", 0) == 0)
-    n = "f" + n.substr(5);
+    n.replace(0, 5, "f");
   else if (n.rfind("bfloat", 0) == 0)
-    n = "bf" + n.substr(6);
+    n.replace(0, 6, "bf");
   else if (n.rfind("uint", 0) == 0)
-    n = "u" + n.substr(4);
+    n.replace(0, 4, "u");
   else if (n.rfind("int", 0) == 0)
-    n = "i" + n.substr(3);
+    n.replace(0, 3, "i");
   os << n << "[";
   for (size_t i = 0; i < t.sizes.size(); ++i)
     os << (i ? ", " : "") << t.sizes[i];
@@ -153,8 +162,7 @@ std::string Node::label() const {
 
 bool Trace::same_structure(const Trace &o) const {
   if (types != o.types || outputs != o.outputs ||
-      output_strides != o.output_strides ||
-      inputs.size() != o.inputs.size() ||
+      output_strides != o.output_strides || inputs.size() != o.inputs.size() ||
       constants.size() != o.constants.size() ||
       nodes.size() != o.nodes.size() || mutations.size() != o.mutations.size())
     return false;
@@ -228,7 +236,7 @@ uint64_t Trace::structure_hash() const {
 std::string Trace::str() const {
   std::ostringstream os;
   os.precision(17); // constants and attributes exactly (the cache key uses it)
-  auto v = [&](int id) { return "%" + std::to_string(id); };
+  auto v = [&](int id) { return prefixed("%", id); };
   os << "graph " << name << "(";
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Input &in = inputs[i];
@@ -310,7 +318,7 @@ std::string to_dot(const Trace &trace) {
   os << "  rankdir=TB;\n  node [fontname=\"monospace\", fontsize=10];\n";
   for (size_t i = 0; i < trace.inputs.size(); ++i) {
     const Input &in = trace.inputs[i];
-    std::string id = "in" + std::to_string(i);
+    std::string id = prefixed("in", i);
     def[in.value] = id;
     os << "  " << id << " [shape=box, style=filled, fillcolor=lightblue, "
        << "label=\"" << in.name << "\\n"
@@ -318,13 +326,13 @@ std::string to_dot(const Trace &trace) {
   }
   for (size_t i = 0; i < trace.constants.size(); ++i) {
     const Constant &c = trace.constants[i];
-    std::string id = "c" + std::to_string(i);
+    std::string id = prefixed("c", i);
     def[c.value] = id;
     os << "  " << id << " [shape=plaintext, label=\"" << c.scalar << "\"];\n";
   }
   for (size_t i = 0; i < trace.nodes.size(); ++i) {
     const Node &n = trace.nodes[i];
-    std::string id = "n" + std::to_string(i);
+    std::string id = prefixed("n", i);
     os << "  " << id << " [shape=" << (n.body ? "box" : "ellipse")
        << ", label=\"" << n.label();
     for (int r : n.results)

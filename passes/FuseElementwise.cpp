@@ -2,11 +2,10 @@
 // reductions they feed into ember.fusion regions.
 #include "passes/Passes.h"
 
-#include "eager/Reduction.h"
-#include "eager/WrapDim.h"
 #include "ir/Domain.h"
-#include "ir/Import.h"
+#include "ir/Queries.h"
 #include "ir/Types.h"
+#include "passes/FusionTarget.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -54,10 +53,9 @@ bool reads_as_indexed(const Domain &d, llvm::ArrayRef<Operation *> ops) {
   return true;
 }
 
-/// The domain of a fusible op on its own; none for an op that is not.
-std::optional<Domain> own_domain(Operation *op) {
-  if (op->getNumResults() != 1)
-    return std::nullopt;
+/// The domain of an op of a fusible kind (pointwise, a conversion on one
+/// device, a reduction the generators fold), on its own.
+std::optional<Domain> kind_domain(Operation *op) {
   if (op->hasTrait<ir::OpTrait::Pointwise>())
     return Domain{shape_of(op->getResult(0)), {}};
   // A conversion on one device is elementwise too.
@@ -65,25 +63,24 @@ std::optional<Domain> own_domain(Operation *op) {
       ir::value_type(op->getOperand(0).getType()).device ==
           ir::value_type(op->getResult(0).getType()).device)
     return Domain{shape_of(op->getResult(0)), {}};
-  const OperatorHandle *h = ir::table_op(op);
-  const ReductionInfo *info = h ? find_reduction(*h) : nullptr;
-  if (!info)
+  std::optional<ir::ReductionOp> r = ir::reduction_of(op);
+  if (!r)
     return std::nullopt;
-  Domain d;
-  d.full = shape_of(op->getOperand(0));
+  Domain d{shape_of(op->getOperand(0)), r->folded};
   if (d.full.empty()) // a 0-dim reduction is a copy: one point, one "dim"
     return std::nullopt;
-  d.reduced.assign(d.full.size(), info->dim < 0);
-  if (info->dim >= 0) {
-    ir::Trace t = ir::import_op(op);
-    const IValue &dims = t.nodes[0].args[size_t(info->dim)].attr;
-    if (dims.isNone() || dims.toIntList().empty()) {
-      d.reduced.assign(d.full.size(), true);
-    } else {
-      for (int64_t dim : dims.toIntList())
-        d.reduced[size_t(maybe_wrap_dim(dim, int64_t(d.full.size())))] = true;
-    }
-  }
+  return d;
+}
+
+/// The domain of a fusible op on its own; none for an op that is not, or
+/// that `target` does not compute (Note [Per-op capability]).
+std::optional<Domain> own_domain(Operation *op,
+                                 const passes::FusionTarget &target) {
+  if (op->getNumResults() != 1)
+    return std::nullopt;
+  std::optional<Domain> d = kind_domain(op);
+  if (d && !target.unsupported(op).empty())
+    return std::nullopt;
   return d;
 }
 
@@ -151,7 +148,20 @@ struct Group {
 };
 
 struct FuseElementwise : impl::FuseElementwiseBase<FuseElementwise> {
+  using FuseElementwiseBase::FuseElementwiseBase;
+
   void runOnOperation() override {
+    std::shared_ptr<const passes::FusionTarget> t =
+        passes::find_fusion_target(target);
+    if (!t) {
+      std::string names;
+      for (const std::string &n : passes::fusion_target_names())
+        names += (names.empty() ? "" : ", ") + n;
+      getOperation().emitError()
+          << "ember-fuse-elementwise: no fusion target named '" << target
+          << "' (registered: " << names << ")";
+      return signalPassFailure();
+    }
     Block &block = getOperation().getBody().front();
     std::vector<Group> groups;
     llvm::DenseMap<Operation *, int> group_of;
@@ -165,7 +175,7 @@ struct FuseElementwise : impl::FuseElementwiseBase<FuseElementwise> {
     // not join are sealed (their fusion must come before this op, so
     // nothing after it may join them).
     for (Operation &op : block) {
-      std::optional<Domain> own = own_domain(&op);
+      std::optional<Domain> own = own_domain(&op, *t);
       llvm::SmallVector<int> producers;
       for (Value v : op.getOperands()) {
         Operation *def = v.getDefiningOp();

@@ -21,10 +21,15 @@ struct PipelineOptions : mlir::PassPipelineOptions<PipelineOptions> {
       *this, "inplace-buffers",
       llvm::cl::desc("plan fusion results into dying inputs' buffers"),
       llvm::cl::init(true)};
+  Option<std::string> target{
+      *this, "target",
+      llvm::cl::desc("the fusion target (Note [Per-op capability])"),
+      llvm::cl::init("cpu")};
 };
 } // namespace
 
-void build_pipeline(mlir::OpPassManager &pm, int level, bool inplace_buffers) {
+void build_pipeline(mlir::OpPassManager &pm, int level, bool inplace_buffers,
+                    const std::string &target) {
   EMBER_CHECK_VALUE(level >= 0 && level <= kMaxOptLevel,
                     "optimisation level must be 0 to ", kMaxOptLevel, ", got ",
                     level);
@@ -38,7 +43,8 @@ void build_pipeline(mlir::OpPassManager &pm, int level, bool inplace_buffers) {
     pm.addNestedPass<mlir::func::FuncOp>(createDecompose());
     pm.addPass(mlir::createCanonicalizerPass());
     pm.addPass(mlir::createCSEPass());
-    pm.addNestedPass<mlir::func::FuncOp>(createFuseElementwise());
+    pm.addNestedPass<mlir::func::FuncOp>(
+        createFuseElementwise(FuseElementwiseOptions{target}));
     if (inplace_buffers)
       pm.addNestedPass<mlir::func::FuncOp>(createPlanMemory());
   }
@@ -52,7 +58,7 @@ void register_passes() {
     mlir::PassPipelineRegistration<PipelineOptions>(
         "ember-pipeline", "ember's passes at an optimisation level",
         [](mlir::OpPassManager &pm, const PipelineOptions &o) {
-          build_pipeline(pm, o.level, o.inplace_buffers);
+          build_pipeline(pm, o.level, o.inplace_buffers, o.target);
         });
   });
 }

@@ -9,6 +9,7 @@
 #include "mlir/Pass/PassManager.h"
 
 #include <memory>
+#include <string>
 
 namespace ember::passes {
 
@@ -24,9 +25,10 @@ inline constexpr int kMaxOptLevel = 2;
 
 /// Adds the passes of optimisation level `level` to `pm` (anchored on a
 /// module): 0 nothing (every op an eager step), 1 canonicalize and CSE,
-/// 2 also decomposition, elementwise fusion and (with `inplace_buffers`)
-/// the buffer plan.
+/// 2 also decomposition, elementwise fusion for the fusion target `target`
+/// (passes/FusionTarget.h) and (with `inplace_buffers`) the buffer plan.
 void build_pipeline(mlir::OpPassManager &pm, int level,
-                    bool inplace_buffers = true);
+                    bool inplace_buffers = true,
+                    const std::string &target = "cpu");
 
 } // namespace ember::passes

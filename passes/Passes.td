@@ -39,17 +39,27 @@ def Decompose : Pass<"ember-decompose", "mlir::func::FuncOp"> {
 }
 
 def FuseElementwise : Pass<"ember-fuse-elementwise", "mlir::func::FuncOp"> {
-  let summary = "groups pointwise ops into ember.fusion regions";
+  let summary = "groups pointwise ops and the reductions they feed into ember.fusion regions";
   let description = [{
-    Groups ops with the Pointwise trait into `ember.fusion` regions, each
-    of which a code generator compiles into one loop. Walking the function
-    backwards, an op joins the fusion of its users when all of its users
-    are in that one fusion and its result has as many elements as the
-    fusion's results (so no value is computed twice: a producer whose
-    result is broadcast into a larger consumer keeps its own fusion, and a
-    value used by two fusions is computed once and read by both). Wrapped
-    numbers (`ember.constant {wrapped_number}`) are copied into every
-    fusion that uses them.
+    Groups pointwise ops, conversions on one device and the reductions of
+    the op table (sum, mean, amax, amin) into `ember.fusion` regions, each of
+    which a code generator compiles into one kernel. Every op has a
+    *domain*: its iteration space and the dims it folds (ir/Domain.h).
+
+    Walking the function forward, an op joins the groups of its operands
+    (vertical fusion) and the earlier groups that read one of its operands
+    (horizontal fusion: the operand is read once) when their domains merge
+    (equal; or one a reduction whose kept points are the other's space) and
+    every op reads its operands as the merged kernel indexes them (Note
+    [Reduction fusion]). A group that an op outside it reads is sealed:
+    nothing after that op joins it, so each fusion can run where its last
+    op was. Wrapped numbers (`ember.constant {wrapped_number}`) are copied
+    into every fusion that uses them.
+
+    Which ops take part is the `target` code generator's answer, per op
+    (Note [Per-op capability] in passes/FusionTarget.h): an op it does not
+    compute stays outside and runs eagerly, and the ops around it still
+    fuse. `target=any` fuses every op that has a domain.
 
     ```mlir
     // before
@@ -64,6 +74,11 @@ def FuseElementwise : Pass<"ember-fuse-elementwise", "mlir::func::FuncOp"> {
     }
     ```
   }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "the code generator whose per-op capability decides what fuses "
+           "(cpu, any)">
+  ];
   let dependentDialects = ["::ember::ir::EmberDialect"];
 }
 

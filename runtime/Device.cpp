@@ -26,8 +26,10 @@ Device::Device(const std::string &s) {
 
 std::string Device::str() const {
   std::string s = toString(type_);
-  if (index_ >= 0)
-    s += ":" + std::to_string(index_);
+  if (index_ >= 0) { // (not `":" + to_string`: GCC 12 -Wrestrict, bug 105329)
+    s += ':';
+    s += std::to_string(index_);
+  }
   return s;
 }
 

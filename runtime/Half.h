@@ -1,6 +1,16 @@
 #pragma once
 /// 16-bit floating types. Storage only: arithmetic converts to float, which is
 /// how every kernel computes on them (Note [Reduced precision compute]).
+///
+/// Note [Reduced precision compute]
+/// float16 and bfloat16 are storage types: every kernel (eager's pointwise,
+/// reduction and softmax kernels, the decompositions, compiled kernels)
+/// loads them as float, computes in float (sums accumulate in double, as
+/// for float32), and rounds to the 16-bit type once, when it stores the
+/// result, as PyTorch's CPU kernels do (opmath_type, acc_type). Each op
+/// rounds its own result: a compiled kernel, which keeps a 16-bit value in
+/// a float register, rounds after each op too, so it matches eager bit for
+/// bit (Note [One scalar semantics] in codegen/ScalarLibrary.h).
 
 #include <cstdint>
 #include <cstring>

@@ -305,9 +305,13 @@ void Tensor::backward(const Tensor &gradient, std::optional<bool> retain_graph,
 
 Tensor Tensor::detach() const {
   // A capture tensor has no autograd history to cut (capture runs without
-  // grad): the detached tensor is the same value.
-  if (impl()->key_set().has(DispatchKey::Capture))
-    return *this;
+  // grad), but detach() still gives a new tensor, an alias of the same
+  // memory: the same value, recorded as a view so that the caller gets a
+  // tensor of its own (not the argument it passed).
+  if (impl()->key_set().has(DispatchKey::Capture)) {
+    NoGradGuard no_grad; // (the alias has no history, as eagerly)
+    return as_strided(sizes(), strides(), storage_offset());
+  }
   auto impl2 = make_intrusive<TensorImpl>(storage(), dtype(), sizes(),
                                           strides(), storage_offset());
   return Tensor(std::move(impl2));

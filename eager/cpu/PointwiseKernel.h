@@ -120,9 +120,10 @@ Tensor run_pointwise(const PointwiseSpec &spec, ArrayRef<const Tensor *> inputs,
                                        std::make_index_sequence<N>{});
         };
         if (plan.flat) {
-          // Note [Flat pointwise path]: contiguous operands (or one-element
-          // ones, read with stride 0) need no iterator; this is the path of
-          // small ops (per-op overhead) and of large contiguous ones.
+          // Note [Flat pointwise path]
+          // Contiguous operands (or one-element ones, read with stride 0)
+          // need no iterator; this is the path of small ops (per-op
+          // overhead) and of large contiguous ones.
           char *base[N + 1];
           int64_t st[N + 1];
           base[0] = static_cast<char *>(plan.out.data_ptr());

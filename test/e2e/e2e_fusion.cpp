@@ -204,3 +204,37 @@ TEST(E2EFusion, ConversionsFuse) {
   EXPECT_EQ(c.kernels, 1);
   EXPECT_EQ(c.fallbacks, 0);
 }
+
+TEST(E2EFusion, AnOpTheGeneratorDoesNotTakeLeavesTheRestFused) {
+  // Note [Per-op capability]: an integer remainder must raise on a zero
+  // divisor, which only its eager kernel checks, so the CPU generator does
+  // not take it. It runs eagerly on its own; the float chain around it is
+  // still one kernel, and explain() says why the remainder is eager.
+  auto fn = [](const Tensor &x, const Tensor &i, const Tensor &j) {
+    return ((x * x + i.remainder(j)) * 0.5).exp();
+  };
+  Tensor x = random({6, 9}, kFloat, 31);
+  Tensor i = (random({6, 9}, kFloat, 32) * 50).to(kLong);
+  Tensor j = (random({9}, kFloat, 33).abs() * 7 + 1).to(kLong);
+  ExplainOutput e = expect_same(fn, {x, i, j});
+  ASSERT_EQ(e.graphs.size(), 1u);
+  const GraphInfo &g = e.graphs[0];
+  EXPECT_EQ(g.kernels, 1);
+  EXPECT_EQ(g.fallbacks, 1);
+  ASSERT_EQ(g.kernel_list.size(), 1u);
+  EXPECT_EQ(g.kernel_list[0].ops.size(), 4u); // mul, add, mul, exp
+  ASSERT_EQ(g.fallback_reasons.size(), 1u);
+  EXPECT_NE(g.fallback_reasons[0].find("ember::remainder.Tensor"),
+            std::string::npos)
+      << g.fallback_reasons[0];
+  EXPECT_NE(g.fallback_reasons[0].find("zero divisor must raise"),
+            std::string::npos)
+      << g.fallback_reasons[0];
+
+  // And the compiled program raises where eager raises.
+  Tensor zero = j.clone();
+  zero.select(0, 3).fill_(0);
+  auto compiled = compile(fn);
+  EXPECT_THROW(fn(x, i, zero), Error);
+  EXPECT_THROW(compiled(x, i, zero), Error);
+}

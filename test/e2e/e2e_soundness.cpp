@@ -345,3 +345,159 @@ TEST(E2ESoundness, ResultWrittenIntoAViewIsAWholeNewTensor) {
   expect_same(fn, {random({2, 2}, kFloat, 17)});
   expect_same(fn, {random({3, 5}, kFloat, 18).narrow(1, 1, 2)});
 }
+
+// --- what an independent probe of compile() found ---------------------------
+
+TEST(E2ESoundness, AnUndefinedResultIsReturnedAsItIs) {
+  auto fn = [](const Tensor &x) {
+    return std::make_tuple(Tensor(), x * 2, std::vector<Tensor>{Tensor()});
+  };
+  for (int64_t level = 0; level <= 2; ++level) {
+    auto f = compile(fn, CompileOptions().opt_level(level));
+    auto [u, y, l] = f(ones({2}));
+    EXPECT_FALSE(u.defined()) << "level " << level;
+    EXPECT_TRUE(same(y, full({2}, 2.0f))) << "level " << level;
+    ASSERT_EQ(l.size(), 1u);
+    EXPECT_FALSE(l[0].defined()) << "level " << level;
+  }
+}
+
+TEST(E2ESoundness, AnOptimizerStepUnderNoGradInsideTheFunction) {
+  // Note [Graphs run without autograd] (frontend/Executor.cpp): writing into
+  // a captured leaf that requires grad is legal under the function's own
+  // NoGradGuard, and stays legal when the graph runs after it ended.
+  Tensor we = ones({3}).requires_grad_(), wc = ones({3}).requires_grad_();
+  (we * we).sum().backward();
+  (wc * wc).sum().backward();
+  auto step = [](Tensor &w) {
+    return [&w] {
+      NoGradGuard g;
+      w.sub_(w.grad() * 0.25);
+    };
+  };
+  auto eager_step = step(we);
+  auto f = compile(step(wc));
+  for (int i = 0; i < 2; ++i) {
+    eager_step();
+    f();
+    EXPECT_TRUE(same(wc.detach(), we.detach())) << "call " << i;
+    EXPECT_TRUE(wc.requires_grad());
+    EXPECT_TRUE(wc.is_leaf());
+  }
+  // And with the library's optimizer.
+  nn::Linear le(3, 2), lc(3, 2);
+  {
+    NoGradGuard g;
+    for (size_t i = 0; i < le->parameters().size(); ++i)
+      lc->parameters()[i].copy_(le->parameters()[i]);
+  }
+  optim::SGD oe(le->parameters(), 0.1), oc(lc->parameters(), 0.1);
+  Tensor x = random({4, 3}, kFloat, 201);
+  le->forward(x).sum().backward();
+  lc->forward(x).sum().backward();
+  auto opt_step = compile([&oc] { oc.step(); });
+  oe.step();
+  opt_step();
+  for (size_t i = 0; i < le->parameters().size(); ++i)
+    EXPECT_TRUE(
+        same(lc->parameters()[i].detach(), le->parameters()[i].detach()));
+}
+
+TEST(E2ESoundness, GraphOpsRecordNoHistoryUnderTheFunctionsNoGrad) {
+  Tensor w = random({3}, kFloat, 202).requires_grad_();
+  auto fn = [&w](const Tensor &x) {
+    NoGradGuard g;
+    return w * x;
+  };
+  Tensor x = random({3}, kFloat, 203);
+  Tensor e = fn(x), c = compile(fn)(x);
+  EXPECT_FALSE(e.requires_grad());
+  EXPECT_FALSE(c.requires_grad());
+  EXPECT_TRUE(same(c, e));
+}
+
+TEST(E2ESoundness, ScalarArgumentsAreGuardedOnTheirKind) {
+  auto fn = [](const Tensor &x, const Scalar &s) { return x * s; };
+  for (bool replay : {false, true}) {
+    auto f = compile(fn, CompileOptions().replay(replay));
+    Tensor x = arange(3);
+    EXPECT_TRUE(same(f(x, Scalar(int64_t(2))), fn(x, Scalar(int64_t(2)))));
+    Tensor c = f(x, Scalar(2.0)), e = fn(x, Scalar(2.0));
+    EXPECT_EQ(c.dtype(), kFloat) << "replay " << replay;
+    EXPECT_TRUE(same(c, e)) << "replay " << replay;
+  }
+  // A generic lambda called with an int, then a double.
+  auto g = compile([](const Tensor &x, auto s) { return x * s; });
+  Tensor x = arange(3);
+  EXPECT_EQ(g(x, 2).dtype(), kLong);
+  EXPECT_EQ(g(x, 2.0).dtype(), kFloat);
+}
+
+TEST(E2ESoundness, RequiresGradSetOnAnArgumentInsideTheFunctionRaises) {
+  // Note [What compile() may change]: the function sees a stand-in for the
+  // caller's tensor; its gradient could not reach the caller's. A clear
+  // error, with what ran before it applied (the write).
+  auto fn = [](const Tensor &x) {
+    x.add_(1);
+    x.requires_grad_();
+    return x * 2;
+  };
+  for (int64_t level = 0; level <= 2; ++level) {
+    Tensor b = zeros({3});
+    try {
+      compile(fn, CompileOptions().opt_level(level))(b);
+      ADD_FAILURE() << "no error at level " << level;
+    } catch (const Error &e) {
+      EXPECT_NE(std::string(e.what()).find("Call requires_grad_() before"),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_TRUE(same(b, ones({3}))) << "level " << level;
+    EXPECT_FALSE(b.requires_grad());
+  }
+  // Set before the call, it works (the call runs eagerly in grad mode).
+  auto g = [](const Tensor &x) { return x * 2; };
+  Tensor a = random({3}, kFloat, 204).requires_grad_();
+  compile(g)(a).sum().backward();
+  ASSERT_TRUE(a.grad().defined());
+  EXPECT_TRUE(same(a.grad(), full({3}, 2.0f)));
+}
+
+TEST(E2ESoundness, DetachOfAnArgumentIsANewTensor) {
+  auto fn = [](const Tensor &x) { return x.detach(); };
+  for (int64_t level = 0; level <= 2; ++level) {
+    Tensor a = random({2, 3}, kFloat, 205);
+    Tensor c = compile(fn, CompileOptions().opt_level(level))(a);
+    EXPECT_FALSE(c.is_same(a)) << "level " << level;
+    EXPECT_TRUE(c.is_alias_of(a)) << "level " << level;
+    c.requires_grad_();
+    EXPECT_FALSE(a.requires_grad()) << "level " << level;
+  }
+  // Under grad mode, of an argument that requires grad.
+  Tensor r = random({3}, kFloat, 206).requires_grad_();
+  Tensor d = compile(fn)(r);
+  EXPECT_FALSE(d.requires_grad());
+  EXPECT_FALSE(d.is_same(r));
+}
+
+TEST(E2ESoundness, AnExceptionKeepsTheWritesBeforeIt) {
+  // Note [A raising call keeps what ran before] (frontend/Frontend.cpp).
+  auto user_error = [](const Tensor &x) {
+    x.add_(1);
+    throw std::runtime_error("user error");
+  };
+  auto shape_error = [](const Tensor &x) {
+    x.mul_(3);
+    return x + ones({5}); // [2] + [5]: raises while captured
+  };
+  for (int64_t level = 0; level <= 2; ++level) {
+    auto f = compile(user_error, CompileOptions().opt_level(level));
+    Tensor x = ones({2});
+    EXPECT_THROW(f(x), std::runtime_error);
+    EXPECT_TRUE(same(x, full({2}, 2.0f))) << "level " << level;
+    auto g = compile(shape_error, CompileOptions().opt_level(level));
+    Tensor y = ones({2});
+    EXPECT_THROW(g(y), Error);
+    EXPECT_TRUE(same(y, full({2}, 3.0f))) << "level " << level;
+  }
+}

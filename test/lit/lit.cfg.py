@@ -15,7 +15,7 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in"]
 # FileCheck, not, count from LLVM; ember-opt from the build tree.
 llvm_config.use_default_substitutions()
 llvm_config.add_tool_substitutions(
-    ["ember-opt", "ember-capture"],
+    ["ember-opt", "ember-capture", "ember-translate"],
     [config.ember_tools_dir, config.llvm_tools_dir])
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 

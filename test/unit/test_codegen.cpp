@@ -13,6 +13,12 @@ using codegen::KernelSpec;
 
 namespace {
 
+/// The op handle of a dispatcher op ("ember::add.Tensor").
+const OperatorHandle &op(const std::string &name) {
+  return Dispatcher::singleton().findSchemaOrThrow(name);
+}
+const OperatorHandle &op_of(const char *name) { return op(name); }
+
 Tensor random(IntArrayRef shape, ScalarType dt, uint64_t seed) {
   Generator g(seed);
   Tensor t = randn(shape, g) * 3;
@@ -69,9 +75,9 @@ TEST(Codegen, FusedChainWithBroadcastEqualsEagerBitForBit) {
   int vx = k.input(kFloat, strides_over(x, k.shape));
   int vw = k.input(kFloat, strides_over(w, k.shape));
   int vb = k.input(kFloat, strides_over(b, k.shape));
-  int m = k.step("ember::mul.Tensor", {vx, vw}, {}, kFloat, kFloat);
-  int a = k.step("ember::add.Tensor", {m, vb}, {Scalar(1)}, kFloat, kFloat);
-  k.outputs = {k.step("ember::silu", {a}, {}, kFloat, kFloat), m};
+  int m = k.step(op("ember::mul.Tensor"), {vx, vw}, {}, kFloat, kFloat);
+  int a = k.step(op("ember::add.Tensor"), {m, vb}, {Scalar(1)}, kFloat, kFloat);
+  k.outputs = {k.step(op("ember::silu"), {a}, {}, kFloat, kFloat), m};
   auto outs = run(k, {x, w, b});
   EXPECT_TRUE(bit_equal(outs[0], nn::functional::silu(x * w + b)));
   EXPECT_TRUE(bit_equal(outs[1], (x * w).contiguous()));
@@ -88,7 +94,7 @@ TEST(Codegen, TranscendentalsAndSpecialValues) {
     KernelSpec k;
     k.shape = {x.numel()};
     int v = k.input(kFloat, {1});
-    k.outputs = {k.step(op, {v}, {}, kFloat, kFloat)};
+    k.outputs = {k.step(op_of(op), {v}, {}, kFloat, kFloat)};
     Tensor got = run(k, {x})[0];
     const OperatorHandle &h = Dispatcher::singleton().findSchemaOrThrow(op);
     Stack st{IValue(x)};
@@ -106,13 +112,14 @@ TEST(Codegen, PromotionMasksAndSixteenBitFloats) {
   int vi = k.input(kInt, {1}), vh = k.input(kHalf, {1}),
       vb = k.input(kBFloat16, {1}), vm = k.input(kBool, {1});
   // int32 + half -> half (computed in float, rounded to half)
-  int s = k.step("ember::add.Tensor", {vi, vh}, {Scalar(2)}, kHalf, kHalf);
-  int e = k.step("ember::exp", {s}, {}, kHalf, kHalf);
+  int s = k.step(op("ember::add.Tensor"), {vi, vh}, {Scalar(2)}, kHalf, kHalf);
+  int e = k.step(op("ember::exp"), {s}, {}, kHalf, kHalf);
   // where(mask, bf16, half) -> float32? promote bf16 with half: float32
-  int w = k.step("ember::where.self", {vm, vb, e}, {}, kFloat, kFloat);
-  int c = k.step("ember::gt.Tensor", {w, vi}, {}, kFloat, kBool);
+  int w = k.step(op("ember::where.self"), {vm, vb, e}, {}, kFloat, kFloat);
+  int c = k.step(op("ember::gt.Tensor"), {w, vi}, {}, kFloat, kBool);
   int wrapped = k.constant(kDouble, Scalar(0.1)); // a wrapped number
-  int r = k.step("ember::mul.Tensor", {vb, wrapped}, {}, kBFloat16, kBFloat16);
+  int r =
+      k.step(op("ember::mul.Tensor"), {vb, wrapped}, {}, kBFloat16, kBFloat16);
   k.outputs = {s, e, w, c, r, k.convert(w, kChar)};
   auto outs = run(k, {i, h, bf, m});
   Tensor es = add(i, h, 2), ee = es.exp(), ew = where(m, bf, ee);
@@ -131,9 +138,10 @@ TEST(Codegen, IntegerAndBoolArithmeticAsEager) {
   k.shape = {50};
   int va = k.input(kChar, {1}), vb = k.input(kChar, {1});
   // int8 wraps as eager's does; remainder takes the divisor's sign.
-  int mul = k.step("ember::mul.Tensor", {va, vb}, {}, kChar, kChar);
-  int rem = k.step("ember::remainder.Tensor", {va, vb}, {}, kChar, kChar);
-  int band = k.step("ember::bitwise_and.Tensor", {va, vb}, {}, kChar, kChar);
+  int mul = k.step(op("ember::mul.Tensor"), {va, vb}, {}, kChar, kChar);
+  int rem = k.step(op("ember::remainder.Tensor"), {va, vb}, {}, kChar, kChar);
+  int band =
+      k.step(op("ember::bitwise_and.Tensor"), {va, vb}, {}, kChar, kChar);
   k.outputs = {mul, rem, band};
   Tensor nz = b.masked_fill(b == 0, 1);
   ASSERT_TRUE(nz.equal(b)); // no zero divisor: eager would raise
@@ -149,13 +157,13 @@ TEST(Codegen, ZeroDimAndEmptySpaces) {
   KernelSpec k;
   k.shape = {};
   int v = k.input(kFloat, {});
-  k.outputs = {k.step("ember::neg", {v}, {}, kFloat, kFloat)};
+  k.outputs = {k.step(op("ember::neg"), {v}, {}, kFloat, kFloat)};
   EXPECT_TRUE(bit_equal(run(k, {x})[0], -x));
 
   KernelSpec e;
   e.shape = {3, 0};
   int ve = e.input(kFloat, {0, 1});
-  e.outputs = {e.step("ember::relu", {ve}, {}, kFloat, kFloat)};
+  e.outputs = {e.step(op("ember::relu"), {ve}, {}, kFloat, kFloat)};
   Tensor y = empty({0});
   EXPECT_EQ(run(e, {y})[0].sizes().vec(), std::vector<int64_t>({3, 0}));
 }
@@ -168,9 +176,9 @@ TEST(Codegen, ContiguousFloatChainIsOneVectorLoopWithoutCalls) {
   k.shape = {1 << 16};
   int x = k.input(kFloat, {1}), w = k.input(kFloat, {1}),
       b = k.input(kFloat, {1});
-  int m = k.step("ember::mul.Tensor", {x, w}, {}, kFloat, kFloat);
-  int a = k.step("ember::add.Tensor", {m, b}, {Scalar(1)}, kFloat, kFloat);
-  k.outputs = {k.step("ember::_gelu_erf", {a}, {}, kFloat, kFloat)};
+  int m = k.step(op("ember::mul.Tensor"), {x, w}, {}, kFloat, kFloat);
+  int a = k.step(op("ember::add.Tensor"), {m, b}, {Scalar(1)}, kFloat, kFloat);
+  k.outputs = {k.step(op("ember::_gelu_erf"), {a}, {}, kFloat, kFloat)};
   codegen::CompileKernelOptions o;
   o.keep_ir = true;
   CompiledKernel c = compile_kernel(k, o);
@@ -192,7 +200,7 @@ TEST(Codegen, UnknownOpIsAClearError) {
   KernelSpec k;
   k.shape = {4};
   int x = k.input(kFloat, {1});
-  k.outputs = {k.step("ember::mm", {x, x}, {}, kFloat, kFloat)};
+  k.outputs = {k.step(op("ember::mm"), {x, x}, {}, kFloat, kFloat)};
   try {
     compile_kernel(k);
     FAIL() << "no error";
@@ -212,8 +220,8 @@ TEST(Codegen, ReductionReadsAnExpandedInputByItsExtent) {
   Tensor row = random({1, 4}, kFloat, 3);
   int x = k.input(kFloat, {0, 1}, {3, 4});
   int two = k.constant(kFloat, Scalar(2.0));
-  int m = k.step("ember::mul.Tensor", {x, two}, {}, kFloat, kFloat);
-  int s = k.reduce("sum", m, kFloat, kDouble, kFloat);
+  int m = k.step(op("ember::mul.Tensor"), {x, two}, {}, kFloat, kFloat);
+  int s = k.reduce(ReductionInfo::Sum, m, kFloat, kDouble, kFloat);
   k.outputs = {s, m};
   EXPECT_TRUE(k.is_full(x) && k.is_full(m) && !k.is_full(s));
   CompiledKernel c = compile_kernel(k);

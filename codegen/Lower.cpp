@@ -1,0 +1,250 @@
+#include "codegen/Lower.h"
+
+#include "codegen/ScalarLibrary.h"
+#include "eager/Meta.h"
+#include "eager/OpTraits.h"
+#include "ir/Domain.h"
+#include "ir/Queries.h"
+#include "ir/Types.h"
+#include "passes/FusionTarget.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <mutex>
+
+namespace ember::codegen {
+
+namespace {
+
+using mlir::Operation;
+using mlir::Value;
+
+ir::ValueType type_of(Value v) { return ir::value_type(v.getType()); }
+
+/// A fake tensor of a value (meta functions read only its metadata): a
+/// wrapped number stays one, so type promotion sees it as eager does.
+Tensor fake_of(Value v) {
+  ir::ValueType t = type_of(v);
+  auto c = llvm::dyn_cast_or_null<ir::ConstantOp>(v.getDefiningOp());
+  if (c && c.getWrappedNumber())
+    return meta::fake_wrapped_number(t.dtype);
+  return meta::fake(t.sizes, t.dtype);
+}
+
+/// A pointwise op of the table, read from the IR: its tensor operands and
+/// Scalar arguments in schema order, and the dtype it computes in.
+struct PointwiseCall {
+  const OperatorHandle *op = nullptr;
+  std::vector<Value> tensors;
+  std::vector<Scalar> scalars;
+  ScalarType compute = ScalarType::Undefined;
+};
+
+/// Reads a pointwise op; why not, or "".
+std::string read_pointwise(Operation *op, PointwiseCall &call) {
+  const OperatorHandle *h = ir::table_op(op);
+  const meta::PointwiseSpec *spec = h ? meta::find_pointwise_spec(*h) : nullptr;
+  std::string name = op->getName().getStringRef().str();
+  if (!spec || op->getNumResults() != 1)
+    return name + " is not an op the CPU generator fuses (a pointwise op, a "
+                  "conversion, a sum, mean, amax or amin)";
+  call.op = h;
+  const FunctionSchema &s = h->schema();
+  std::vector<ir::OperandGroup> groups =
+      ir::operand_groups(s, op->getNumOperands(), op->getAttrDictionary());
+  for (size_t i = 0; i < s.arguments.size(); ++i) {
+    const Argument &a = s.arguments[i];
+    switch (ir::arg_kind(a)) {
+    case ir::ArgKind::Tensor:
+      call.tensors.push_back(op->getOperand(groups[i].begin));
+      break;
+    case ir::ArgKind::Attribute:
+      if (a.type == "Scalar") {
+        call.scalars.push_back(ir::attr_arg(op, *h, i).toScalar());
+        break;
+      }
+      [[fallthrough]];
+    default:
+      return name + " has an argument '" + a.name +
+             "' the CPU generator cannot pass";
+    }
+  }
+  std::vector<Tensor> fakes;
+  for (Value v : call.tensors)
+    fakes.push_back(fake_of(v));
+  std::vector<const Tensor *> tensors;
+  for (const Tensor &t : fakes)
+    tensors.push_back(&t);
+  std::vector<const Scalar *> promoting;
+  for (size_t i = 0; i < call.scalars.size(); ++i)
+    if ((spec->promote_scalars >> i) & 1u)
+      promoting.push_back(&call.scalars[i]);
+  call.compute = meta::pointwise(*spec, tensors, promoting, nullptr).compute;
+  if (spec->nonzero_divisor >= 0 && !isFloatingType(call.compute))
+    return name + " divides integers: a zero divisor must raise, which only "
+                  "the eager kernel checks";
+  if (!has_pointwise_function(*h, call.compute))
+    return name + " has no scalar library function for compute dtype " +
+           std::string(toString(call.compute));
+  return "";
+}
+
+std::string unsupported(Operation *op) {
+  std::string name = op->getName().getStringRef().str();
+  for (Value v : op->getOperands())
+    if (!type_of(v).device.is_cpu())
+      return name + " reads a value on " + type_of(v).device.str() +
+             ", not the CPU";
+  for (Value v : op->getResults())
+    if (!type_of(v).device.is_cpu())
+      return name + " gives a value on " + type_of(v).device.str() +
+             ", not the CPU";
+  if (std::optional<ir::ReductionOp> r = ir::reduction_of(op)) {
+    bool max = r->info->kind == ReductionInfo::Amax ||
+               r->info->kind == ReductionInfo::Amin;
+    if (max && type_of(op->getResult(0)).dtype == kBool)
+      return name + " of bool";
+    ir::ValueType in = type_of(op->getOperand(0));
+    int64_t folded = 1;
+    for (size_t d = 0; d < in.sizes.size(); ++d)
+      if (r->folded[d])
+        folded *= in.sizes[d];
+    if (max && folded == 0)
+      return name + " of an empty dim raises, which the eager kernel reports";
+    dtype_tag(compute_dtype(in.dtype)); // raises for a dtype it lacks
+    return "";
+  }
+  if (op->hasTrait<ir::OpTrait::Conversion>()) {
+    dtype_tag(type_of(op->getOperand(0)).dtype);
+    dtype_tag(type_of(op->getResult(0)).dtype);
+    return "";
+  }
+  PointwiseCall call;
+  return read_pointwise(op, call);
+}
+
+class CpuTarget final : public passes::FusionTarget {
+public:
+  std::string name() const override { return "cpu"; }
+  std::string unsupported(Operation *op) const override {
+    return cpu_unsupported(op);
+  }
+};
+
+} // namespace
+
+std::string cpu_unsupported(Operation *op) {
+  try {
+    return unsupported(op);
+  } catch (const Error &e) {
+    return op->getName().getStringRef().str() + ": " + e.what();
+  }
+}
+
+std::string lower_fusion(Operation *fusion_op, KernelSpec &k) {
+  auto fusion = llvm::dyn_cast<ir::FusionOp>(fusion_op);
+  EMBER_CHECK(fusion,
+              "lower_fusion: ", fusion_op->getName().getStringRef().str(),
+              " is not an ember.fusion");
+  mlir::Block &body = fusion.getBody().front();
+  auto yield = llvm::cast<ir::YieldOp>(body.getTerminator());
+  if (yield.getValues().empty())
+    return "the fusion has no results";
+  // The iteration space: the operand of the first fold (Note [Reduction
+  // kernels] in codegen/Kernel.h), or the results' shape.
+  for (Operation &op : body.without_terminator())
+    if (std::optional<ir::ReductionOp> r = ir::reduction_of(&op)) {
+      k.shape = type_of(op.getOperand(0)).sizes;
+      if (k.shape.empty())
+        return op.getName().getStringRef().str() + " reduces a 0-dim tensor";
+      k.reduced = r->folded;
+      break;
+    }
+  if (!k.has_reduction()) {
+    k.reduced.clear();
+    k.shape = type_of(yield.getValues()[0]).sizes;
+    for (Value v : yield.getValues())
+      if (type_of(v).sizes != k.shape)
+        return "its results have different shapes";
+  }
+  ir::Domain domain{k.shape, k.reduced};
+  llvm::DenseMap<Value, int> id;
+  for (mlir::BlockArgument a : body.getArguments()) {
+    ir::ValueType t = type_of(a);
+    std::vector<int64_t> strides, extent;
+    if (!k.strides_over(t.sizes, contiguous_strides(t.sizes), strides, &extent))
+      return detail::str("an input of shape ", IntArrayRef(t.sizes),
+                         " does not fit the iteration space ",
+                         IntArrayRef(k.shape));
+    id[a] = k.input(t.dtype, std::move(strides), std::move(extent));
+  }
+  for (Operation &op : body.without_terminator()) {
+    std::string name = op.getName().getStringRef().str();
+    if (auto c = llvm::dyn_cast<ir::ConstantOp>(op)) {
+      if (!c.getWrappedNumber())
+        return "it holds a constant tensor";
+      auto dense = llvm::cast<mlir::DenseElementsAttr>(c.getValue());
+      id[c.getResult()] =
+          k.constant(type_of(c.getResult()).dtype,
+                     ir::scalar_of(dense.getSplatValue<mlir::Attribute>()));
+      continue;
+    }
+    if (std::string why = cpu_unsupported(&op); !why.empty())
+      return why;
+    ir::ValueType rt = type_of(op.getResult(0));
+    if (std::optional<ir::ReductionOp> r = ir::reduction_of(&op)) {
+      if (type_of(op.getOperand(0)).sizes != k.shape || r->folded != k.reduced)
+        return name + " folds other dims or another shape than the fusion's "
+                      "first reduction";
+      // Sums accumulate in double or int64, max and min in the compute
+      // type of the dtype (Note [Reduction kernels] in codegen/Kernel.h).
+      bool sums = r->info->kind == ReductionInfo::Sum ||
+                  r->info->kind == ReductionInfo::Mean;
+      ScalarType acc = !sums                      ? compute_dtype(rt.dtype)
+                       : isFloatingType(rt.dtype) ? kDouble
+                                                  : kLong;
+      id[op.getResult(0)] = k.reduce(r->info->kind, id.lookup(op.getOperand(0)),
+                                     rt.dtype, acc, rt.dtype);
+      continue;
+    }
+    if (k.has_reduction())
+      // Note [Reduction fusion] (ir/Domain.h): each operand read as the
+      // kernel indexes it.
+      for (Value v : op.getOperands())
+        if (!domain.reads_as_indexed(type_of(v).sizes, rt.sizes))
+          return name + " broadcasts an operand of shape " +
+                 detail::str(IntArrayRef(type_of(v).sizes)) +
+                 " along other dims than the fusion's kernel indexes it by";
+    if (op.hasTrait<ir::OpTrait::Conversion>()) {
+      id[op.getResult(0)] = k.convert(id.lookup(op.getOperand(0)), rt.dtype);
+      continue;
+    }
+    PointwiseCall call;
+    if (std::string why = read_pointwise(&op, call); !why.empty())
+      return why;
+    std::vector<int> args;
+    for (Value v : call.tensors)
+      args.push_back(id.lookup(v));
+    id[op.getResult(0)] =
+        k.step(*call.op, std::move(args), call.scalars, call.compute, rt.dtype);
+  }
+  for (Value v : yield.getValues()) {
+    int value = id.lookup(v);
+    int64_t n = multiply_sizes(type_of(v).sizes);
+    if (n != (k.is_full(value) ? k.numel() : k.output_numel()))
+      return detail::str("a result of shape ", IntArrayRef(type_of(v).sizes),
+                         " is neither the iteration space nor its kept "
+                         "points");
+    k.outputs.push_back(value);
+  }
+  return "";
+}
+
+void register_fusion_targets() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    passes::register_fusion_target(std::make_shared<CpuTarget>());
+  });
+}
+
+} // namespace ember::codegen

@@ -1,0 +1,37 @@
+#pragma once
+/// ember.fusion -> KernelSpec: the code generators read the dialect.
+///
+/// A fusion's body (ir/EmberOps.td) becomes a typed kernel description
+/// (codegen/Kernel.h): its block arguments the inputs, wrapped numbers the
+/// constants, each op a step (a pointwise op of the table with its op
+/// handle, a conversion, or a fold), the yielded values the outputs. The
+/// same per-op analysis answers the fusion pass's question "does the CPU
+/// generator compute this op?" (Note [Per-op capability] in
+/// passes/FusionTarget.h), so the answer given while groups form and the
+/// lowering that follows cannot disagree.
+
+#include "codegen/Kernel.h"
+
+#include <string>
+
+namespace mlir {
+class Operation;
+} // namespace mlir
+
+namespace ember::codegen {
+
+/// Why the CPU generator does not compute `op` inside a fusion ("" when it
+/// does): an op of another kind (not pointwise, not a conversion on the
+/// CPU, not a fold of the table), a value not on the CPU, a dtype without
+/// a scalar library function, an integer division that must raise on zero.
+std::string cpu_unsupported(mlir::Operation *op);
+
+/// The kernel of an ember.fusion (its inputs contiguous); "" on success,
+/// otherwise why the CPU generator does not take it.
+std::string lower_fusion(mlir::Operation *fusion, KernelSpec &k);
+
+/// Registers the CPU generator as the fusion target "cpu" (passes/
+/// FusionTarget.h), once per process.
+void register_fusion_targets();
+
+} // namespace ember::codegen

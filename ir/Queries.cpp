@@ -1,0 +1,38 @@
+#include "ir/Queries.h"
+
+#include "eager/WrapDim.h"
+
+namespace ember::ir {
+
+IValue attr_arg(mlir::Operation *op, const OperatorHandle &h, size_t index) {
+  const Argument &a = h.schema().arguments.at(index);
+  EMBER_CHECK(arg_kind(a) == ArgKind::Attribute, h.name(), ": argument '",
+              a.name, "' is a tensor, not an attribute");
+  mlir::Attribute attr = op->getAttr(a.name);
+  return attr ? from_attr(attr, a) : default_value(a);
+}
+
+std::optional<ReductionOp> reduction_of(mlir::Operation *op) {
+  const OperatorHandle *h = table_op(op);
+  const ReductionInfo *info = h ? find_reduction(*h) : nullptr;
+  if (!info || op->getNumOperands() < 1)
+    return std::nullopt;
+  auto t = llvm::dyn_cast<mlir::RankedTensorType>(op->getOperand(0).getType());
+  if (!t)
+    return std::nullopt;
+  int64_t rank = t.getRank();
+  ReductionOp r{info, std::vector<bool>(size_t(rank), info->dim < 0)};
+  if (rank == 0) // a 0-dim reduction folds nothing: a copy
+    return r;
+  if (info->dim >= 0) {
+    IValue dims = attr_arg(op, *h, size_t(info->dim));
+    if (dims.isNone() || dims.toIntList().empty())
+      r.folded.assign(size_t(rank), true);
+    else
+      for (int64_t d : dims.toIntList())
+        r.folded[size_t(maybe_wrap_dim(d, rank))] = true;
+  }
+  return r;
+}
+
+} // namespace ember::ir

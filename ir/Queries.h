@@ -1,0 +1,30 @@
+#pragma once
+/// What passes and code generators ask of an op of the ember dialect, in
+/// one place: its dispatcher op, the value of a non-tensor argument, the
+/// dims a reduction folds. Answers come from the op's attributes and the
+/// op table (eager's schemas and ReductionInfo), never from op names.
+
+#include "eager/Reduction.h"
+#include "ir/Dialect.h"
+
+#include <optional>
+#include <vector>
+
+namespace ember::ir {
+
+/// The value of schema argument `index` of a table op: its attribute, or its
+/// schema default (None when it has neither). Throws ember::Error for an
+/// argument that is a tensor, or an attribute that does not fit its type.
+IValue attr_arg(mlir::Operation *op, const OperatorHandle &h, size_t index);
+
+/// A reduction the code generators compute (ops.yaml `reduction:`): its
+/// fold, and the dims of its operand it folds.
+struct ReductionOp {
+  const ReductionInfo *info = nullptr;
+  std::vector<bool> folded; ///< per dim of the operand (none for 0-dim)
+};
+/// The reduction `op` is, or nullopt for any other op (an op of another
+/// kind, a reduction without a fold kind: argmax, var...).
+std::optional<ReductionOp> reduction_of(mlir::Operation *op);
+
+} // namespace ember::ir
