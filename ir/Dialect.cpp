@@ -22,6 +22,8 @@ using namespace mlir;
 #define GET_ATTRDEF_CLASSES
 #include "ir/EmberAttrs.cpp.inc"
 
+#include "ir/EmberInterfaces.cpp.inc"
+
 namespace ember::ir {
 
 // ---------------------------------------------------------------------------

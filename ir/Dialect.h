@@ -3,10 +3,11 @@
 /// (DESIGN.md, "Compiler"). The ops of the op table are generated from
 /// eager/ops/ops.yaml (ir/gen_dialect.py); ir/EmberBase.td and
 /// ir/EmberOps.td define the rest. This header declares the dialect, its
-/// attributes, traits, ember.constant and ember.eager_call, and the mapping
-/// between schemas and IR that inference, folding, the builder and the
-/// importer share. The op table's op classes are in ir/TableOps.h (large:
-/// include it only to use a class by name; passes ask traits).
+/// attributes, traits and interfaces, ember.constant and ember.eager_call,
+/// and the mapping between schemas and IR that inference, folding, the
+/// builder and the importer share. The op table's op classes are in
+/// ir/TableOps.h (large: include it only to use a class by name; passes ask
+/// traits).
 ///
 /// Internal to ember: MLIR headers never reach ember's public headers.
 
@@ -55,7 +56,23 @@ class Conversion : public mlir::OpTrait::TraitBase<ConcreteType, Conversion> {};
 /// the first operand.
 template <class ConcreteType>
 class InPlace : public mlir::OpTrait::TraitBase<ConcreteType, InPlace> {};
+/// op(op(x, a), b) is op(x, b) (a view of a view is one view): the
+/// canonicalizer composes them.
+template <class ConcreteType>
+class Composes : public mlir::OpTrait::TraitBase<ConcreteType, Composes> {};
 } // namespace OpTrait
+
+// ---------------------------------------------------------------------------
+// Interfaces (ir/EmberBase.td)
+// ---------------------------------------------------------------------------
+
+/// An argument value that makes an op return `self` unchanged (ops.yaml
+/// `identity:`, Note [Identities] in ir/Fold.cpp): the schema argument's
+/// name and its value.
+struct Identity {
+  const char *arg;
+  double value;
+};
 
 // ---------------------------------------------------------------------------
 // Attribute helpers used by the ODS definitions
@@ -99,6 +116,8 @@ foldMany(mlir::Operation *op, llvm::ArrayRef<mlir::Attribute> operands,
 } // namespace ember::ir
 
 #include "ir/EmberDialect.h.inc"
+
+#include "ir/EmberInterfaces.h.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "ir/EmberAttrs.h.inc"

@@ -3,8 +3,9 @@
 // The `ember` dialect: ember's dispatcher ops on value-semantic tensors. Its
 // ops are generated from the op table (ir/gen_dialect.py reads
 // eager/ops/ops.yaml); this file holds what is written once by hand: the
-// dialect, type constraints, attributes, traits and the base class of the
-// generated ops. ir/EmberOps.td adds ember.constant and ember.eager_call.
+// dialect, type constraints, attributes, traits, interfaces and the base
+// class of the generated ops. ir/EmberOps.td adds ember.constant and
+// ember.eager_call.
 //
 //===----------------------------------------------------------------------===//
 
@@ -152,6 +153,30 @@ def Ember_Conversion : Ember_Trait<"Conversion">;
 // The functional form of an in-place op: the result is the updated value of
 // the first operand.
 def Ember_InPlace : Ember_Trait<"InPlace">;
+// op(op(x, a), b) is op(x, b): a view of a view is one view (ops.yaml
+// `composes`); the canonicalizer composes them (ir/Fold.cpp, Compose).
+def Ember_Composes : Ember_Trait<"Composes">;
+
+//===----------------------------------------------------------------------===//
+// Interfaces
+//===----------------------------------------------------------------------===//
+
+// Note [Identities] (ir/Fold.cpp): the ops of the op table with ops.yaml
+// `identity:` entries implement it (ir/gen_dialect.py emits the list); the
+// folder returns `self` when every listed argument holds its value.
+def Ember_IdentityOpInterface : OpInterface<"IdentityOpInterface"> {
+  let cppNamespace = "::ember::ir";
+  let description = [{
+    An op that returns its first operand (`self`) unchanged when each listed
+    schema argument (a constant operand or an attribute) holds the listed
+    value: x + (-0.0), x - 0, x * 1, x / 1.
+  }];
+  let methods = [
+    StaticInterfaceMethod<
+      "The argument values that make the op return `self`: all must hold.",
+      "::llvm::ArrayRef<::ember::ir::Identity>", "getIdentities">,
+  ];
+}
 
 //===----------------------------------------------------------------------===//
 // Base classes

@@ -74,19 +74,9 @@ namespace {
 // the result has self's type (no broadcast, no promotion). Only a `self`
 // that an op of the table computed as a new tensor folds: a graph input or
 // a view may have another layout than the new contiguous tensor eager
-// makes, and ops after it (view, as_strided) see layouts.
-
-struct IdentityArg {
-  const char *op, *arg;
-  double value;
-};
-constexpr IdentityArg kIdentities[] = {
-#define EMBER_IDENTITY(op, arg, value) {op, arg, value},
-#define EMBER_COMPOSES(op)
-#include "ir/EmberIdentities.inc"
-#undef EMBER_IDENTITY
-#undef EMBER_COMPOSES
-};
+// makes, and ops after it (view, as_strided) see layouts. The ops with
+// identities (not their in-place forms) implement IdentityOpInterface
+// (ir/EmberBase.td): ir/gen_dialect.py writes their getIdentities().
 
 /// `a` and `b` as elements of `dtype`, bit for bit.
 bool same_in(ScalarType dtype, const Scalar &a, const Scalar &b) {
@@ -97,8 +87,9 @@ bool same_in(ScalarType dtype, const Scalar &a, const Scalar &b) {
 
 OpFoldResult fold_identity(Operation *op, const OperatorHandle &h,
                            llvm::ArrayRef<Attribute> operands) {
-  llvm::StringRef name = op->getName().getStringRef();
-  bool listed = false;
+  auto identity = llvm::dyn_cast<IdentityOpInterface>(op);
+  if (!identity || identity.getIdentities().empty())
+    return {};
   if (op->getNumOperands() == 0 || op->getNumResults() != 1 ||
       op->getOperand(0).getType() != op->getResult(0).getType())
     return {};
@@ -110,10 +101,7 @@ OpFoldResult fold_identity(Operation *op, const OperatorHandle &h,
   const FunctionSchema &s = h.schema();
   std::vector<OperandGroup> groups =
       operand_groups(s, op->getNumOperands(), op->getAttrDictionary());
-  for (const IdentityArg &id : kIdentities) {
-    if (name != id.op)
-      continue;
-    listed = true;
+  for (const Identity &id : identity.getIdentities()) {
     Scalar value;
     bool found = false;
     for (size_t i = 0; i < s.arguments.size() && !found; ++i) {
@@ -145,7 +133,7 @@ OpFoldResult fold_identity(Operation *op, const OperatorHandle &h,
     if (!found || !same_in(dtype, value, Scalar(id.value)))
       return {};
   }
-  return listed ? OpFoldResult(op->getOperand(0)) : OpFoldResult();
+  return op->getOperand(0);
 }
 
 /// A chain of view ops that gives its root's elements back in the root's
@@ -286,26 +274,13 @@ Operation *EmberDialect::materializeConstant(OpBuilder &builder,
 // ---------------------------------------------------------------------------
 
 namespace {
-constexpr const char *kComposing[] = {
-#define EMBER_IDENTITY(op, arg, value)
-#define EMBER_COMPOSES(op) op,
-#include "ir/EmberIdentities.inc"
-#undef EMBER_IDENTITY
-#undef EMBER_COMPOSES
-    nullptr};
-
-/// op(op(x, a), b) -> op(x, b) for the ops ops.yaml marks `composes` (a view
-/// of a view is one view).
-struct Compose : RewritePattern {
-  explicit Compose(MLIRContext *ctx)
-      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
+/// op(op(x, a), b) -> op(x, b) for the ops with the Composes trait (ops.yaml
+/// `composes`: a view of a view is one view).
+struct Compose : OpTraitRewritePattern<OpTrait::Composes> {
+  using OpTraitRewritePattern::OpTraitRewritePattern;
   LogicalResult matchAndRewrite(Operation *op,
                                 PatternRewriter &rewriter) const override {
-    llvm::StringRef name = op->getName().getStringRef();
-    bool composes = false;
-    for (const char *const *c = kComposing; *c; ++c)
-      composes = composes || name == *c;
-    if (!composes || op->getNumOperands() != 1)
+    if (!op->hasTrait<OpTrait::Composes>() || op->getNumOperands() != 1)
       return failure();
     Operation *inner = op->getOperand(0).getDefiningOp();
     if (!inner || inner->getName() != op->getName() ||

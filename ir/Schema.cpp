@@ -11,8 +11,12 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/Support/DebugStringHelper.h"
 
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+
 #include <cctype>
 #include <mutex>
+#include <shared_mutex>
 
 using namespace mlir;
 
@@ -66,18 +70,68 @@ std::string dialect_op_name(const OperatorHandle &op) {
   return "ember." + s.name + (s.overload.empty() ? "" : "." + s.overload);
 }
 
-const OperatorHandle *table_op(StringRef op_name) {
+// Note [Finding an op's dispatcher op]
+// table_op is the one place that maps a dialect op to its dispatcher op by
+// name. Passes call it for every op they visit, so each answer is kept:
+// per registered op by its TypeID (the op class's, the same in every
+// context; an OperationName is per context and dies with it), and per name
+// for the ops that have one. The dispatcher's ember:: ops are all
+// registered when the library loads and never removed (Library reserves the
+// namespace), so a kept answer, null included, stays right.
+namespace {
+struct TableOpCache {
+  std::shared_mutex mu;
+  llvm::DenseMap<TypeID, const OperatorHandle *> by_type;
+  llvm::StringMap<const OperatorHandle *> by_name; // found ones only
+};
+TableOpCache &table_op_cache() {
+  static auto *c = new TableOpCache();
+  return *c;
+}
+
+const OperatorHandle *find_table_op(StringRef op_name) {
   if (!op_name.starts_with("ember.") || op_name == "ember.constant" ||
       op_name == "ember.eager_call")
     return nullptr;
   return Dispatcher::singleton().findOp("ember::" +
                                         op_name.drop_front(6).str());
 }
+} // namespace
+
+const OperatorHandle *table_op(StringRef op_name) {
+  TableOpCache &c = table_op_cache();
+  {
+    std::shared_lock<std::shared_mutex> lock(c.mu);
+    auto it = c.by_name.find(op_name);
+    if (it != c.by_name.end())
+      return it->second;
+  }
+  const OperatorHandle *h = find_table_op(op_name);
+  if (h) {
+    std::unique_lock<std::shared_mutex> lock(c.mu);
+    c.by_name.try_emplace(op_name, h);
+  }
+  return h;
+}
 
 const OperatorHandle *table_op(Operation *op) {
   if (!llvm::isa_and_nonnull<EmberDialect>(op->getDialect()))
     return nullptr;
-  return table_op(op->getName().getStringRef());
+  std::optional<RegisteredOperationName> info = op->getRegisteredInfo();
+  if (!info) // an unregistered ember.* op (--allow-unregistered-dialect)
+    return find_table_op(op->getName().getStringRef());
+  TableOpCache &c = table_op_cache();
+  TypeID id = info->getTypeID();
+  {
+    std::shared_lock<std::shared_mutex> lock(c.mu);
+    auto it = c.by_type.find(id);
+    if (it != c.by_type.end())
+      return it->second;
+  }
+  const OperatorHandle *h = find_table_op(info->getStringRef());
+  std::unique_lock<std::shared_mutex> lock(c.mu);
+  c.by_type.try_emplace(id, h);
+  return h;
 }
 
 bool has_dialect_op(MLIRContext *ctx, const OperatorHandle &op) {

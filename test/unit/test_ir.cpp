@@ -287,6 +287,49 @@ TEST(IrDialect, Traits) {
   EXPECT_FALSE(
       op("ember.eager_call").hasInterface<mlir::MemoryEffectOpInterface>());
   EXPECT_TRUE(op("ember.mm").hasInterface<mlir::InferTypeOpInterface>());
+  // ops.yaml `composes` and `identity:` (not on in-place forms).
+  EXPECT_TRUE(op("ember.view").hasTrait<OpTrait::Composes>());
+  EXPECT_FALSE(op("ember.transpose.int").hasTrait<OpTrait::Composes>());
+  EXPECT_TRUE(op("ember.sub.Tensor").hasInterface<IdentityOpInterface>());
+  EXPECT_FALSE(op("ember.sub_.Tensor").hasInterface<IdentityOpInterface>());
+  EXPECT_FALSE(op("ember.rsub.Tensor").hasInterface<IdentityOpInterface>());
+  auto *sub = op("ember.sub.Tensor").getInterface<IdentityOpInterface>();
+  ASSERT_NE(sub, nullptr);
+  llvm::ArrayRef<Identity> ids = sub->getIdentities();
+  ASSERT_EQ(ids.size(), 2u);
+  EXPECT_STREQ(ids[0].arg, "other");
+  EXPECT_EQ(ids[0].value, 0.0);
+  EXPECT_STREQ(ids[1].arg, "alpha");
+  EXPECT_EQ(ids[1].value, 1.0);
+}
+
+TEST(IrDialect, TableOpOfAnOperation) {
+  // table_op(Operation *) keeps its answer per registered op (Note [Finding
+  // an op's dispatcher op]): the same answer in every context, and as by name.
+  for (int round = 0; round < 2; ++round) {
+    auto c = ctx();
+    auto answer = [&](llvm::StringRef name) {
+      mlir::OperationState st(mlir::UnknownLoc::get(c.get()), name);
+      mlir::Operation *op = mlir::Operation::create(st);
+      const OperatorHandle *h = table_op(op);
+      op->destroy();
+      return h;
+    };
+    for (mlir::RegisteredOperationName n : c->getRegisteredOperations()) {
+      if (n.getDialectNamespace() == "ember") {
+        EXPECT_EQ(answer(n.getStringRef()), table_op(n.getStringRef()))
+            << n.getStringRef().str();
+      }
+    }
+    EXPECT_EQ(answer("ember.add.Tensor"),
+              Dispatcher::singleton().findOp("ember::add.Tensor"));
+    EXPECT_NE(answer("ember.add.Tensor"), nullptr);
+    EXPECT_EQ(answer("ember.constant"), nullptr);
+    EXPECT_EQ(answer("ember.eager_call"), nullptr);
+    EXPECT_EQ(answer("ember.fusion"), nullptr);
+    EXPECT_EQ(answer("ember.no_such_op"), nullptr); // unregistered
+    EXPECT_EQ(answer("arith.addf"), nullptr);
+  }
 }
 
 TEST(IrDialect, ElementTypes) {
