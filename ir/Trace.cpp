@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <sstream>
+#include <string_view>
 #include <variant>
 
 namespace ember::ir {
@@ -46,16 +47,17 @@ static std::string type_str(const ValueType &t) {
 #undef EMBER_SHORT
   };
   std::ostringstream os;
-  std::string n = short_names[int(t.dtype)];
   // float32 -> f32, int64 -> i64, uint8 -> u8, bfloat16 -> bf16, bool.
-  if (n.rfind("float", 0) == 0)
-    n.replace(0, 5, "f");
-  else if (n.rfind("bfloat", 0) == 0)
-    n.replace(0, 6, "bf");
-  else if (n.rfind("uint", 0) == 0)
-    n.replace(0, 4, "u");
-  else if (n.rfind("int", 0) == 0)
-    n.replace(0, 3, "i");
+  // (Written piecewise: GCC 12 warns -Wrestrict on string surgery here.)
+  std::string_view n = short_names[int(t.dtype)];
+  constexpr std::pair<std::string_view, std::string_view> kShort[] = {
+      {"float", "f"}, {"bfloat", "bf"}, {"uint", "u"}, {"int", "i"}};
+  for (auto [prefix, short_prefix] : kShort)
+    if (n.substr(0, prefix.size()) == prefix) {
+      os << short_prefix;
+      n.remove_prefix(prefix.size());
+      break;
+    }
   os << n << "[";
   for (size_t i = 0; i < t.sizes.size(); ++i)
     os << (i ? ", " : "") << t.sizes[i];

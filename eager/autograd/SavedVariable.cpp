@@ -1,5 +1,8 @@
 #include "eager/autograd/SavedVariable.h"
+
 #include "eager/autograd/Variable.h"
+
+#include <sstream>
 
 namespace ember::autograd {
 
@@ -74,10 +77,12 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node> &saved_for) const {
               "calling backward.");
   Tensor data = packed_ ? unpack_hook_(*packed_) : data_;
   if (!packed_ && data._version() != saved_version_) {
-    std::string what = "[" + std::string(data.toString()) + " [";
+    std::ostringstream w; // (not string +: GCC 12 -Wrestrict, bug 105329)
+    w << "[" << data.toString() << " [";
     for (size_t i = 0; i < sizes_.size(); ++i)
-      what += (i ? ", " : "") + std::to_string(sizes_[i]);
-    what += "]]";
+      w << (i ? ", " : "") << sizes_[i];
+    w << "]]";
+    std::string what = w.str();
     std::string producer =
         is_output_ && saved_for
             ? ", which is output " + std::to_string(output_nr_) + " of " +
