@@ -117,7 +117,7 @@ bool KernelSpec::strides_over(IntArrayRef sizes, IntArrayRef strides,
                               std::vector<int64_t> &out,
                               std::vector<int64_t> *extent) const {
   ir::Domain d{shape, reduced};
-  std::vector<int> dims = d.dims_of(sizes);
+  std::vector<int> dims = d.dims_of(sizes, /*input=*/true);
   out.assign(shape.size(), 0);
   if (extent)
     extent->assign(shape.size(), 1);

@@ -120,11 +120,10 @@ struct KernelSpec {
   int reduce(ReductionInfo::Kind fold, int v, ScalarType in, ScalarType acc,
              ScalarType out);
   const Step &step_of(int value) const; ///< the step defining a Step value
-  /// A tensor of `sizes` and `strides` (in elements) over the iteration
-  /// space, as the kernel indexes it (ir::Domain::dims_of: broadcast
-  /// right-aligned, or a reduction's result in the kept form along the
-  /// kept dims): its strides per dim of `shape` in `out`, its extent in
-  /// `extent`. False when it fits neither.
+  /// An input tensor of `sizes` and `strides` (in elements) over the
+  /// iteration space, as the kernel indexes it (ir::Domain::dims_of: an
+  /// input is broadcast right-aligned): its strides per dim of `shape` in
+  /// `out`, its extent in `extent`. False when it does not fit.
   bool strides_over(IntArrayRef sizes, IntArrayRef strides,
                     std::vector<int64_t> &out,
                     std::vector<int64_t> *extent = nullptr) const;

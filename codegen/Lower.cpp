@@ -211,7 +211,8 @@ std::string lower_fusion(Operation *fusion_op, KernelSpec &k) {
       // Note [Reduction fusion] (ir/Domain.h): each operand read as the
       // kernel indexes it.
       for (Value v : op.getOperands())
-        if (!domain.reads_as_indexed(type_of(v).sizes, rt.sizes))
+        if (!domain.reads_as_indexed(type_of(v).sizes, rt.sizes,
+                                     llvm::isa<mlir::BlockArgument>(v)))
           return name + " broadcasts an operand of shape " +
                  detail::str(IntArrayRef(type_of(v).sizes)) +
                  " along other dims than the fusion's kernel indexes it by";

@@ -290,11 +290,12 @@ int main() {
               << y.allclose(head(x), 1e-5, 1e-6) << "\n";
     ExplainOutput e = compiled.explain(); // a snapshot: keep it alive
     const GraphInfo &g = e.graphs.at(0);
+    std::string pass_list;
+    for (const PassTime &p : g.pass_times)
+      pass_list += (pass_list.empty() ? "" : ", ") + p.name;
     std::cout << "captured (" << g.ops << " ops):\n"
-              << g.ir << "after the passes (ember-decompose, canonicalize, "
-              << "CSE, ember-fuse-elementwise, ember-plan-memory): "
-              << g.kernels << " kernel(s), " << g.fallbacks
-              << " eager step(s)\n"
+              << g.ir << "after the passes (" << pass_list << "): " << g.kernels
+              << " kernel(s), " << g.fallbacks << " eager step(s)\n"
               << g.ir_optimized;
     for (const std::string &r : g.fallback_reasons)
       std::cout << "  eager: " << r << "\n";

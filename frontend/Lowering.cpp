@@ -148,3 +148,14 @@ Lowered lower(const ir::Trace &trace, const LowerOptions &options) {
 }
 
 } // namespace ember::frontend
+
+namespace ember {
+
+std::vector<std::string> pipeline_passes(int64_t opt_level,
+                                         bool inplace_buffers) {
+  std::lock_guard<std::mutex> lock(frontend::g_mu);
+  mlir::PassManager pm(&frontend::context());
+  return passes::build_pipeline(pm, int(opt_level), inplace_buffers);
+}
+
+} // namespace ember

@@ -111,10 +111,15 @@ struct Domain {
 
   /// The domain dim that each dim of a value of shape `s` lies on, as a
   /// kernel over the domain indexes the value (-1 for dims of size 1): the
-  /// kept dims for the kept form of a reduction, else right-aligned.
-  std::vector<int> dims_of(IntArrayRef s) const {
+  /// kept dims for the kept form of a reduction, else right-aligned. An
+  /// `input` of the kernel (a value computed outside it) is always read
+  /// right-aligned, as broadcasting reads it: the kept form is a shape only
+  /// the kernel's own reductions give (a [B] weight of a kernel over [A, B]
+  /// that folds dim 1 is a row, even when A == B).
+  std::vector<int> dims_of(IntArrayRef s, bool input = false) const {
     std::vector<int> m(s.size(), -1);
-    if (has_reduction() && s.size() < full.size() && IntArrayRef(kept()) == s) {
+    if (!input && has_reduction() && s.size() < full.size() &&
+        IntArrayRef(kept()) == s) {
       size_t j = 0;
       for (size_t d = 0; d < full.size(); ++d) {
         if (reduced[d])
@@ -142,9 +147,10 @@ struct Domain {
     return m;
   }
   /// Note [Reduction fusion]: the kernel's indexing of an operand of shape
-  /// `s` is what an op with result shape `out` reads.
-  bool reads_as_indexed(IntArrayRef s, IntArrayRef out) const {
-    return dims_of(s) == read_dims(s, out);
+  /// `s` (an `input` of the kernel, or a value it computes) is what an op
+  /// with result shape `out` reads.
+  bool reads_as_indexed(IntArrayRef s, IntArrayRef out, bool input) const {
+    return dims_of(s, input) == read_dims(s, out);
   }
 };
 

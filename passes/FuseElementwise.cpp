@@ -34,21 +34,28 @@ int64_t numel(llvm::ArrayRef<int64_t> s) { return ir::Domain::numel(s); }
 
 using ir::Domain;
 
-/// Every op of `ops`, in a kernel over `d`, reads each operand as the
-/// kernel indexes it (Note [Reduction fusion] in ir/Domain.h).
-bool reads_as_indexed(const Domain &d, llvm::ArrayRef<Operation *> ops) {
+/// Every op of the group `a` + `b` (one may be empty), in a kernel over
+/// `d`, reads each operand as the kernel indexes it (Note [Reduction fusion]
+/// in ir/Domain.h); an operand from outside the group is a kernel input.
+bool reads_as_indexed(const Domain &d, llvm::ArrayRef<Operation *> a,
+                      llvm::ArrayRef<Operation *> b = {}) {
   if (!d.has_reduction())
     return true;
-  for (Operation *op : ops) {
+  llvm::SmallPtrSet<Operation *, 16> group(a.begin(), a.end());
+  group.insert(b.begin(), b.end());
+  for (Operation *op : group) {
     // Reductions read their operand over the full domain; pointwise ops
     // and conversions broadcast theirs.
     if (!op->hasTrait<ir::OpTrait::Pointwise>() &&
         !op->hasTrait<ir::OpTrait::Conversion>())
       continue;
     std::vector<int64_t> out = shape_of(op->getResult(0));
-    for (Value v : op->getOperands())
-      if (!d.reads_as_indexed(shape_of(v), out))
+    for (Value v : op->getOperands()) {
+      Operation *def = v.getDefiningOp();
+      bool input = !def || (!group.contains(def) && !wrapped_number(def));
+      if (!d.reads_as_indexed(shape_of(v), out, input))
         return false;
+    }
   }
   return true;
 }
@@ -208,8 +215,40 @@ struct FuseElementwise : impl::FuseElementwiseBase<FuseElementwise> {
         mine = int(groups.size());
         groups.push_back(Group{{&op}, *own});
         group_of[&op] = mine;
-        llvm::SmallVector<int> candidates(producers);
+        llvm::SmallVector<int> candidates;
+        for (int g : producers)
+          candidates.push_back(g);
         candidates.append(siblings);
+        auto merge_into_mine = [&](int g, const Domain &d) {
+          Group &m = groups[size_t(mine)], &p = groups[size_t(g)];
+          m.domain = d;
+          m.ops.insert(m.ops.begin(), p.ops.begin(), p.ops.end());
+          p.ops.clear();
+          p.merged_into = mine;
+        };
+        // All the open candidates at once first: an op reading two
+        // reductions' results reads them as the kernel's own values only
+        // when both are in the group (one at a time, the other would be a
+        // kernel input, read right-aligned: Note [Reduction fusion]).
+        llvm::SmallVector<int> open;
+        for (int g : candidates)
+          if (int r = find(g); r != mine && !groups[size_t(r)].sealed &&
+                               !llvm::is_contained(open, r))
+            open.push_back(r);
+        std::optional<Domain> all = groups[size_t(mine)].domain;
+        std::vector<Operation *> all_ops(groups[size_t(mine)].ops.begin(),
+                                         groups[size_t(mine)].ops.end());
+        for (int g : open) {
+          if (all)
+            all = Domain::merge(*all, groups[size_t(g)].domain);
+          all_ops.insert(all_ops.end(), groups[size_t(g)].ops.begin(),
+                         groups[size_t(g)].ops.end());
+        }
+        if (open.size() > 1 && all && reads_as_indexed(*all, all_ops)) {
+          for (int g : open)
+            merge_into_mine(g, *all);
+          candidates.clear();
+        }
         for (int g : candidates) {
           g = find(g);
           if (g == mine)
@@ -219,14 +258,9 @@ struct FuseElementwise : impl::FuseElementwiseBase<FuseElementwise> {
             continue;
           std::optional<Domain> d =
               Domain::merge(groups[size_t(mine)].domain, p.domain);
-          if (!d || !reads_as_indexed(*d, groups[size_t(mine)].ops) ||
-              !reads_as_indexed(*d, p.ops))
+          if (!d || !reads_as_indexed(*d, groups[size_t(mine)].ops, p.ops))
             continue;
-          Group &m = groups[size_t(mine)];
-          m.domain = *d;
-          m.ops.insert(m.ops.begin(), p.ops.begin(), p.ops.end());
-          p.ops.clear();
-          p.merged_into = mine;
+          merge_into_mine(g, *d);
         }
       }
       for (int g : producers)

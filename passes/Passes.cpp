@@ -28,26 +28,36 @@ struct PipelineOptions : mlir::PassPipelineOptions<PipelineOptions> {
 };
 } // namespace
 
-void build_pipeline(mlir::OpPassManager &pm, int level, bool inplace_buffers,
-                    const std::string &target) {
+std::vector<std::string> build_pipeline(mlir::OpPassManager &pm, int level,
+                                        bool inplace_buffers,
+                                        const std::string &target) {
   EMBER_CHECK_VALUE(level >= 0 && level <= kMaxOptLevel,
                     "optimisation level must be 0 to ", kMaxOptLevel, ", got ",
                     level);
+  std::vector<std::string> names;
+  auto add = [&](std::unique_ptr<mlir::Pass> pass) {
+    names.push_back(pass->getArgument().str());
+    pm.addPass(std::move(pass));
+  };
+  auto add_on_functions = [&](std::unique_ptr<mlir::Pass> pass) {
+    names.push_back(pass->getArgument().str());
+    pm.addNestedPass<mlir::func::FuncOp>(std::move(pass));
+  };
   if (level >= 1) {
-    pm.addPass(mlir::createCanonicalizerPass());
-    pm.addPass(mlir::createCSEPass());
+    add(mlir::createCanonicalizerPass());
+    add(mlir::createCSEPass());
   }
   if (level >= 2) {
     // Decomposed ops fuse with their neighbours: decompose, clean up what
     // the bodies made redundant, then fuse.
-    pm.addNestedPass<mlir::func::FuncOp>(createDecompose());
-    pm.addPass(mlir::createCanonicalizerPass());
-    pm.addPass(mlir::createCSEPass());
-    pm.addNestedPass<mlir::func::FuncOp>(
-        createFuseElementwise(FuseElementwiseOptions{target}));
+    add_on_functions(createDecompose());
+    add(mlir::createCanonicalizerPass());
+    add(mlir::createCSEPass());
+    add_on_functions(createFuseElementwise(FuseElementwiseOptions{target}));
     if (inplace_buffers)
-      pm.addNestedPass<mlir::func::FuncOp>(createPlanMemory());
+      add_on_functions(createPlanMemory());
   }
+  return names;
 }
 
 void register_passes() {

@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace ember::passes {
 
@@ -27,8 +28,10 @@ inline constexpr int kMaxOptLevel = 2;
 /// module): 0 nothing (every op an eager step), 1 canonicalize and CSE,
 /// 2 also decomposition, elementwise fusion for the fusion target `target`
 /// (passes/FusionTarget.h) and (with `inplace_buffers`) the buffer plan.
-void build_pipeline(mlir::OpPassManager &pm, int level,
-                    bool inplace_buffers = true,
-                    const std::string &target = "cpu");
+/// Returns the passes' names (their ember-opt arguments), in order: what
+/// explain() and tests list, never restated by hand.
+std::vector<std::string> build_pipeline(mlir::OpPassManager &pm, int level,
+                                        bool inplace_buffers = true,
+                                        const std::string &target = "cpu");
 
 } // namespace ember::passes

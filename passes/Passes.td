@@ -93,7 +93,10 @@ def PlanMemory : Pass<"ember-plan-memory", "mlir::func::FuncOp"> {
     result the input's index or -1. Kernels read every input element before
     they write the output element at the same place (pointwise kernels at
     each point; reduction kernels store their full results in their last
-    loop over a block), so writing in place is safe. At run time the
+    loop over a block), so writing in place is safe -- for a result
+    indexed as the input is: in a fusion with a reduction only a result of
+    the full iteration space reuses an input (an input shaped like the
+    kept points may be a row that every point reads). At run time the
     executor hands the buffer over only when nothing else holds it (no
     view of it, not returned); otherwise the kernel allocates as usual.
 

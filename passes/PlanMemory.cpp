@@ -2,6 +2,8 @@
 // written into the buffer of an input that dies at the fusion.
 #include "passes/Passes.h"
 
+#include "ir/Queries.h"
+
 #include "mlir/IR/Builders.h"
 
 namespace ember::passes {
@@ -23,9 +25,26 @@ bool dies_at(Value v, Operation *fusion) {
   return llvm::all_of(v.getUsers(), [&](Operation *u) { return u == fusion; });
 }
 
+/// The shape of the space a fusion with a reduction iterates over (its
+/// first fold's operand), or none for a pointwise fusion.
+std::optional<llvm::ArrayRef<int64_t>> reduction_space(ir::FusionOp f) {
+  for (Operation &op : f.getBody().front())
+    if (ir::reduction_of(&op))
+      return llvm::cast<RankedTensorType>(op.getOperand(0).getType())
+          .getShape();
+  return std::nullopt;
+}
+
 struct PlanMemory : impl::PlanMemoryBase<PlanMemory> {
   void runOnOperation() override {
     getOperation().walk([&](ir::FusionOp f) {
+      // A kernel writes each result element after it has read every input
+      // element at the same point. In a reduction kernel, only a result of
+      // the full space is indexed as an input of its type is: an input of
+      // the kept points' shape may be a broadcast row read at every point
+      // (Note [Reduction fusion]), so a result of kept points never reuses
+      // one.
+      std::optional<llvm::ArrayRef<int64_t>> space = reduction_space(f);
       llvm::SmallVector<int64_t> reuse(f.getNumResults(), -1);
       llvm::SmallVector<bool> taken(f.getInputs().size(), false);
       bool any = false;
@@ -33,6 +52,9 @@ struct PlanMemory : impl::PlanMemoryBase<PlanMemory> {
         for (auto [k, in] : llvm::enumerate(f.getInputs())) {
           if (taken[k] || in.getType() != f.getResult(r).getType() ||
               !dies_at(in, f))
+            continue;
+          if (space &&
+              llvm::cast<RankedTensorType>(in.getType()).getShape() != *space)
             continue;
           reuse[r] = int64_t(k);
           taken[k] = true;

@@ -220,3 +220,43 @@ func.func @kept_form_of_leading_dim(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %r = ember.add.Tensor %x, %s : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
   return %r : tensor<2x3xf32>
 }
+
+// -----
+
+// A kernel input is read right-aligned, as broadcasting reads it: the
+// weight [4] of a square [4, 4] layer_norm is a row even though it has the
+// shape of the kept points (Note [Reduction fusion]), so the normalization
+// and the affine are one fusion.
+// CHECK-LABEL: func.func @square_affine
+// CHECK: ember.fusion(%arg0, %arg1) : (tensor<4x4xf32>, tensor<4xf32>) -> tensor<4x4xf32>
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: ember.mean.dim
+// CHECK-NEXT: ember.sub.Tensor
+// CHECK-NEXT: ember.mul.Tensor
+// CHECK-NEXT: ember.yield
+// CHECK-NOT: ember.fusion
+func.func @square_affine(%x: tensor<4x4xf32>, %w: tensor<4xf32>) -> tensor<4x4xf32> {
+  %m = ember.mean.dim %x {dim = array<i64: 1>, keepdim = true} : (tensor<4x4xf32>) -> tensor<4x1xf32>
+  %d = ember.sub.Tensor %x, %m : (tensor<4x4xf32>, tensor<4x1xf32>) -> tensor<4x4xf32>
+  %y = ember.mul.Tensor %d, %w : (tensor<4x4xf32>, tensor<4xf32>) -> tensor<4x4xf32>
+  return %y : tensor<4x4xf32>
+}
+
+// -----
+
+// Two reductions' results read by one op: they are the kernel's own values
+// only when both join the group, so the group forms with both at once.
+// CHECK-LABEL: func.func @two_reductions_one_reader
+// CHECK: ember.fusion(%arg0, %arg1) : (tensor<6x5x3xf32>, tensor<6x5x3xf32>) -> tensor<5xf32>
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: ember.mean.dim
+// CHECK-NEXT: ember.amin
+// CHECK-NEXT: ember.sub.Tensor
+// CHECK-NEXT: ember.yield
+// CHECK-NOT: ember.fusion
+func.func @two_reductions_one_reader(%x: tensor<6x5x3xf32>, %y: tensor<6x5x3xf32>) -> tensor<5xf32> {
+  %m = ember.mean.dim %x {dim = array<i64: 0, 2>} : (tensor<6x5x3xf32>) -> tensor<5xf32>
+  %a = ember.amin %y {dim = array<i64: 0, 2>} : (tensor<6x5x3xf32>) -> tensor<5xf32>
+  %s = ember.sub.Tensor %m, %a : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xf32>
+  return %s : tensor<5xf32>
+}

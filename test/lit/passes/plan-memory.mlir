@@ -36,3 +36,26 @@ func.func @not_reused(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>) -> (tensor<4x4xf
   }
   return %r#0, %r#1, %m : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
 }
+
+// -----
+
+// In a reduction kernel, a result of the kept points does not reuse an
+// input of its type: that input may be a row read at every point (here
+// %m, [4], broadcast along dim 1 of the [4, 4] space), which the kernel
+// would overwrite while later rows still read it. The full-space result
+// may reuse a full-space input.
+// CHECK-LABEL: func.func @kept_points_result
+// CHECK: ember.fusion(%{{.*}}, %{{.*}}) {ember.reuse = array<i64: 0, -1>}
+// OFF-LABEL: func.func @kept_points_result
+// OFF-NOT: ember.reuse
+func.func @kept_points_result(%a: tensor<4x4xf32>, %v: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4xf32>) {
+  %x = ember.mm %a, %a : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %m = ember.mean.dim %v {dim = array<i64: 0>} : (tensor<4x4xf32>) -> tensor<4xf32>
+  %r:2 = ember.fusion(%x, %m) : (tensor<4x4xf32>, tensor<4xf32>) -> (tensor<4x4xf32>, tensor<4xf32>) {
+  ^bb0(%xx: tensor<4x4xf32>, %mm: tensor<4xf32>):
+    %0 = ember.sub.Tensor %xx, %mm : (tensor<4x4xf32>, tensor<4xf32>) -> tensor<4x4xf32>
+    %1 = ember.sum.dim_IntList %xx {dim = array<i64: 1>} : (tensor<4x4xf32>) -> tensor<4xf32>
+    ember.yield %0, %1 : tensor<4x4xf32>, tensor<4xf32>
+  }
+  return %r#0, %r#1 : tensor<4x4xf32>, tensor<4xf32>
+}
