@@ -23,6 +23,17 @@ if(EMBER_SANITIZE)
   set(EMBER_SANITIZE_LINK_FLAGS -fsanitize=${_san})
 endif()
 
+# _ember_copy_properties(FROM TO PROP...): the sanitized copy of a target
+# gets the plain target's settings.
+function(_ember_copy_properties from to)
+  foreach(_prop ${ARGN})
+    get_target_property(_v ${from} ${_prop})
+    if(_v)
+      set_property(TARGET ${to} PROPERTY ${_prop} ${_v})
+    endif()
+  endforeach()
+endfunction()
+
 # ember_sanitized_objects(<object library>): <target>_san, the same sources
 # and settings, instrumented.
 function(ember_sanitized_objects target)
@@ -40,13 +51,8 @@ function(ember_sanitized_objects target)
     endif()
   endforeach()
   add_library(${target}_san OBJECT ${_abs})
-  foreach(_prop INCLUDE_DIRECTORIES COMPILE_DEFINITIONS COMPILE_OPTIONS
-                LINK_LIBRARIES)
-    get_target_property(_v ${target} ${_prop})
-    if(_v)
-      set_property(TARGET ${target}_san PROPERTY ${_prop} ${_v})
-    endif()
-  endforeach()
+  _ember_copy_properties(${target} ${target}_san INCLUDE_DIRECTORIES
+    COMPILE_DEFINITIONS COMPILE_OPTIONS LINK_LIBRARIES)
   get_target_property(_deps ${target} MANUALLY_ADDED_DEPENDENCIES)
   if(_deps)
     add_dependencies(${target}_san ${_deps})
@@ -65,13 +71,8 @@ function(ember_sanitized_library target)
     $<TARGET_OBJECTS:ember_frontend_san>
     $<TARGET_OBJECTS:ember_ir> $<TARGET_OBJECTS:ember_frontend_mlir>
     $<TARGET_OBJECTS:ember_passes> $<TARGET_OBJECTS:ember_codegen>)
-  foreach(_prop LINK_LIBRARIES LINK_OPTIONS INTERFACE_LINK_LIBRARIES
-                INTERFACE_INCLUDE_DIRECTORIES)
-    get_target_property(_v ${target} ${_prop})
-    if(_v)
-      set_property(TARGET ${target}_san PROPERTY ${_prop} ${_v})
-    endif()
-  endforeach()
+  _ember_copy_properties(${target} ${target}_san LINK_LIBRARIES LINK_OPTIONS
+    INTERFACE_LINK_LIBRARIES INTERFACE_INCLUDE_DIRECTORIES)
   target_link_options(${target}_san PRIVATE ${EMBER_SANITIZE_LINK_FLAGS})
   target_link_options(${target}_san INTERFACE ${EMBER_SANITIZE_LINK_FLAGS})
 endfunction()

@@ -3,8 +3,11 @@
 // telling a compiled result that differs from eager's by rounding, which a
 // discontinuous op then magnified, from one that is wrong.
 #include "E2EUtil.h"
+#include "eager/Meta.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <optional>
 
 namespace ember::test {
 
@@ -64,6 +67,52 @@ inline Tensor stable_mask(const Tensor &plain, const Tensor &up,
   if (!up.defined() || !down.defined())
     return Tensor();
   return agree(up, plain) & agree(down, plain);
+}
+
+/// The functional pointwise ops of the op table whose arguments the fuzzers
+/// can fill (tensors, and Scalars with defaults).
+inline std::vector<const OperatorHandle *> pointwise_ops() {
+  std::vector<const OperatorHandle *> ops;
+  for (const OperatorHandle *op : Dispatcher::singleton().allOps()) {
+    if (!meta::find_pointwise_spec(*op))
+      continue;
+    const auto &args = op->schema().arguments;
+    bool ok = !args.empty() && !args[0].is_write;
+    for (const Argument &a : args)
+      ok = ok && (a.type == "Tensor" ||
+                  (a.type == "Scalar" && a.default_value.has_value()));
+    if (ok)
+      ops.push_back(op);
+  }
+  return ops;
+}
+
+/// A longer run asked for by the environment (scripts/ember.sh fuzz):
+/// FUZZ_PROGRAMS programs from FUZZ_SEED (default 1), starting at program
+/// FUZZ_FIRST (default 0: rerun one failing program with FUZZ_PROGRAMS=1).
+struct FuzzRequest {
+  uint64_t seed = 1;
+  int first = 0, programs = 0;
+};
+inline std::optional<FuzzRequest> fuzz_request() {
+  const char *n = std::getenv("FUZZ_PROGRAMS");
+  if (!n)
+    return std::nullopt;
+  FuzzRequest r;
+  r.programs = std::atoi(n);
+  if (const char *seed = std::getenv("FUZZ_SEED"))
+    r.seed = std::strtoull(seed, nullptr, 10);
+  if (const char *first = std::getenv("FUZZ_FIRST"))
+    r.first = std::atoi(first);
+  return r;
+}
+
+/// Whether a compiled function ran at least one generated kernel.
+inline bool ran_kernels(const ExplainOutput &e) {
+  for (const GraphInfo &g : e.graphs)
+    if (g.kernels > 0)
+      return true;
+  return false;
 }
 
 } // namespace ember::test

@@ -18,27 +18,10 @@
 #include <sstream>
 
 using namespace ember;
+using ember::test::pointwise_ops;
 using ember::test::same;
 
 namespace {
-
-/// The functional pointwise ops of the op table whose arguments the fuzzer
-/// can fill (tensors, and Scalars with defaults).
-std::vector<const OperatorHandle *> pointwise_ops() {
-  std::vector<const OperatorHandle *> ops;
-  for (const OperatorHandle *op : Dispatcher::singleton().allOps()) {
-    if (!meta::find_pointwise_spec(*op))
-      continue;
-    const auto &args = op->schema().arguments;
-    bool ok = !args.empty() && !args[0].is_write;
-    for (const Argument &a : args)
-      ok = ok && (a.type == "Tensor" ||
-                  (a.type == "Scalar" && a.default_value.has_value()));
-    if (ok)
-      ops.push_back(op);
-  }
-  return ops;
-}
 
 struct Program {
   struct Step {
@@ -302,11 +285,7 @@ int fuzz(uint64_t seed, int first, int n) {
           << "output " << k << " of program " << i << " (seed " << s << "):\n"
           << p.str() << "\n"
           << f.explain();
-    for (const GraphInfo &gi : f.explain().graphs)
-      if (gi.kernels > 0) {
-        ++with_kernels;
-        break;
-      }
+    with_kernels += ember::test::ran_kernels(f.explain());
   }
   return with_kernels;
 }
@@ -322,13 +301,10 @@ TEST_P(Fuzz, CompiledEqualsEager) {
 INSTANTIATE_TEST_SUITE_P(Blocks, Fuzz, ::testing::Range(0, 10));
 
 TEST(FuzzOnDemand, FromEnvironment) {
-  const char *n = std::getenv("FUZZ_PROGRAMS");
-  if (!n)
+  std::optional<ember::test::FuzzRequest> r = ember::test::fuzz_request();
+  if (!r)
     GTEST_SKIP() << "set FUZZ_PROGRAMS (and FUZZ_SEED) to run more programs";
-  const char *seed = std::getenv("FUZZ_SEED");
-  const char *first = std::getenv("FUZZ_FIRST"); // one failing program
-  fuzz(seed ? std::strtoull(seed, nullptr, 10) : 1,
-       first ? std::atoi(first) : 0, std::atoi(n));
+  fuzz(r->seed, r->first, r->programs);
 }
 
 } // namespace

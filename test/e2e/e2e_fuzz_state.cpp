@@ -34,6 +34,7 @@
 
 using namespace ember;
 using ember::test::nudged;
+using ember::test::pointwise_ops;
 using ember::test::same;
 using ember::test::same_layout;
 using ember::test::same_where;
@@ -43,24 +44,6 @@ using ember::test::storage_of;
 namespace {
 
 using Regs = std::vector<Tensor>;
-
-/// The functional pointwise ops of the op table whose non-tensor arguments
-/// have defaults.
-std::vector<const OperatorHandle *> pointwise_ops() {
-  std::vector<const OperatorHandle *> ops;
-  for (const OperatorHandle *op : Dispatcher::singleton().allOps()) {
-    if (!meta::find_pointwise_spec(*op))
-      continue;
-    const auto &args = op->schema().arguments;
-    bool ok = !args.empty() && !args[0].is_write;
-    for (const Argument &a : args)
-      ok = ok && (a.type == "Tensor" ||
-                  (a.type == "Scalar" && a.default_value.has_value()));
-    if (ok)
-      ops.push_back(op);
-  }
-  return ops;
-}
 
 // --- the state a program starts from -----------------------------------------
 
@@ -867,11 +850,7 @@ Stats fuzz(uint64_t seed, int first, int n) {
     st.breaks += ex.graph_break_count > 0;
     st.recompiles += !ex.recompiles.empty();
     st.replayed += p.replay && ex.cache_hits > 0 && ex.calls > 1;
-    for (const GraphInfo &gi : ex.graphs)
-      if (gi.kernels > 0) {
-        ++with_kernels;
-        break;
-      }
+    with_kernels += ember::test::ran_kernels(ex);
   }
   return st;
 }
@@ -890,13 +869,10 @@ TEST_P(FuzzState, CompiledKeepsWhatEagerDoes) {
 INSTANTIATE_TEST_SUITE_P(Blocks, FuzzState, ::testing::Range(0, 10));
 
 TEST(FuzzStateOnDemand, FromEnvironment) {
-  const char *n = std::getenv("FUZZ_PROGRAMS");
-  if (!n)
+  std::optional<ember::test::FuzzRequest> r = ember::test::fuzz_request();
+  if (!r)
     GTEST_SKIP() << "set FUZZ_PROGRAMS (and FUZZ_SEED) to run more programs";
-  const char *seed = std::getenv("FUZZ_SEED");
-  const char *first = std::getenv("FUZZ_FIRST"); // one failing program
-  Stats st = fuzz(seed ? std::strtoull(seed, nullptr, 10) : 1,
-                  first ? std::atoi(first) : 0, std::atoi(n));
+  Stats st = fuzz(r->seed, r->first, r->programs);
   std::cout << "[fuzz] " << st.str() << "\n";
 }
 
