@@ -20,7 +20,14 @@
 /// lead (sum over dim 0 of [A, B] is [B], read along dim 1: fine; sum over
 /// dim 1 is [A], which `x[A, B] + s` would read along dim 1 as well, and
 /// only fits when A == B -- a different computation the kernel must not
-/// make). Such an op stays out of the fusion (reads_as_indexed).
+/// make). Such an op stays out of the fusion (reads_as_indexed). The kept
+/// form is a shape only the kernel's own reductions give: a kernel *input*
+/// (a value computed outside it) is always indexed right-aligned, as
+/// broadcasting reads it, so the [B] weight of a layer_norm over [B, B] is
+/// a row, and the pass and the code generator agree on it because both
+/// classify a value as an input by where it is defined. For the same
+/// reason a result of the kept points never takes over an input's buffer
+/// (ember-plan-memory): that input may be a row every point reads.
 
 #include "eager/ArrayRef.h"
 
