@@ -20,8 +20,18 @@ COMMENT = re.compile(r"^\s*(?://+|#+|\*|--)\s*\S")
 
 
 def tracked_files():
-    out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True,
-                         text=True, check=True).stdout.split()
+    """The repository's files (git's list; without git, the tree minus build
+    folders)."""
+    try:
+        out = subprocess.run(
+            ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        out = []
+        for d, dirs, files in os.walk(ROOT):
+            dirs[:] = [x for x in dirs
+                       if not x.startswith((".", "build")) and x != "__pycache__"]
+            out += [os.path.relpath(os.path.join(d, f), ROOT) for f in files]
     return [f for f in out if not f.startswith(("bench/results/", "../"))]
 
 
