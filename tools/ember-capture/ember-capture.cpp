@@ -3,12 +3,13 @@
 //
 //   ember-capture <program> --emit=trace|ir|dot|explain|result [--calls=N]
 //   ember-capture --list
+//   ember-capture --pipeline     the passes of opt_level 2, one a line
 //
 // Each program is a small function compiled and called `calls` times (1 by
 // default; some programs change their inputs between calls to show
 // recompiles). trace/ir/dot print every compiled graph in order.
-#include <ember/ember.h>
 #include "eager/Meta.h"
+#include <ember/ember.h>
 
 #include <cstring>
 #include <functional>
@@ -156,7 +157,8 @@ std::map<std::string, std::pair<std::string, Program>> programs() {
 int usage() {
   std::cerr << "usage: ember-capture <program> "
                "--emit=trace|ir|dot|explain [--calls=N]\n"
-               "       ember-capture --list\n";
+               "       ember-capture --list\n"
+               "       ember-capture --pipeline\n";
   return 2;
 }
 
@@ -167,6 +169,11 @@ int main(int argc, char **argv) {
   if (argc == 2 && std::strcmp(argv[1], "--list") == 0) {
     for (auto &[name, p] : progs)
       std::cout << name << ": " << p.first << "\n";
+    return 0;
+  }
+  if (argc == 2 && std::strcmp(argv[1], "--pipeline") == 0) {
+    for (const std::string &pass : pipeline_passes(2))
+      std::cout << pass << "\n";
     return 0;
   }
   if (argc < 3)
