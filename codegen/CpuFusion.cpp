@@ -3,7 +3,6 @@
 #include "codegen/Kernel.h"
 #include "codegen/Lower.h"
 #include "eager/Factory.h"
-#include "ir/Domain.h"
 #include "ir/Types.h"
 
 #include "mlir/IR/Operation.h"

@@ -2,7 +2,6 @@
 
 #include "codegen/ScalarLibrary.h"
 #include "eager/Meta.h"
-#include "eager/OpTraits.h"
 #include "ir/Domain.h"
 #include "ir/Queries.h"
 #include "ir/Types.h"
@@ -89,8 +88,14 @@ std::string read_pointwise(Operation *op, PointwiseCall &call) {
   return "";
 }
 
-std::string unsupported(Operation *op) {
+/// Why the CPU generator does not compute `op`, or ""; a pointwise op is
+/// read into `call` on the way.
+std::string unsupported(Operation *op, PointwiseCall &call) {
   std::string name = op->getName().getStringRef().str();
+  auto lacks = [&](ScalarType dt) {
+    return name + " has dtype " + std::string(toString(dt)) +
+           ", which the scalar library does not cover";
+  };
   for (Value v : op->getOperands())
     if (!type_of(v).device.is_cpu())
       return name + " reads a value on " + type_of(v).device.str() +
@@ -111,16 +116,25 @@ std::string unsupported(Operation *op) {
         folded *= in.sizes[d];
     if (max && folded == 0)
       return name + " of an empty dim raises, which the eager kernel reports";
-    dtype_tag(compute_dtype(in.dtype)); // raises for a dtype it lacks
-    return "";
+    return find_dtype_tag(compute_dtype(in.dtype)) ? "" : lacks(in.dtype);
   }
   if (op->hasTrait<ir::OpTrait::Conversion>()) {
-    dtype_tag(type_of(op->getOperand(0)).dtype);
-    dtype_tag(type_of(op->getResult(0)).dtype);
+    for (Value v : {op->getOperand(0), Value(op->getResult(0))})
+      if (!find_dtype_tag(type_of(v).dtype))
+        return lacks(type_of(v).dtype);
     return "";
   }
-  PointwiseCall call;
   return read_pointwise(op, call);
+}
+
+/// unsupported(), with an Error raised on the way (a malformed attribute)
+/// as the reason.
+std::string checked(Operation *op, PointwiseCall &call) {
+  try {
+    return unsupported(op, call);
+  } catch (const Error &e) {
+    return op->getName().getStringRef().str() + ": " + e.what();
+  }
 }
 
 class CpuTarget final : public passes::FusionTarget {
@@ -134,11 +148,8 @@ public:
 } // namespace
 
 std::string cpu_unsupported(Operation *op) {
-  try {
-    return unsupported(op);
-  } catch (const Error &e) {
-    return op->getName().getStringRef().str() + ": " + e.what();
-  }
+  PointwiseCall call;
+  return checked(op, call);
 }
 
 std::string lower_fusion(Operation *fusion_op, KernelSpec &k) {
@@ -189,7 +200,8 @@ std::string lower_fusion(Operation *fusion_op, KernelSpec &k) {
                      ir::scalar_of(dense.getSplatValue<mlir::Attribute>()));
       continue;
     }
-    if (std::string why = cpu_unsupported(&op); !why.empty())
+    PointwiseCall call; // filled for a pointwise op
+    if (std::string why = checked(&op, call); !why.empty())
       return why;
     ir::ValueType rt = type_of(op.getResult(0));
     if (std::optional<ir::ReductionOp> r = ir::reduction_of(&op)) {
@@ -220,9 +232,6 @@ std::string lower_fusion(Operation *fusion_op, KernelSpec &k) {
       id[op.getResult(0)] = k.convert(id.lookup(op.getOperand(0)), rt.dtype);
       continue;
     }
-    PointwiseCall call;
-    if (std::string why = read_pointwise(&op, call); !why.empty())
-      return why;
     std::vector<int> args;
     for (Value v : call.tensors)
       args.push_back(id.lookup(v));

@@ -13,7 +13,7 @@ extern const unsigned char kScalarLibrary_baseline[], kScalarLibrary_v3[];
 extern const size_t kScalarLibrary_baseline_size, kScalarLibrary_v3_size;
 } // namespace detail
 
-const char *dtype_tag(ScalarType t) {
+const char *find_dtype_tag(ScalarType t) {
   switch (t) {
 #define X(type, tag)                                                           \
   case type:                                                                   \
@@ -21,10 +21,14 @@ const char *dtype_tag(ScalarType t) {
 #include "codegen/ScalarLibraryTags.inc"
 #undef X
   default:
-    break;
+    return nullptr;
   }
-  EMBER_CHECK(false, "codegen: no scalar library type for dtype ", int(t));
-  return "";
+}
+
+const char *dtype_tag(ScalarType t) {
+  const char *tag = find_dtype_tag(t);
+  EMBER_CHECK(tag, "codegen: no scalar library type for dtype ", int(t));
+  return tag;
 }
 
 ScalarType compute_dtype(ScalarType t) {
@@ -60,18 +64,8 @@ bool has_pointwise_function(const OperatorHandle &op, ScalarType compute) {
   static const std::unordered_set<std::string_view> kFunctions = {
 #include "codegen/ScalarLibraryIndex.inc"
   };
-  bool covered = false;
-  switch (compute_dtype(compute)) {
-#define X(type, tag)                                                           \
-  case type:                                                                   \
-    covered = true;                                                            \
-    break;
-#include "codegen/ScalarLibraryTags.inc"
-#undef X
-  default:
-    break;
-  }
-  return covered && kFunctions.count(pointwise_function(op, compute)) != 0;
+  return find_dtype_tag(compute_dtype(compute)) &&
+         kFunctions.count(pointwise_function(op, compute)) != 0;
 }
 
 } // namespace ember::codegen

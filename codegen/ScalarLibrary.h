@@ -39,6 +39,8 @@ namespace ember::codegen {
 /// "i16", "i32", "i64", "f16", "bf16", "f32", "f64". Raises for dtypes the
 /// library does not cover.
 const char *dtype_tag(ScalarType t);
+/// The same, or null for a dtype the library does not cover.
+const char *find_dtype_tag(ScalarType t);
 
 /// The dtype eager computes a pointwise op of storage dtype `t` in (float
 /// for the 16-bit floats).

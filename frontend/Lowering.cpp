@@ -110,9 +110,7 @@ Lowered lower(const ir::Trace &trace, const LowerOptions &options) {
       compiled.push_back(
           codegen::compile_cpu_fusion(&op, options.keep_kernel_ir));
       unsupported.push_back(compiled.back().why_not);
-    } else if (op.hasTrait<ir::OpTrait::Pointwise>() ||
-               op.hasTrait<ir::OpTrait::Conversion>() ||
-               ir::reduction_of(&op)) {
+    } else if (ir::fusion_domain(&op)) {
       // An op of a kind that fuses, which the CPU generator refused.
       unsupported.push_back(codegen::cpu_unsupported(&op));
     } else {

@@ -1,6 +1,7 @@
 #include "ir/Queries.h"
 
 #include "eager/WrapDim.h"
+#include "ir/Types.h"
 
 namespace ember::ir {
 
@@ -33,6 +34,27 @@ std::optional<ReductionOp> reduction_of(mlir::Operation *op) {
         r.folded[size_t(maybe_wrap_dim(d, rank))] = true;
   }
   return r;
+}
+
+std::vector<int64_t> shape_of(mlir::Value v) {
+  auto t = llvm::cast<mlir::RankedTensorType>(v.getType());
+  return std::vector<int64_t>(t.getShape().begin(), t.getShape().end());
+}
+
+std::optional<Domain> fusion_domain(mlir::Operation *op) {
+  if (op->getNumResults() != 1)
+    return std::nullopt;
+  if (op->hasTrait<OpTrait::Pointwise>())
+    return Domain{shape_of(op->getResult(0)), {}};
+  // A conversion on one device is elementwise too.
+  if (op->hasTrait<OpTrait::Conversion>() &&
+      value_type(op->getOperand(0).getType()).device ==
+          value_type(op->getResult(0).getType()).device)
+    return Domain{shape_of(op->getResult(0)), {}};
+  std::optional<ReductionOp> r = reduction_of(op);
+  if (!r || r->folded.empty()) // a 0-dim reduction is a copy
+    return std::nullopt;
+  return Domain{shape_of(op->getOperand(0)), r->folded};
 }
 
 } // namespace ember::ir

@@ -6,6 +6,7 @@
 
 #include "eager/Reduction.h"
 #include "ir/Dialect.h"
+#include "ir/Domain.h"
 
 #include <optional>
 #include <vector>
@@ -26,5 +27,15 @@ struct ReductionOp {
 /// The reduction `op` is, or nullopt for any other op (an op of another
 /// kind, a reduction without a fold kind: argmax, var...).
 std::optional<ReductionOp> reduction_of(mlir::Operation *op);
+
+/// The static shape of a value of a ranked tensor type.
+std::vector<int64_t> shape_of(mlir::Value v);
+
+/// The iteration domain of an op of a kind that fuses, on its own: a
+/// pointwise op, a conversion on one device, a reduction the generators
+/// fold (not of a 0-dim tensor: that is a copy); none for any other op.
+/// Whether a code generator computes it is its own question (Note [Per-op
+/// capability] in passes/FusionTarget.h).
+std::optional<Domain> fusion_domain(mlir::Operation *op);
 
 } // namespace ember::ir

@@ -25,10 +25,7 @@ bool wrapped_number(Operation *op) {
   return c && c.getWrappedNumber();
 }
 
-std::vector<int64_t> shape_of(Value v) {
-  auto t = llvm::cast<RankedTensorType>(v.getType());
-  return std::vector<int64_t>(t.getShape().begin(), t.getShape().end());
-}
+using ir::shape_of;
 
 int64_t numel(llvm::ArrayRef<int64_t> s) { return ir::Domain::numel(s); }
 
@@ -60,32 +57,11 @@ bool reads_as_indexed(const Domain &d, llvm::ArrayRef<Operation *> a,
   return true;
 }
 
-/// The domain of an op of a fusible kind (pointwise, a conversion on one
-/// device, a reduction the generators fold), on its own.
-std::optional<Domain> kind_domain(Operation *op) {
-  if (op->hasTrait<ir::OpTrait::Pointwise>())
-    return Domain{shape_of(op->getResult(0)), {}};
-  // A conversion on one device is elementwise too.
-  if (op->hasTrait<ir::OpTrait::Conversion>() &&
-      ir::value_type(op->getOperand(0).getType()).device ==
-          ir::value_type(op->getResult(0).getType()).device)
-    return Domain{shape_of(op->getResult(0)), {}};
-  std::optional<ir::ReductionOp> r = ir::reduction_of(op);
-  if (!r)
-    return std::nullopt;
-  Domain d{shape_of(op->getOperand(0)), r->folded};
-  if (d.full.empty()) // a 0-dim reduction is a copy: one point, one "dim"
-    return std::nullopt;
-  return d;
-}
-
 /// The domain of a fusible op on its own; none for an op that is not, or
 /// that `target` does not compute (Note [Per-op capability]).
 std::optional<Domain> own_domain(Operation *op,
                                  const passes::FusionTarget &target) {
-  if (op->getNumResults() != 1)
-    return std::nullopt;
-  std::optional<Domain> d = kind_domain(op);
+  std::optional<Domain> d = ir::fusion_domain(op);
   if (d && !target.unsupported(op).empty())
     return std::nullopt;
   return d;

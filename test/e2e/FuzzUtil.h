@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <optional>
+#include <random>
 
 namespace ember::test {
 
@@ -86,6 +87,22 @@ inline std::vector<const OperatorHandle *> pointwise_ops() {
   }
   return ops;
 }
+
+/// The random choices both fuzzers' program generators make, from one seed.
+class FuzzRandom {
+public:
+  explicit FuzzRandom(uint64_t seed) : rng_(seed), seed_(seed) {}
+  uint64_t seed() const { return seed_; }
+
+protected:
+  int pick(int lo, int hi) {
+    return std::uniform_int_distribution<int>(lo, hi)(rng_);
+  }
+  bool chance(double p) { return std::bernoulli_distribution(p)(rng_); }
+
+  std::mt19937_64 rng_;
+  uint64_t seed_;
+};
 
 /// A longer run asked for by the environment (scripts/ember.sh fuzz):
 /// FUZZ_PROGRAMS programs from FUZZ_SEED (default 1), starting at program

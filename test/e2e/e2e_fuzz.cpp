@@ -71,9 +71,9 @@ struct Program {
   }
 };
 
-class Generator {
+class Generator : public ember::test::FuzzRandom {
 public:
-  explicit Generator(uint64_t seed) : rng_(seed), seed_(seed) {}
+  using FuzzRandom::FuzzRandom;
 
   Program make() {
     static const std::vector<const OperatorHandle *> ops = pointwise_ops();
@@ -142,13 +142,7 @@ public:
     return p;
   }
 
-  uint64_t seed() const { return seed_; }
-
 private:
-  int pick(int lo, int hi) {
-    return std::uniform_int_distribution<int>(lo, hi)(rng_);
-  }
-  bool chance(double p) { return std::bernoulli_distribution(p)(rng_); }
   /// A value id, favouring recent ones (chains) over old ones (DAGs).
   int recent(int n) { return chance(0.6) ? n - 1 : pick(0, n - 1); }
 
@@ -241,9 +235,6 @@ private:
     }
     return s;
   }
-
-  std::mt19937_64 rng_;
-  uint64_t seed_;
 };
 
 /// Runs programs [first, first + n) of the stream from `seed`; returns how

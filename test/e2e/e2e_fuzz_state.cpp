@@ -295,9 +295,9 @@ struct Program {
   }
 };
 
-class Generator {
+class Generator : public ember::test::FuzzRandom {
 public:
-  explicit Generator(uint64_t seed) : rng_(seed), seed_(seed) {}
+  using FuzzRandom::FuzzRandom;
 
   Program make() {
     Program p;
@@ -411,10 +411,6 @@ public:
   }
 
 private:
-  int pick(int lo, int hi) {
-    return std::uniform_int_distribution<int>(lo, hi)(rng_);
-  }
-  bool chance(double p) { return std::bernoulli_distribution(p)(rng_); }
   int any(const Regs &r) { return pick(0, int(r.size()) - 1); }
   /// A register, favouring recent ones (chains) over old ones.
   int recent(const Regs &r) { return chance(0.5) ? int(r.size()) - 1 : any(r); }
@@ -671,8 +667,6 @@ private:
     return in;
   }
 
-  std::mt19937_64 rng_;
-  uint64_t seed_;
   std::vector<int> last_reads_;
   int last_write_ = -1;
 };
