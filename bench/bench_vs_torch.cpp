@@ -1,0 +1,160 @@
+// ember's half of the side-by-side benchmark with PyTorch (issue 12): the
+// workloads of bench/vs_torch.py, run eagerly and through compile(), timed
+// call by call. vs_torch.py alternates rounds of this program with rounds of
+// the same workloads in PyTorch (eager and torch.compile) and writes
+// bench/results/vs_torch.{json,md}.
+//
+//   bench_vs_torch [--iters N] [--threads T] [--only NAME]
+//
+// prints one JSON object per line:
+//   {"workload": "softmax", "impl": "ember_compiled", "ms": [...]}
+// Every workload makes its inputs once (random, float32), calls the function
+// twice to warm up (the compile, first-touch of outputs), then times `iters`
+// calls. "floor" is a parallel memcpy of one 4096x4096 float32 tensor on
+// ember's thread pool: the copy floor in this run.
+#include <ember/ember.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+using namespace ember;
+namespace F = ember::nn::functional;
+
+namespace {
+
+constexpr int64_t kRows = 4096, kCols = 4096;
+
+void report(const std::string &workload, const std::string &impl,
+            const std::function<void()> &call, int iters) {
+  call();
+  call();
+  std::vector<double> ms;
+  for (int i = 0; i < iters; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    call();
+    auto t1 = std::chrono::steady_clock::now();
+    ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  std::printf("{\"workload\": \"%s\", \"impl\": \"%s\", \"ms\": [",
+              workload.c_str(), impl.c_str());
+  for (size_t i = 0; i < ms.size(); ++i)
+    std::printf("%s%.4f", i ? ", " : "", ms[i]);
+  std::printf("]}\n");
+  std::fflush(stdout);
+}
+
+Tensor gelu_chain(const Tensor &x, const Tensor &w, const Tensor &b) {
+  return F::gelu(x * w + b);
+}
+Tensor chain8(const Tensor &x, const Tensor &y) {
+  return ((((x * y + 1).relu() - 0.5) * x).abs() + y).sigmoid() * 2;
+}
+Tensor softmax_fn(const Tensor &x) { return x.softmax(-1); }
+Tensor layer_norm_fn(const Tensor &x, const Tensor &w, const Tensor &b) {
+  return F::layer_norm(x, F::LayerNormFuncOptions({kCols}).weight(w).bias(b));
+}
+Tensor sum_fn(const Tensor &x) { return x.sum(); }
+
+/// Registers `name` run eagerly and compiled, on `args`.
+template <class Fn, class... Args>
+void both(const std::string &only, const std::string &name, Fn fn, int iters,
+          const Args &...args) {
+  if (!only.empty() && only != name)
+    return;
+  NoGradGuard g;
+  report(name, "ember_eager", [&] { fn(args...); }, iters);
+  auto f = compile(fn);
+  report(name, "ember_compiled", [&] { f(args...); }, iters);
+}
+
+/// Forward and backward of `fn(x)` eagerly, with a random upstream gradient.
+void eager_train(const std::string &only, const std::string &name,
+                 const std::function<Tensor(const Tensor &)> &fn, int iters) {
+  if (!only.empty() && only != name)
+    return;
+  Tensor x = randn({kRows, kCols}).requires_grad_();
+  Tensor gy = randn({kRows, kCols});
+  report(
+      name, "ember_eager",
+      [&] {
+        Tensor y = fn(x);
+        x.mutable_grad() = Tensor();
+        y.backward(gy);
+      },
+      iters);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int iters = 15, threads = 2;
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--iters" && i + 1 < argc)
+      iters = std::stoi(argv[++i]);
+    else if (a == "--threads" && i + 1 < argc)
+      threads = std::stoi(argv[++i]);
+    else if (a == "--only" && i + 1 < argc)
+      only = argv[++i];
+    else {
+      std::fprintf(stderr,
+                   "usage: bench_vs_torch [--iters N] [--threads T] "
+                   "[--only NAME]\n");
+      return 2;
+    }
+  }
+  set_num_threads(threads);
+  manual_seed(0);
+
+  Tensor x = randn({kRows, kCols}), y = randn({kRows, kCols});
+  Tensor w = randn({kCols}), b = randn({kCols});
+
+  if (only.empty() || only == "floor") {
+    Tensor dst = empty({kRows, kCols});
+    char *d = static_cast<char *>(dst.data_ptr());
+    const char *s = static_cast<const char *>(x.data_ptr());
+    const int64_t row = kCols * 4;
+    report(
+        "floor", "ember_eager",
+        [&] {
+          parallel_for(0, kRows, 64, [&](int64_t r0, int64_t r1) {
+            std::memcpy(d + r0 * row, s + r0 * row, size_t((r1 - r0) * row));
+          });
+        },
+        iters);
+  }
+  both(only, "gelu_chain", gelu_chain, iters, x, w, b);
+  both(
+      only, "gelu", [](const Tensor &t) { return F::gelu(t); }, iters, x);
+  both(only, "chain8", chain8, iters, x, y);
+  both(only, "softmax", softmax_fn, iters, x);
+  both(only, "layer_norm", layer_norm_fn, iters, x, w, b);
+  both(only, "sum", sum_fn, iters, x);
+  {
+    nn::Sequential mlp{nn::Linear(784, 1024), nn::ReLU(),
+                       nn::Linear(1024, 1024), nn::ReLU(),
+                       nn::Linear(1024, 10)};
+    Tensor in = randn({256, 784});
+    both(
+        only, "mlp", [&](const Tensor &t) { return mlp->forward(t); }, iters,
+        in);
+  }
+  eager_train(
+      only, "layer_norm_fwd_bwd",
+      [&](const Tensor &t) {
+        return F::layer_norm(t, F::LayerNormFuncOptions({kCols}));
+      },
+      iters);
+  eager_train(
+      only, "softmax_fwd_bwd", [](const Tensor &t) { return t.softmax(-1); },
+      iters);
+  eager_train(
+      only, "gelu_fwd_bwd", [](const Tensor &t) { return F::gelu(t); },
+      iters);
+  return 0;
+}
