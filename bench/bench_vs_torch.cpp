@@ -66,9 +66,11 @@ void both(const std::string &only, const std::string &name, Fn fn, int iters,
   if (!only.empty() && only != name)
     return;
   NoGradGuard g;
-  report(name, "ember_eager", [&] { fn(args...); }, iters);
+  report(
+      name, "ember_eager", [&] { fn(args...); }, iters);
   auto f = compile(fn);
-  report(name, "ember_compiled", [&] { f(args...); }, iters);
+  report(
+      name, "ember_compiled", [&] { f(args...); }, iters);
 }
 
 /// Forward and backward of `fn(x)` eagerly, with a random upstream gradient.
@@ -102,9 +104,8 @@ int main(int argc, char **argv) {
     else if (a == "--only" && i + 1 < argc)
       only = argv[++i];
     else {
-      std::fprintf(stderr,
-                   "usage: bench_vs_torch [--iters N] [--threads T] "
-                   "[--only NAME]\n");
+      std::fprintf(stderr, "usage: bench_vs_torch [--iters N] [--threads T] "
+                           "[--only NAME]\n");
       return 2;
     }
   }
@@ -154,7 +155,6 @@ int main(int argc, char **argv) {
       only, "softmax_fwd_bwd", [](const Tensor &t) { return t.softmax(-1); },
       iters);
   eager_train(
-      only, "gelu_fwd_bwd", [](const Tensor &t) { return F::gelu(t); },
-      iters);
+      only, "gelu_fwd_bwd", [](const Tensor &t) { return F::gelu(t); }, iters);
   return 0;
 }

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 
@@ -238,6 +239,8 @@ std::string KernelSpec::str() const {
       os << ") " << (fold ? "acc " : "compute ") << dtype_tag(s.compute);
       if (fold)
         os << " in " << dtype_tag(s.in);
+      if (fold && s.count)
+        os << " count " << s.count;
     }
     os << "\n";
   }
@@ -254,14 +257,37 @@ std::string KernelSpec::str() const {
 // --- CompiledKernel
 // ------------------------------------------------------------
 
-void CompiledKernel::run(char **ptrs) const {
+namespace {
+void run_points(CompiledKernel::Fn f, int64_t numel, int64_t point_work,
+                char **ptrs) {
   if (numel == 0)
     return;
-  Fn f = fn;
   parallel_for(
       0, numel,
       std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, point_work)),
       [&](int64_t b, int64_t e) { f(ptrs, b, e); });
+}
+} // namespace
+
+void CompiledKernel::run(char **ptrs) const {
+  if (!combine) {
+    run_points(fn, numel, point_work, ptrs);
+    return;
+  }
+  // Partials into scratch buffers (8-byte aligned), then the combine reads
+  // them (Note [Split reductions]).
+  const size_t nout = partial_bytes.size();
+  std::vector<std::unique_ptr<int64_t[]>> scratch;
+  std::vector<char *> inner(nout + size_t(inputs)), outer(nout * 2);
+  for (size_t o = 0; o < nout; ++o) {
+    scratch.emplace_back(new int64_t[size_t(partial_bytes[o] + 7) / 8]);
+    inner[o] = reinterpret_cast<char *>(scratch.back().get());
+    outer[o] = ptrs[o];
+    outer[nout + o] = inner[o];
+  }
+  std::copy(ptrs + nout, ptrs + nout + inputs, inner.begin() + long(nout));
+  run_points(fn, numel, point_work, inner.data());
+  combine->run(outer.data());
 }
 
 // --- code generation
@@ -1116,7 +1142,8 @@ private:
   LValue *finish(const KernelSpec::Step &s, LValue *a) {
     if (s.fold == ReductionInfo::Mean)
       a = b_.CreateFDiv(
-          a, llvm::ConstantFP::get(a->getType(), double(k_.reduced_numel())));
+          a, llvm::ConstantFP::get(
+                 a->getType(), double(s.count ? s.count : k_.reduced_numel())));
     return cast(a, acc_dtype(s), s.out);
   }
 
@@ -1181,8 +1208,131 @@ void clear_kernel_cache() {
   memory_cache().clear();
 }
 
+/// Note [Split reductions]
+/// A reduction kernel runs in parallel over its output points, so a kernel
+/// with few of them and many points folded into each (x.sum(), a mean over
+/// all but a small dim) would run on one thread. compile_kernel splits it,
+/// as Inductor's split reductions do: the outermost reduced dim (size S) is
+/// cut into P parts (P divides S, chosen from the shape alone, so results do
+/// not depend on the thread count); a *partial* kernel over [P, kept...]
+/// folds each part into a partial accumulator (in the fold's accumulator
+/// dtype: double for float sums, as eager accumulates; a mean folds a sum),
+/// in parallel over parts, and a *combine* kernel folds the P partials of
+/// each output point in order and converts to the output's dtype (a mean
+/// divides by the whole count: Step::count). Only kernels whose outputs are
+/// exactly their folds, none of which reads another fold, and not written in
+/// place, are split; the others (softmax of one row: a fold feeding
+/// pointwise steps) run as one kernel.
+namespace {
+
+constexpr int64_t kSplitMaxOutputs = 64; ///< output points below which
+constexpr int64_t kSplitMinPart = 16384; ///< elements a part folds, at least
+constexpr int64_t kSplitMaxParts = 64;
+
+struct SplitSpecs {
+  KernelSpec partial, combine;
+  int64_t parts = 0;
+};
+
+/// The accumulator's dtype of a reduce step (the partials' dtype).
+ScalarType fold_acc_dtype(const KernelSpec::Step &s) {
+  bool sums = s.fold == ReductionInfo::Sum || s.fold == ReductionInfo::Mean;
+  return sums ? s.compute : s.in;
+}
+
+std::optional<SplitSpecs> split_reduction(const KernelSpec &k) {
+  if (!k.has_reduction() || k.output_numel() > kSplitMaxOutputs ||
+      k.reduced_numel() < 2 * kSplitMinPart)
+    return std::nullopt;
+  for (int oi : k.output_inputs)
+    if (oi >= 0)
+      return std::nullopt;
+  // Outputs: exactly the folds, each once; no fold reads another.
+  std::vector<char> out(k.values.size(), 0), reads_fold(k.values.size(), 0);
+  for (int o : k.outputs) {
+    if (!k.is_reduce(o) || out[size_t(o)])
+      return std::nullopt;
+    out[size_t(o)] = 1;
+  }
+  for (size_t v = 0; v < k.values.size(); ++v) {
+    if (k.values[v].kind != KernelSpec::Value::Kind::Step)
+      continue;
+    const KernelSpec::Step &s = k.step_of(int(v));
+    for (int a : s.args)
+      reads_fold[v] |= reads_fold[size_t(a)] | char(k.is_reduce(a));
+    if (s.kind == KernelSpec::Kind::Reduce && (!out[v] || reads_fold[v]))
+      return std::nullopt;
+  }
+  size_t d = size_t(std::find(k.reduced.begin(), k.reduced.end(), true) -
+                    k.reduced.begin());
+  const int64_t size = k.shape[d];
+  int64_t parts =
+      std::min({kSplitMaxParts, size, k.reduced_numel() / kSplitMinPart});
+  while (parts >= 2 && size % parts != 0)
+    --parts;
+  if (parts < 2)
+    return std::nullopt;
+
+  SplitSpecs r;
+  r.parts = parts;
+  KernelSpec &p = r.partial;
+  p = k;
+  // A part's stride is stride * (S / P), within stride * (S - 1): the
+  // offsets the input already spans, so no overflow.
+  p.shape.insert(p.shape.begin(), parts);
+  p.shape[d + 1] = size / parts;
+  p.reduced.insert(p.reduced.begin(), false);
+  for (KernelSpec::Input &in : p.inputs) {
+    in.strides.insert(in.strides.begin(), in.strides[d] * (size / parts));
+    bool spans = in.extent[d] != 1;
+    in.extent.insert(in.extent.begin(), spans ? parts : 1);
+    in.extent[d + 1] = spans ? size / parts : 1;
+  }
+  for (KernelSpec::Step &s : p.steps)
+    if (s.kind == KernelSpec::Kind::Reduce) {
+      s.out = fold_acc_dtype(s);
+      if (s.fold == ReductionInfo::Mean)
+        s.fold = ReductionInfo::Sum;
+    }
+  p.output_inputs.clear();
+
+  // The combine: [P, kept...], folding dim 0.
+  KernelSpec &c = r.combine;
+  c.shape = {parts};
+  for (size_t i = 0; i < k.shape.size(); ++i)
+    if (!k.reduced[i])
+      c.shape.push_back(k.shape[i]);
+  c.reduced.assign(c.shape.size(), false);
+  c.reduced[0] = true;
+  DimVector strides = contiguous_strides(c.shape);
+  std::vector<int64_t> contiguous(strides.begin(), strides.end());
+  for (int o : k.outputs) {
+    const KernelSpec::Step &s = k.step_of(o);
+    ScalarType acc = fold_acc_dtype(s);
+    int in = c.input(acc, contiguous);
+    int v = c.reduce(s.fold, in, acc, s.compute, s.out);
+    if (s.fold == ReductionInfo::Mean)
+      c.steps.back().count = k.reduced_numel();
+    c.outputs.push_back(v);
+  }
+  return r;
+}
+
+} // namespace
+
+namespace {
+CompiledKernel compile_one(const KernelSpec &spec,
+                           const CompileKernelOptions &options, bool split);
+} // namespace
+
 CompiledKernel compile_kernel(const KernelSpec &spec,
                               const CompileKernelOptions &options) {
+  return compile_one(spec, options, /*split=*/true);
+}
+
+namespace {
+CompiledKernel compile_one(const KernelSpec &spec,
+                           const CompileKernelOptions &options, bool split) {
   EMBER_CHECK(!spec.outputs.empty(),
               "compile_kernel: the kernel has no outputs");
   CpuJit &jit = CpuJit::get();
@@ -1198,6 +1348,24 @@ CompiledKernel compile_kernel(const KernelSpec &spec,
       return it->second;
   }
   auto t0 = std::chrono::steady_clock::now();
+  std::optional<SplitSpecs> parts;
+  if (split && (parts = split_reduction(spec))) {
+    CompiledKernel k = compile_one(parts->partial, options, false);
+    CompiledKernel c = compile_one(parts->combine, options, false);
+    for (int o : spec.outputs)
+      k.partial_bytes.push_back(
+          parts->parts * spec.output_numel() *
+          int64_t(elementSize(fold_acc_dtype(spec.step_of(o)))));
+    k.inputs = int(spec.inputs.size());
+    if (options.keep_ir)
+      k.llvm_ir += "\n; combine kernel (Note [Split reductions])\n" + c.llvm_ir;
+    k.combine = std::make_shared<const CompiledKernel>(std::move(c));
+    k.compile_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
+    std::lock_guard<std::mutex> lock(mu);
+    return cache.insert_or_assign(key, k).first->second;
+  }
   CompiledKernel k;
   k.numel = spec.output_numel();
   k.point_work = spec.reduced_numel();
@@ -1225,5 +1393,7 @@ CompiledKernel compile_kernel(const KernelSpec &spec,
   std::lock_guard<std::mutex> lock(mu);
   return cache.insert_or_assign(key, k).first->second;
 }
+
+} // namespace
 
 } // namespace ember::codegen

@@ -41,6 +41,7 @@
 #include "runtime/ScalarType.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,10 @@ struct KernelSpec {
     std::vector<Scalar> scalars;
     ScalarType compute = ScalarType::Undefined, out = ScalarType::Undefined;
     ScalarType in = ScalarType::Undefined; ///< Reduce: see reduce()
+    /// Reduce, Mean: the number of elements the mean divides by; 0: the
+    /// kernel's reduced_numel() (a split reduction's combine folds partial
+    /// sums: Note [Split reductions]).
+    int64_t count = 0;
     /// "ember::add.Tensor", "convert" or the fold ("sum", ...).
     std::string name() const;
   };
@@ -158,6 +163,13 @@ struct CompiledKernel {
   /// Where it came from: "compiled", "disk cache", or "compiled (<why the
   /// disk cache entry was not used>)" for a stale or corrupt entry.
   std::string origin;
+
+  /// A split reduction (Note [Split reductions]): `fn` writes per-part
+  /// partial folds into scratch buffers of `partial_bytes` each (one per
+  /// output), and `combine` folds them into the outputs.
+  std::shared_ptr<const CompiledKernel> combine;
+  std::vector<int64_t> partial_bytes;
+  int inputs = 0; ///< the number of input pointers after the outputs
 
   /// Runs the whole iteration space, in parallel over the runtime's thread
   /// pool when it is large.

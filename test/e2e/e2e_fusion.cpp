@@ -257,3 +257,29 @@ TEST(E2EFusion, SquareLayerNormIsOneKernel) {
   EXPECT_EQ(c.fallbacks, 0);
   EXPECT_LE(c.kernels, 3);
 }
+
+TEST(E2EFusion, SplitReductionsEqualEager) {
+  // Note [Split reductions]: full reductions and folds with few outputs run
+  // as a partial kernel over parts and a combine. Contiguous, strided and
+  // broadcast inputs, NaN, integers, 16-bit floats, a mean (divided by the
+  // whole count), a fold with an epilogue (not split), a prime folded dim
+  // (not split), kept points.
+  auto fn = [](const Tensor &x, const Tensor &t, const Tensor &w,
+               const Tensor &i, const Tensor &h, const Tensor &c) {
+    return std::make_tuple(x.sum(), (x * w).exp().mean(), t.amax(), t.amin(),
+                           i.sum(), h.sum(), x.sum() * 2 + 1, c.sum({0}),
+                           x.sum({0}, false, kDouble), c.t().sum({1}),
+                           (x * 0.5).mean({1}));
+  };
+  Tensor x = random({300, 256}, kFloat, 43);
+  Tensor t = noncontiguous(random({300, 256}, kFloat, 44));
+  t.index_put_({5, 6}, std::numeric_limits<float>::quiet_NaN());
+  Tensor i = (random({300, 256}, kFloat, 45) * 1000).to(kInt);
+  Tensor h = random({300, 256}, kHalf, 46);
+  Tensor c = random({40000, 3}, kFloat, 47);
+  Counts n =
+      counts(expect_same(fn, {x, t, random({256}, kFloat, 48), i, h, c}));
+  EXPECT_EQ(n.fallbacks, 1); // c.t(), a view
+  expect_same([](const Tensor &p) { return p.sum(); },
+              {random({257, 301}, kFloat, 49)});
+}

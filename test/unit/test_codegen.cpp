@@ -233,3 +233,73 @@ TEST(Codegen, ReductionReadsAnExpandedInputByItsExtent) {
   EXPECT_TRUE(bit_equal(prod, (row * 2).expand({3, 4}).contiguous()));
   EXPECT_TRUE(bit_equal(sum, (row * 2).expand({3, 4}).sum(0)));
 }
+
+TEST(Codegen, FullReductionsSplitAcrossThreads) {
+  // Note [Split reductions]: a fold with few outputs and many points per
+  // output is split into parts (a partial kernel over [P, kept...], then a
+  // combine); the results are eager's: sums accumulate in double, a mean
+  // divides by the whole count, amax keeps NaN.
+  KernelSpec k;
+  k.shape = {300, 257};
+  k.reduced = {true, true};
+  Tensor x = random({300, 257}, kFloat, 4);
+  x.index_put_({7, 9}, std::numeric_limits<float>::quiet_NaN());
+  Tensor y = random({300, 257}, kFloat, 5).t().contiguous().t(); // strided
+  int a = k.input(kFloat, x.strides().vec());
+  int b = k.input(kFloat, y.strides().vec());
+  int e = k.step(op("ember::exp"), {b}, {}, kFloat, kFloat);
+  k.outputs = {k.reduce(ReductionInfo::Sum, e, kFloat, kDouble, kFloat),
+               k.reduce(ReductionInfo::Mean, e, kFloat, kDouble, kFloat),
+               k.reduce(ReductionInfo::Amax, a, kFloat, kFloat, kFloat),
+               k.reduce(ReductionInfo::Amin, b, kFloat, kFloat, kFloat)};
+  CompiledKernel c = compile_kernel(k);
+  ASSERT_TRUE(c.combine) << "not split";
+  EXPECT_EQ(c.numel, 4); // 300 folded dim in 4 parts of 75 rows
+  EXPECT_EQ(c.partial_bytes, (std::vector<int64_t>{32, 32, 16, 16}));
+  std::vector<Tensor> want = {y.exp().sum(), y.exp().mean(), x.amax(),
+                              y.amin()};
+  std::vector<Tensor> got;
+  std::vector<char *> ptrs;
+  for (size_t o = 0; o < 4; ++o) {
+    got.push_back(full({}, -1.0f));
+    ptrs.push_back(static_cast<char *>(got.back().data_ptr()));
+  }
+  ptrs.push_back(static_cast<char *>(x.data_ptr()));
+  ptrs.push_back(static_cast<char *>(y.data_ptr()));
+  c.run(ptrs.data());
+  EXPECT_TRUE(std::isnan(got[2].item<float>()));
+  for (size_t o = 0; o < 4; ++o)
+    EXPECT_TRUE(allclose(got[o], want[o], 1e-6, 1e-6, /*equal_nan=*/true))
+        << o << ": " << got[o] << " vs " << want[o];
+
+  // Kept points: a sum over dim 0 of [40000, 3] (3 outputs, 2 parts).
+  KernelSpec r;
+  r.shape = {40000, 3};
+  r.reduced = {true, false};
+  Tensor i = random({40000, 3}, kInt, 6);
+  int in = r.input(kInt, {3, 1});
+  r.outputs = {r.reduce(ReductionInfo::Sum, in, kInt, kLong, kLong)};
+  Tensor out = full({3}, int64_t(-1));
+  std::vector<char *> rp{static_cast<char *>(out.data_ptr()),
+                         static_cast<char *>(i.data_ptr())};
+  CompiledKernel rc = compile_kernel(r);
+  ASSERT_TRUE(rc.combine);
+  EXPECT_EQ(rc.numel, 6); // 40000 rows folded in 2 parts, 3 outputs each
+  rc.run(rp.data());
+  EXPECT_TRUE(bit_equal(out, i.sum(0)));
+
+  // Not split: a fold feeding a pointwise step, and a prime folded dim.
+  KernelSpec n;
+  n.shape = {300, 257};
+  n.reduced = {true, true};
+  int s = n.reduce(ReductionInfo::Sum, n.input(kFloat, {257, 1}), kFloat,
+                   kDouble, kFloat);
+  n.outputs = {n.step(op("ember::exp"), {s}, {}, kFloat, kFloat)};
+  EXPECT_FALSE(compile_kernel(n).combine);
+  KernelSpec p;
+  p.shape = {257, 300};
+  p.reduced = {true, true};
+  p.outputs = {p.reduce(ReductionInfo::Sum, p.input(kFloat, {300, 1}), kFloat,
+                        kDouble, kFloat)};
+  EXPECT_FALSE(compile_kernel(p).combine);
+}
