@@ -105,6 +105,35 @@ BENCHMARK(BM_CompileGraph)
     ->Arg(64)
     ->Unit(benchmark::kMicrosecond);
 
+// --- compiler scale: long chains at level 2 ----------------------------------
+
+/// One compile of an n-op chain at level 2 per iteration: the pass pipeline
+/// (its own time, from explain()'s pass_times) must stay near-linear in n.
+void BM_CompileLongChain(benchmark::State &s) {
+  NoGradGuard g;
+  Tensor x = randn({16});
+  int64_t n = s.range(0);
+  double passes_s = 0, compile_s = 0;
+  for (auto _ : s) {
+    auto f = compile([n](const Tensor &t) { return chain(t, n); });
+    benchmark::DoNotOptimize(f(x));
+    ExplainOutput e = f.explain();
+    for (const GraphInfo &gi : e.graphs)
+      for (const PassTime &p : gi.pass_times)
+        passes_s += p.seconds;
+    compile_s += e.compile_seconds;
+  }
+  s.counters["passes_ms"] = passes_s * 1e3 / double(s.iterations());
+  s.counters["compile_ms"] = compile_s * 1e3 / double(s.iterations());
+  s.counters["ops"] = double(n);
+}
+BENCHMARK(BM_CompileLongChain)
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Arg(50000)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
 // --- MLP inference
 // -------------------------------------------------------------
 

@@ -144,6 +144,16 @@ int main(int argc, char **argv) {
     both(
         only, "mlp", [&](const Tensor &t) { return mlp->forward(t); }, iters,
         in);
+    // The MLP's three matrix products alone (x W^T, no bias or relu): the
+    // BLAS floor under any MLP implementation.
+    if (only.empty() || only == "mlp_gemms") {
+      NoGradGuard g;
+      Tensor w1 = randn({1024, 784}), w2 = randn({1024, 1024}),
+             w3 = randn({10, 1024});
+      report(
+          "mlp_gemms", "ember_eager",
+          [&] { in.mm(w1.t()).mm(w2.t()).mm(w3.t()); }, iters);
+    }
   }
   eager_train(
       only, "layer_norm_fwd_bwd",

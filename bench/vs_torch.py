@@ -70,6 +70,10 @@ def torch_workloads(torch, only):
     def mlp_fn(t):
         return mlp(t)
 
+    w1, w2, w3 = (torch.randn(1024, 784, generator=g),
+                  torch.randn(1024, 1024, generator=g),
+                  torch.randn(10, 1024, generator=g))
+
     out = []
     floor_dst = torch.empty(ROWS, COLS)
     out.append(("floor", "torch_eager", lambda: floor_dst.copy_(x)))
@@ -87,6 +91,9 @@ def torch_workloads(torch, only):
                     lambda fn=fn, args=args: fn(*args)))
         out.append((name, "torch_compiled",
                     lambda c=compiled, args=args: c(*args)))
+
+    out.append(("mlp_gemms", "torch_eager",
+                lambda: mlp_in.mm(w1.t()).mm(w2.t()).mm(w3.t())))
 
     def train(fn):
         xg = torch.randn(ROWS, COLS, generator=g).requires_grad_()
@@ -169,7 +176,7 @@ def summarize(rounds, meta):
     moved = {"gelu_chain": 2, "gelu": 2, "chain8": 3, "softmax": 2,
              "layer_norm": 2, "sum": 1}
     for wl in ["gelu_chain", "gelu", "chain8", "softmax", "layer_norm", "sum",
-               "mlp", "layer_norm_fwd_bwd", "softmax_fwd_bwd",
+               "mlp", "mlp_gemms", "layer_norm_fwd_bwd", "softmax_fwd_bwd",
                "gelu_fwd_bwd"]:
         ec, ee = get(wl, "ember_compiled"), get(wl, "ember_eager")
         tc, te = get(wl, "torch_compiled"), get(wl, "torch_eager")
@@ -184,6 +191,10 @@ def summarize(rounds, meta):
             parts.append(f"compiled vs ember eager {ee / ec:.2f}x")
         if ee and te:
             parts.append(f"ember eager vs torch eager {te / ee:.2f}x")
+        gemms = get("mlp_gemms", "ember_eager")
+        if wl == "mlp" and gemms and ee:
+            parts.append(f"its three GEMMs alone take {gemms / ee * 100:.0f}% "
+                         "of ember eager's time")
         if parts:
             lines.append(f"- {wl}: " + "; ".join(parts))
     return "\n".join(lines) + "\n"

@@ -81,10 +81,12 @@ constexpr uint32_t kCacheVersion = 1;
 /// The cache folder; nullopt when the disk cache is off.
 std::optional<std::string> cache_dir() {
   std::string dir;
+  bool asked = false;
   if (auto d = env::get("EMBER_CACHE_DIR")) {
     if (d->empty())
-      return std::nullopt;
+      return std::nullopt; // switched off on purpose
     dir = *d;
+    asked = true;
   } else if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x) {
     dir = std::string(x) + "/ember";
   } else if (const char *h = std::getenv("HOME"); h && *h) {
@@ -94,8 +96,21 @@ std::optional<std::string> cache_dir() {
   }
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec)
-    return std::nullopt; // not writable: no disk cache, compile as usual
+  if (!ec && !std::filesystem::is_directory(dir, ec))
+    ec = std::make_error_code(std::errc::not_a_directory);
+  if (ec) {
+    // Not usable: no disk cache, compile as usual. A folder the user named
+    // says so once; the default folder (under $HOME) stays quiet.
+    if (asked)
+      logging::warn_once("EMBER_CACHE_DIR",
+                         "EMBER_CACHE_DIR=" + dir + " is not usable (" +
+                             ec.message() +
+                             "); the kernel disk cache is off, kernels are "
+                             "compiled in every process. Set it to a "
+                             "writable folder, or to \"\" to switch the "
+                             "cache off without this warning");
+    return std::nullopt;
+  }
   return dir;
 }
 } // namespace

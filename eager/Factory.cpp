@@ -44,17 +44,11 @@ Tensor empty_strided(IntArrayRef size, IntArrayRef stride,
   checkDevice(options);
   EMBER_CHECK(size.size() == stride.size(), "empty_strided: ", size.size(),
               " sizes but ", stride.size(), " strides");
-  int64_t span = 1; // elements needed: 1 + sum((size-1)*stride)
-  bool empty_ = false;
-  for (size_t i = 0; i < size.size(); ++i) {
+  for (size_t i = 0; i < size.size(); ++i)
     EMBER_CHECK_VALUE(size[i] >= 0 && stride[i] >= 0,
                       "empty_strided: negative size or stride");
-    if (size[i] == 0)
-      empty_ = true;
-    span += (size[i] - 1) * stride[i];
-  }
   ScalarType dt = options.dtype();
-  Storage st = Storage::allocate(size_t(empty_ ? 0 : span) * elementSize(dt),
+  Storage st = Storage::allocate(storage_nbytes(size, stride, elementSize(dt)),
                                  getCPUAllocator());
   return finish(
       Tensor(make_intrusive<TensorImpl>(std::move(st), dt, size, stride, 0)),
@@ -245,19 +239,19 @@ Tensor randperm(int64_t n, std::optional<Generator> gen,
                 const TensorOptions &options) {
   EMBER_CHECK_VALUE(n >= 0, "randperm: n must be non-negative, got ", n);
   TensorOptions o = options.has_dtype() ? options : options.dtype(kLong);
-  std::vector<int64_t> perm(static_cast<size_t>(n));
-  std::iota(perm.begin(), perm.end(), 0);
+  // The permutation is built in an int64 tensor from ember's allocator, so
+  // an n too large to hold raises its out-of-memory error.
+  ExcludeDispatchKeyGuard no_capture(DispatchKey::Capture);
+  Tensor t = empty({n}, TensorOptions(kLong));
+  int64_t *perm = t.data_ptr<int64_t>();
+  std::iota(perm, perm + n, int64_t(0));
   GeneratorImpl *g = genOf(gen);
   {
     std::lock_guard<std::mutex> lock(g->mutex);
     for (int64_t i = n - 1; i > 0; --i) // Fisher-Yates
-      std::swap(perm[size_t(i)],
-                perm[size_t(Generator::next(g) % uint64_t(i + 1))]);
+      std::swap(perm[i], perm[Generator::next(g) % uint64_t(i + 1)]);
   }
-  ExcludeDispatchKeyGuard no_capture(DispatchKey::Capture);
-  Tensor t = from_blob(perm.data(), {n}, TensorOptions(kLong)).to(o.dtype());
-  if (t.dtype() == kLong)
-    t = t.clone();
+  t = t.to(o.dtype());
   return finish(t, options);
 }
 
@@ -269,17 +263,12 @@ Tensor from_blob(void *data, IntArrayRef sizes, IntArrayRef strides,
   checkDevice(options);
   EMBER_CHECK(sizes.size() == strides.size(), "from_blob: ", sizes.size(),
               " sizes but ", strides.size(), " strides");
-  int64_t span = 0;
-  bool empty_ = false;
-  for (size_t i = 0; i < sizes.size(); ++i) {
+  for (size_t i = 0; i < sizes.size(); ++i)
     EMBER_CHECK_VALUE(sizes[i] >= 0 && strides[i] >= 0,
                       "from_blob: negative size or stride");
-    empty_ |= sizes[i] == 0;
-    span += (sizes[i] - 1) * strides[i];
-  }
   ScalarType dt = options.dtype();
   Storage st = Storage::borrow(
-      data, empty_ ? 0 : size_t(span + 1) * elementSize(dt), Device(kCPU));
+      data, storage_nbytes(sizes, strides, elementSize(dt)), Device(kCPU));
   return finish(
       Tensor(make_intrusive<TensorImpl>(std::move(st), dt, sizes, strides, 0)),
       options);

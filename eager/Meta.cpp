@@ -49,15 +49,6 @@ FakeAllocator &fakeAllocator() {
   return a;
 }
 
-size_t storageBytes(IntArrayRef sizes, IntArrayRef strides, size_t itemsize) {
-  int64_t last = 0;
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    if (sizes[i] == 0)
-      return 0;
-    last += (sizes[i] - 1) * strides[i];
-  }
-  return size_t(last + 1) * itemsize;
-}
 } // namespace
 
 Tensor fake(IntArrayRef sizes, ScalarType dtype, Device device,
@@ -70,7 +61,7 @@ Tensor fake(IntArrayRef sizes, ScalarType dtype, Device device,
     EMBER_CHECK_VALUE(st[i] >= 0, "meta::fake: negative stride in ",
                       IntArrayRef(st));
   }
-  size_t nbytes = storageBytes(sizes, st, elementSize(dtype));
+  size_t nbytes = storage_nbytes(sizes, st, elementSize(dtype));
   Storage storage(make_intrusive<StorageImpl>(
       DataPtr(nullptr, nullptr, nullptr, device), nbytes, &fakeAllocator()));
   return Tensor(
@@ -132,8 +123,16 @@ PointwiseMeta pointwise(const PointwiseSpec &spec,
   for (size_t i = 0; i < inputs.size(); ++i) {
     EMBER_CHECK(inputs[i]->defined(), spec.name, ": argument ", i,
                 " is an undefined tensor");
-    if (!((spec.bool_args >> i) & 1u))
+    if (!((spec.bool_args >> i) & 1u)) {
       promoted.push_back(inputs[i]);
+      continue;
+    }
+    // As PyTorch: masks and conditions must be bool, not numbers.
+    EMBER_CHECK(inputs[i]->dtype() == kBool, spec.name,
+                " expected a boolean tensor as argument ", i,
+                " (the mask or condition), but got a tensor with dtype ",
+                toTypeName(inputs[i]->dtype()),
+                "; compare it (x != 0) or convert it with .to(ember::kBool)");
   }
   ScalarType result;
   if (spec.promote == Promote::Bool) {

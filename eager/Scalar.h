@@ -1,6 +1,7 @@
 #pragma once
 /// Scalar: a number of any dtype passed to ops (1, 2.5, true), as c10::Scalar.
 
+#include "runtime/Error.h"
 #include "runtime/ScalarType.h"
 
 #include <cmath>
@@ -10,6 +11,9 @@
 #include <type_traits>
 
 namespace ember {
+
+class Scalar;
+std::ostream &operator<<(std::ostream &os, const Scalar &s);
 
 class Scalar {
 public:
@@ -40,7 +44,8 @@ public:
     return tag_ == Tag::Double ? kDouble : tag_ == Tag::Int ? kLong : kBool;
   }
 
-  /// Converts to T (C++ conversion rules; floats to ints truncate).
+  /// Converts to T (C++ conversion rules; floats to ints truncate; the
+  /// value must fit T: checked_to() checks).
   template <class T> T to() const {
     if (tag_ == Tag::Double) {
       if constexpr (std::is_same_v<T, bool>)
@@ -54,6 +59,49 @@ public:
       return T(static_cast<float>(v_.i));
     else
       return static_cast<T>(v_.i);
+  }
+  /// Converts to T, raising when the value does not fit T (c10's
+  /// checked_convert, used where PyTorch uses it: fill_, full, item()):
+  /// an integer T takes the integers (and doubles) in its range -- an
+  /// unsigned T also the negatives down to -max, which wrap as two's
+  /// complement --, not NaN or inf; a floating T any double but a finite
+  /// one beyond its largest value (inf and NaN pass); bool anything.
+  template <class T> T checked_to() const {
+    if constexpr (!std::is_same_v<T, bool>) {
+      constexpr bool is_int = std::numeric_limits<T>::is_integer;
+      double hi = std::is_same_v<T, Half> ? 65504.0
+                  : std::is_same_v<T, BFloat16>
+                      ? 3.3895313892515355e38
+                      : double(std::numeric_limits<T>::max());
+      bool fits;
+      if (tag_ == Tag::Double) {
+        double d = v_.d;
+        if constexpr (is_int) {
+          double lo = std::is_unsigned_v<T>
+                          ? -hi - 1
+                          : double(std::numeric_limits<T>::lowest());
+          fits = d >= lo && d < hi + 1; // NaN fails; hi + 1 is exact
+        } else {
+          fits = !std::isfinite(d) || std::fabs(d) <= hi;
+        }
+      } else if constexpr (is_int) {
+        int64_t i = v_.i;
+        if constexpr (std::is_unsigned_v<T>)
+          fits =
+              i >= -int64_t(std::numeric_limits<T>::max()) &&
+              (i < 0 || uint64_t(i) <= uint64_t(std::numeric_limits<T>::max()));
+        else
+          fits = i >= int64_t(std::numeric_limits<T>::lowest()) &&
+                 i <= int64_t(std::numeric_limits<T>::max());
+      } else {
+        fits = std::fabs(double(v_.i)) <= hi;
+      }
+      if (!fits)
+        throw Error(detail::str("value ", *this,
+                                " cannot be converted to type ",
+                                toString(dtype_of<T>()), " without overflow"));
+    }
+    return to<T>();
   }
   double toDouble() const { return to<double>(); }
   float toFloat() const { return to<float>(); }

@@ -96,7 +96,7 @@ public:
   /// The value of a one-element tensor (a sync point inside compile()).
   template <class T>
   T item(std::source_location loc = std::source_location::current()) const {
-    return item(loc).to<T>();
+    return item(loc).checked_to<T>();
   }
   Scalar item(std::source_location loc = std::source_location::current()) const;
 

@@ -25,6 +25,42 @@ int64_t multiply_sizes(IntArrayRef sizes) {
   return n;
 }
 
+namespace {
+[[noreturn]] void span_overflow(IntArrayRef sizes, IntArrayRef strides,
+                                int64_t offset) {
+  throw Error(
+      detail::str("Storage size calculation overflowed with sizes=", sizes,
+                  ", strides=", strides, " and storage offset ", offset));
+}
+} // namespace
+
+int64_t storage_span(IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
+  EMBER_CHECK(sizes.size() == strides.size(), "storage_span: ", sizes.size(),
+              " sizes but ", strides.size(), " strides");
+  for (int64_t s : sizes)
+    if (s == 0)
+      return 0;
+  int64_t span = 0;
+  if (__builtin_add_overflow(offset, int64_t(1), &span))
+    span_overflow(sizes, strides, offset);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    int64_t reach;
+    if (__builtin_mul_overflow(sizes[i] - 1, strides[i], &reach) ||
+        __builtin_add_overflow(span, reach, &span))
+      span_overflow(sizes, strides, offset);
+  }
+  return span;
+}
+
+size_t storage_nbytes(IntArrayRef sizes, IntArrayRef strides, size_t itemsize,
+                      int64_t offset) {
+  int64_t span = storage_span(sizes, strides, offset);
+  int64_t bytes;
+  if (__builtin_mul_overflow(span, int64_t(itemsize), &bytes))
+    span_overflow(sizes, strides, offset);
+  return size_t(bytes);
+}
+
 static DispatchKeySet backendKey(Device d) {
   return d.is_cuda() ? DispatchKeySet(DispatchKey::CUDA)
                      : DispatchKeySet(DispatchKey::CPU);

@@ -151,4 +151,21 @@ DimVector contiguous_strides(IntArrayRef sizes);
 /// Product of sizes, checked for overflow.
 int64_t multiply_sizes(IntArrayRef sizes);
 
+/// Note [Checked storage arithmetic]
+/// Every view and allocation asks these two functions how much storage a
+/// layout reaches, so the int64 arithmetic users push to the edges (strides
+/// near INT64_MAX, huge sizes) is checked in one place: an overflow raises
+/// ember::Error ("Storage size calculation overflowed ...", PyTorch's
+/// message) instead of wrapping into a small size that a later write runs
+/// past. Sizes, strides and the offset must be non-negative (callers check
+/// them first, with their own op's message).
+///
+/// The number of elements a layout reaches from its storage's start:
+/// offset + 1 + sum((size - 1) * stride), or 0 when a size is 0.
+int64_t storage_span(IntArrayRef sizes, IntArrayRef strides,
+                     int64_t offset = 0);
+/// storage_span(...) * itemsize, checked.
+size_t storage_nbytes(IntArrayRef sizes, IntArrayRef strides, size_t itemsize,
+                      int64_t offset = 0);
+
 } // namespace ember

@@ -161,6 +161,14 @@ struct ReplayKey {
 
 std::atomic<int> g_function_counter{0};
 
+/// EMBER_DEBUG_DIR, when set to a folder: "" is unset (not "/").
+std::optional<std::string> debug_dir() {
+  std::optional<std::string> d = env::get("EMBER_DEBUG_DIR");
+  if (d && d->empty())
+    return std::nullopt;
+  return d;
+}
+
 void write_file(const std::string &path, const std::string &text) {
   std::ofstream f(path);
   EMBER_CHECK(f.good(), "EMBER_DEBUG_DIR: cannot write ", path,
@@ -294,7 +302,7 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
   frontend::LowerOptions lo;
   lo.opt_level = int(options.opt_level());
   lo.inplace_buffers = options.inplace_buffers();
-  lo.keep_kernel_ir = env::get("EMBER_DEBUG_DIR").has_value();
+  lo.keep_kernel_ir = debug_dir().has_value();
   lo.keep_pass_ir = lo.keep_kernel_ir;
   frontend::Lowered lowered = frontend::lower(trace, lo);
   e->program = std::make_unique<Program>(std::move(lowered.program));
@@ -389,7 +397,7 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
          << "\n";
     logging::log(Topic::guards, os.str());
   }
-  if (auto dir = env::get("EMBER_DEBUG_DIR")) {
+  if (auto dir = debug_dir()) {
     std::string base = *dir + "/" + info.name;
     write_file(base + ".trace", info.trace);
     write_file(base + ".mlir", lowered.ir_with_locations);

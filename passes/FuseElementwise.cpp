@@ -195,10 +195,15 @@ struct FuseElementwise : impl::FuseElementwiseBase<FuseElementwise> {
         for (int g : producers)
           candidates.push_back(g);
         candidates.append(siblings);
+        // The smaller list is appended to the larger (program order is
+        // restored when the group is outlined), so a long chain costs
+        // O(n log n) in all, not a copy of the group per op.
         auto merge_into_mine = [&](int g, const Domain &d) {
           Group &m = groups[size_t(mine)], &p = groups[size_t(g)];
           m.domain = d;
-          m.ops.insert(m.ops.begin(), p.ops.begin(), p.ops.end());
+          if (p.ops.size() > m.ops.size())
+            std::swap(m.ops, p.ops);
+          m.ops.append(p.ops.begin(), p.ops.end());
           p.ops.clear();
           p.merged_into = mine;
         };
@@ -212,15 +217,18 @@ struct FuseElementwise : impl::FuseElementwiseBase<FuseElementwise> {
                                !llvm::is_contained(open, r))
             open.push_back(r);
         std::optional<Domain> all = groups[size_t(mine)].domain;
-        std::vector<Operation *> all_ops(groups[size_t(mine)].ops.begin(),
-                                         groups[size_t(mine)].ops.end());
-        for (int g : open) {
+        for (int g : open)
           if (all)
             all = Domain::merge(*all, groups[size_t(g)].domain);
-          all_ops.insert(all_ops.end(), groups[size_t(g)].ops.begin(),
-                         groups[size_t(g)].ops.end());
-        }
-        if (open.size() > 1 && all && reads_as_indexed(*all, all_ops)) {
+        auto all_ops = [&] { // only asked for a joint merge
+          std::vector<Operation *> ops(groups[size_t(mine)].ops.begin(),
+                                       groups[size_t(mine)].ops.end());
+          for (int g : open)
+            ops.insert(ops.end(), groups[size_t(g)].ops.begin(),
+                       groups[size_t(g)].ops.end());
+          return ops;
+        };
+        if (open.size() > 1 && all && reads_as_indexed(*all, all_ops())) {
           for (int g : open)
             merge_into_mine(g, *all);
           candidates.clear();

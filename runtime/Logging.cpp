@@ -6,6 +6,7 @@
 #include <atomic>
 #include <iostream>
 #include <mutex>
+#include <set>
 
 namespace ember::logging {
 
@@ -85,6 +86,16 @@ void log(Topic t, const std::string &message) {
   std::cerr << "[ember:" << topics()[int(t)].name << "] " << message;
   if (message.empty() || message.back() != '\n')
     std::cerr << '\n';
+  std::cerr.flush();
+}
+
+void warn_once(const std::string &key, const std::string &message) {
+  static std::mutex mu;
+  static std::set<std::string> seen;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!seen.insert(key).second)
+    return;
+  std::cerr << "[ember] warning: " << message << '\n';
   std::cerr.flush();
 }
 

@@ -43,4 +43,10 @@ void set_logs(const std::string &comma_list);
 /// Prints one message under topic `t` (when enabled).
 void log(Topic t, const std::string &message);
 
+/// Prints "[ember] warning: <message>" on stderr once per process for each
+/// `key` (PyTorch's TORCH_WARN_ONCE): for a setting the user made that ember
+/// cannot honour (an unusable EMBER_CACHE_DIR), which must not go unnoticed
+/// even with every log topic off.
+void warn_once(const std::string &key, const std::string &message);
+
 } // namespace ember::logging

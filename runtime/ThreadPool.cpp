@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -16,6 +17,9 @@ namespace ember {
 namespace {
 
 thread_local bool tl_in_parallel = false;
+/// set_num_threads' upper bound: far above any core count, below the
+/// thousands of threads whose creation takes seconds and then fails.
+constexpr int kMaxThreads = 1024;
 
 // Note [Thread pool]
 // Workers sleep on a condition variable between jobs (no spinning, so they
@@ -29,12 +33,25 @@ public:
 
   int size() const { return nthreads_; }
 
+  /// Restarts with n threads (the caller's among them). When the system
+  /// cannot start that many, the pool goes back to its old size and raises.
   void resize(int n) {
+    int old = nthreads_;
     stop();
     nthreads_ = n;
     stop_ = false;
-    for (int i = 1; i < n; ++i)
-      workers_.emplace_back([this] { workerLoop(); });
+    try {
+      for (int i = 1; i < n; ++i)
+        workers_.emplace_back([this] { workerLoop(); });
+    } catch (const std::system_error &e) {
+      stop();
+      nthreads_ = old;
+      stop_ = false;
+      for (int i = 1; i < old; ++i)
+        workers_.emplace_back([this] { workerLoop(); });
+      throw Error(detail::str("set_num_threads: could not start ", n,
+                              " threads (", e.what(), "); still using ", old));
+    }
   }
 
   void run(int64_t begin, int64_t end, int64_t nchunks,
@@ -160,6 +177,10 @@ int get_num_threads() { return pool().size(); }
 void set_num_threads(int n) {
   EMBER_CHECK_VALUE(n >= 1, "set_num_threads: expected a positive number of ",
                     "threads, got ", n);
+  EMBER_CHECK_VALUE(n <= kMaxThreads, "set_num_threads: ", n,
+                    " threads requested; at most ", kMaxThreads,
+                    " are supported (one per core is the useful number: ",
+                    std::thread::hardware_concurrency(), " here)");
   EMBER_CHECK(!tl_in_parallel,
               "set_num_threads cannot be called inside a parallel region");
   pool().resize(n);

@@ -74,9 +74,7 @@ void AccumulateGrad::run_grad_hooks(variable_list &grads) const {
   for (const auto &[id, fn] : hooks) {
     if (!grads.at(0).defined())
       break;
-    Tensor r = fn(grads[0]);
-    if (r.defined())
-      grads[0] = r;
+    grads[0] = hook_result(grads[0], fn(grads[0]));
   }
 }
 
@@ -95,13 +93,8 @@ namespace {
 /// One past the last storage position that a tensor of geometry g reads,
 /// counted from `origin` (0 if it is empty).
 int64_t storage_end(const Geometry &g, int64_t origin) {
-  int64_t end = g.offset - origin + 1;
-  for (size_t i = 0; i < g.sizes.size(); ++i) {
-    if (g.sizes[i] == 0)
-      return 0;
-    end += (g.sizes[i] - 1) * g.strides[i];
-  }
-  return end;
+  int64_t span = storage_span(g.sizes, g.strides, g.offset);
+  return span == 0 ? 0 : span - origin;
 }
 
 /// The storage position (from `origin`) of every element of g, flattened:

@@ -45,9 +45,16 @@ struct InputMetadata {
 /// (tensor hooks, retain_grad). Returns the possibly replaced gradient.
 using GradHook = std::function<Tensor(const Tensor &)>;
 
+/// What a hook returned in place of gradient `grad`: `result` when it is
+/// defined (it must keep grad's size, dtype and device, as PyTorch checks),
+/// else `grad`.
+Tensor hook_result(const Tensor &grad, Tensor result);
+
 struct Node : std::enable_shared_from_this<Node> {
   explicit Node(edge_list next_edges = {});
-  virtual ~Node() = default;
+  /// Releases the graph behind the node without recursion (Note [Deleting
+  /// long graphs]).
+  virtual ~Node();
   Node(const Node &) = delete;
   Node &operator=(const Node &) = delete;
 

@@ -15,6 +15,30 @@ std::atomic<uint64_t> next_sequence_nr{0};
 std::atomic<unsigned> next_hook_id{1};
 } // namespace
 
+/// Note [Deleting long graphs]
+/// A graph built by a long loop (total = total + loss, 100k times) is a
+/// chain of nodes, each owning the next through its edges. Destroying the
+/// head by plain destructors recurses once per node and overflows the
+/// stack. As libtorch's deleteNode, a node's destructor takes its edges
+/// instead: every edge whose node it holds the last reference to gives up
+/// that node's edges to an explicit stack first, and the node then dies
+/// with no edges left, so no destructor recurses. (Derived members, saved
+/// tensors among them, are destroyed before this runs; the nodes they
+/// reference are still held by the edges here, so releasing them does not
+/// recurse either.)
+Node::~Node() {
+  edge_list stack = std::move(next_edges_);
+  while (!stack.empty()) {
+    std::shared_ptr<Node> fn = std::move(stack.back().function);
+    stack.pop_back();
+    if (fn && fn.use_count() == 1) {
+      for (Edge &e : fn->next_edges_)
+        stack.push_back(std::move(e));
+      fn->next_edges_.clear();
+    }
+  }
+}
+
 Node::Node(edge_list next_edges)
     : next_edges_(std::move(next_edges)),
       sequence_nr_(next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
@@ -53,10 +77,26 @@ void Node::run_grad_hooks(variable_list &grads) const {
   for (const HookEntry &h : hooks) {
     if (h.input_nr >= grads.size() || !grads[h.input_nr].defined())
       continue;
-    Tensor r = h.fn(grads[h.input_nr]);
-    if (r.defined())
-      grads[h.input_nr] = r;
+    grads[h.input_nr] = hook_result(grads[h.input_nr], h.fn(grads[h.input_nr]));
   }
+}
+
+Tensor hook_result(const Tensor &grad, Tensor result) {
+  if (!result.defined())
+    return grad;
+  EMBER_CHECK(result.dtype() == grad.dtype() &&
+                  result.device() == grad.device(),
+              "hook has changed the type of value (was ",
+              toString(grad.dtype()), " on ", grad.device().str(), " got ",
+              toString(result.dtype()), " on ", result.device().str(),
+              "): a gradient hook must return a tensor of the gradient's "
+              "dtype and device, or an undefined tensor to keep it");
+  EMBER_CHECK(result.sizes() == grad.sizes(),
+              "hook has changed the size of value (was ", grad.sizes(), " got ",
+              result.sizes(),
+              "): a gradient hook must return a tensor of the gradient's "
+              "shape");
+  return result;
 }
 
 // --- meta

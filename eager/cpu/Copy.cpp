@@ -70,7 +70,7 @@ const Tensor &fill_(const Tensor &self, const Scalar &value) {
   if (self.numel() > 0) {
     TensorIterator it = TensorIterator::build(self, {});
     dispatch_dtype(self.dtype(), "fill_", [&]<class T>() {
-      T v = value.to<T>();
+      T v = value.checked_to<T>();
       it.for_each([v](char **data, const int64_t *st, int64_t n) {
         if (st[0] == int64_t(sizeof(T))) {
           T *o = reinterpret_cast<T *>(data[0]);

@@ -94,16 +94,12 @@ Tensor as_strided(const Tensor &self, IntArrayRef size, IntArrayRef stride,
               " strides)");
   int64_t off = storage_offset.value_or(self.storage_offset());
   EMBER_CHECK(off >= 0, "as_strided: negative storage offset ", off);
-  int64_t maxIdx = off;
-  bool empty_ = false;
   for (size_t i = 0; i < size.size(); ++i) {
     EMBER_CHECK(size[i] >= 0, "as_strided: negative size ", size[i]);
     EMBER_CHECK(stride[i] >= 0, "as_strided: negative stride ", stride[i]);
-    empty_ |= size[i] == 0;
-    maxIdx += (size[i] - 1) * stride[i];
   }
-  if (!empty_) {
-    size_t need = size_t(maxIdx + 1) * self.element_size();
+  size_t need = storage_nbytes(size, stride, self.element_size(), off);
+  if (need > 0) {
     EMBER_CHECK(need <= self.storage().nbytes(), "setStorage: sizes ", size,
                 ", strides ", stride, " and storage offset ", off,
                 " require a storage of ", need, " bytes, but the storage has ",
@@ -417,8 +413,13 @@ std::vector<Tensor> chunk(const Tensor &self, int64_t chunks, int64_t dim) {
               "chunk expects `chunks` to be greater than 0, got: ", chunks);
   int64_t d = maybe_wrap_dim(dim, self.dim());
   int64_t size = self.size(d);
-  int64_t each = (size + chunks - 1) / chunks;
+  int64_t each = size / chunks + (size % chunks != 0); // no overflow
   if (each == 0) { // an empty dim: `chunks` empty pieces, as PyTorch
+    constexpr int64_t kMaxPieces = int64_t(1) << 24;
+    EMBER_CHECK_VALUE(chunks <= kMaxPieces,
+                      "chunk: cannot split an empty "
+                      "dimension into ",
+                      chunks, " pieces (at most ", kMaxPieces, ")");
     std::vector<int64_t> sizes(size_t(chunks), 0);
     return self.split(sizes, d);
   }

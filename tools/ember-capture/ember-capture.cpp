@@ -11,6 +11,7 @@
 #include "eager/Meta.h"
 #include <ember/ember.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <iostream>
@@ -184,9 +185,19 @@ int main(int argc, char **argv) {
     std::string a = argv[i];
     if (a.rfind("--emit=", 0) == 0)
       emit = a.substr(7);
-    else if (a.rfind("--calls=", 0) == 0)
-      calls = std::stoi(a.substr(8));
-    else
+    else if (a.rfind("--calls=", 0) == 0) {
+      // A count of calls, 1 to 1000; anything else is a usage error.
+      std::string v = a.substr(8);
+      char *end = nullptr;
+      long n = v.empty() ? 0 : std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < 1 || n > 1000) {
+        std::cerr << "ember-capture: --calls expects a number of calls from 1 "
+                     "to 1000, got '"
+                  << v << "'\n";
+        return 2;
+      }
+      calls = int(n);
+    } else
       return usage();
   }
   auto it = progs.find(name);

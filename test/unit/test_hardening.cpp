@@ -1,0 +1,208 @@
+// Bad input never crashes, corrupts memory or is silently wrong: regression
+// tests for the findings of the hardening issue, each of which crashed or gave
+// a wrong answer before its fix (run under ASan+UBSan as test_hardening_san).
+#include <ember/ember.h>
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <limits>
+
+using namespace ember;
+
+namespace {
+
+/// `fn` raises ember::Error whose message contains `text`.
+template <class F>
+::testing::AssertionResult raises(F fn, const std::string &text) {
+  try {
+    fn();
+  } catch (const Error &e) {
+    if (std::string(e.what()).find(text) != std::string::npos)
+      return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "raised: " << e.what();
+  } catch (const std::exception &e) {
+    return ::testing::AssertionFailure()
+           << "raised a non-ember exception: " << e.what();
+  }
+  return ::testing::AssertionFailure() << "did not raise";
+}
+
+} // namespace
+
+// --- Note [Checked storage arithmetic] ------------------------------------
+
+TEST(Hardening, AsStridedBoundsCheckDoesNotOverflow) {
+  Tensor b = zeros({8});
+  Tensor other = zeros({8});
+  // (INT64_MAX - 3) * 1 + 3 * 1 wraps to a negative span without the check,
+  // which passed the bound and wrote through a huge stride.
+  EXPECT_TRUE(raises(
+      [&] {
+        b.as_strided({2, 2}, {INT64_MAX - 3, 3});
+      },
+      "Storage size calculation overflowed"));
+  EXPECT_TRUE(raises([&] { b.as_strided({2}, {INT64_MAX}); },
+                     "Storage size calculation overflowed"));
+  EXPECT_TRUE(raises([&] { b.as_strided({2}, {1}, INT64_MAX); },
+                     "Storage size calculation overflowed"));
+  EXPECT_TRUE(raises([&] { b.as_strided({3}, {4}); }, "require a storage"));
+  // Empty views need no storage, whatever their strides.
+  EXPECT_EQ(b.as_strided({0, 2}, {INT64_MAX, INT64_MAX}).numel(), 0);
+  EXPECT_EQ(b.as_strided({2, 2}, {2, 1}, 4).sum().item<float>(), 0.0f);
+  EXPECT_EQ(other.sum().item<float>(), 0.0f);
+}
+
+TEST(Hardening, EmptyStridedStorageSizeDoesNotOverflow) {
+  // 1 + 2 * 2^61 elements of 4 bytes: 2^64 + 4 bytes, which wrapped to 4.
+  EXPECT_TRUE(raises([] { empty_strided({3}, {int64_t(1) << 61}); },
+                     "Storage size calculation overflowed"));
+  EXPECT_TRUE(raises(
+      [] {
+        empty_strided({2, 2}, {INT64_MAX, 1});
+      },
+      "Storage size calculation overflowed"));
+  Tensor t = empty_strided({3, 2}, {1, 3});
+  EXPECT_EQ(t.storage().nbytes(), 6 * sizeof(float));
+  EXPECT_EQ(empty_strided({0}, {INT64_MAX}).storage().nbytes(), 0u);
+}
+
+TEST(Hardening, CompiledAsStridedIsCheckedToo) {
+  auto fn = [](const Tensor &x) {
+    return x.as_strided({2, 2}, {INT64_MAX - 3, 3});
+  };
+  auto compiled = compile(fn);
+  EXPECT_TRUE(raises([&] { compiled(zeros({8})); },
+                     "Storage size calculation overflowed"));
+}
+
+// --- Note [Deleting long graphs] -------------------------------------------
+
+TEST(Hardening, DestroyingALongGraphDoesNotRecurse) {
+  // 200k nodes, each owning the next: a recursive teardown overflows the
+  // stack (the sanitized build's frames are larger still).
+  Tensor p = ones({1}).requires_grad_();
+  Tensor total = zeros({1});
+  for (int i = 0; i < 200000; ++i)
+    total = total + p * 2;
+  total = Tensor(); // the whole graph goes here
+  // A shared tail survives its first owner.
+  Tensor a = p * 3;
+  Tensor b = a + 1, c = a + 2;
+  b = Tensor();
+  c.backward();
+  EXPECT_EQ(p.grad().item<float>(), 3.0f);
+}
+
+// --- hooks -----------------------------------------------------------------
+
+TEST(Hardening, HooksMustKeepTheGradientsShapeAndDtype) {
+  Tensor w = randn({3}).requires_grad_();
+  w.register_hook([](const Tensor &) { return ones({5}); });
+  EXPECT_TRUE(raises([&] { (w * 2).sum().backward(); },
+                     "hook has changed the size of value (was [3] got [5])"));
+  Tensor v = randn({3}).requires_grad_();
+  Tensor y = v * 2;
+  y.register_hook([](const Tensor &g) { return g.to(kDouble); });
+  EXPECT_TRUE(raises([&] { y.sum().backward(); },
+                     "hook has changed the type of value"));
+  // A hook returning its gradient scaled (same shape and dtype) still works.
+  Tensor u = randn({3}).requires_grad_();
+  u.register_hook([](const Tensor &g) { return g * 10; });
+  (u * 2).sum().backward();
+  EXPECT_TRUE(allclose(u.grad(), full({3}, 20.0f)));
+}
+
+// --- values that do not fit the dtype --------------------------------------
+
+TEST(Hardening, FillValuesMustFitTheDtype) {
+  EXPECT_TRUE(
+      raises([] { full({2}, 300, kByte); },
+             "value 300 cannot be converted to type uint8 without overflow"));
+  EXPECT_TRUE(raises([] { full({2}, 1e10, kInt); }, "without overflow"));
+  EXPECT_TRUE(raises([] { full({2}, 1e5, kHalf); }, "without overflow"));
+  EXPECT_TRUE(raises([] { full({1}, std::nan(""), kLong); }, "overflow"));
+  EXPECT_TRUE(raises([] { zeros({2}, kChar).fill_(128); }, "overflow"));
+  // In range: as PyTorch, negatives wrap into unsigned types; inf and NaN
+  // go into floating types; the limits themselves fit.
+  EXPECT_EQ(full({1}, -1, kByte).item<int64_t>(), 255);
+  EXPECT_EQ(full({1}, INT64_MIN, kLong).item<int64_t>(), INT64_MIN);
+  EXPECT_EQ(full({1}, -128, kChar).item<int64_t>(), -128);
+  EXPECT_TRUE(std::isinf(full({1}, INFINITY, kHalf).item<float>()));
+  EXPECT_TRUE(std::isnan(full({1}, NAN, kBFloat16).item<float>()));
+  EXPECT_EQ(full({1}, 65504.0, kHalf).item<float>(), 65504.0f);
+}
+
+TEST(Hardening, ItemChecksTheRequestedType) {
+  // Converting 1e20 to int was undefined behaviour (UBSan flagged it).
+  EXPECT_TRUE(raises([] { full({}, 1e20).item<int>(); },
+                     "cannot be converted to type int32"));
+  EXPECT_TRUE(raises([] { full({}, 70000, kInt).item<int16_t>(); },
+                     "without overflow"));
+  EXPECT_EQ(full({}, 2.5).item<int>(), 2);
+  EXPECT_EQ(full({}, 1e20, kDouble).item<double>(), 1e20);
+}
+
+// --- PyTorch's semantics ---------------------------------------------------
+
+TEST(Hardening, ReluPropagatesNaN) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor x = tensor({nan, -1.0f, 2.0f, -0.0f});
+  Tensor y = x.relu();
+  EXPECT_TRUE(std::isnan(y[0].item<float>()));
+  EXPECT_EQ(y[1].item<float>(), 0.0f);
+  EXPECT_EQ(y[2].item<float>(), 2.0f);
+  EXPECT_TRUE(std::isnan(x.clone().relu_()[0].item<float>()));
+  auto compiled = compile([](const Tensor &t) { return (t * 1).relu(); });
+  EXPECT_TRUE(std::isnan(compiled(x)[0].item<float>()));
+}
+
+TEST(Hardening, MasksAndConditionsMustBeBool) {
+  Tensor x = ones({2});
+  EXPECT_TRUE(raises([&] { x.masked_fill(ones({2}, kLong), 3); },
+                     "expected a boolean tensor"));
+  EXPECT_TRUE(raises([&] { where(ones({2}, kLong), x, zeros({2})); },
+                     "expected a boolean tensor"));
+  Tensor m = tensor({true, false});
+  EXPECT_EQ(x.masked_fill(m, 3)[0].item<float>(), 3.0f);
+  EXPECT_EQ(where(m, x, zeros({2}))[1].item<float>(), 0.0f);
+}
+
+// --- errors that are ember::Error ------------------------------------------
+
+TEST(Hardening, HugeCountsRaiseEmberErrors) {
+  // std::length_error and std::system_error escaped before.
+  EXPECT_THROW(randperm(int64_t(1) << 62), Error);
+  std::vector<Tensor> c = ones({4}).chunk(INT64_MAX);
+  EXPECT_EQ(c.size(), 4u);
+  EXPECT_EQ(arange(10).chunk(INT64_MAX - 1).size(), 10u);
+  EXPECT_EQ(arange(10).chunk(3).size(), 3u); // 4, 4, 2
+  EXPECT_TRUE(raises([] { zeros({0}).chunk(INT64_MAX); }, "pieces"));
+  EXPECT_EQ(zeros({0}).chunk(3).size(), 3u);
+  int before = get_num_threads();
+  EXPECT_TRUE(raises([] { set_num_threads(100000); }, "at most 1024"));
+  EXPECT_EQ(get_num_threads(), before);
+  Tensor p = randperm(1000);
+  EXPECT_EQ(std::get<0>(p.sort()).equal(arange(1000)), true);
+}
+
+// --- settings --------------------------------------------------------------
+
+TEST(Hardening, EmptyDebugDirIsUnsetNotTheRootFolder) {
+  // EMBER_DEBUG_DIR="" wrote NAME.trace, NAME.mlir, ... into "/".
+  auto traces_in_root = [] {
+    int n = 0;
+    for (const auto &e : std::filesystem::directory_iterator("/"))
+      n += e.path().extension() == ".trace";
+    return n;
+  };
+  int before = traces_in_root();
+  ::setenv("EMBER_DEBUG_DIR", "", 1);
+  auto f = compile([](const Tensor &x) { return (x * 3).exp(); });
+  Tensor y = f(randn({4}));
+  ::unsetenv("EMBER_DEBUG_DIR");
+  EXPECT_EQ(y.numel(), 4);
+  EXPECT_EQ(traces_in_root(), before);
+}
