@@ -12,7 +12,9 @@
 #   AddressSanitizer] in ir/CMakeLists.txt); their code still runs in every
 #   sanitized test, inside an instrumented process;
 # - the tests' own code is compiled at -O0 -g1 with the sanitizers (it is
-#   glue around library calls; -O1 -g1 took twice as long).
+#   glue around library calls; -O1 -g1 took twice as long), and so is the
+#   test support library (test/support, ember_add_test_library), whose
+#   sanitized copy the sanitized tests link.
 # Every translation unit is thus compiled once per configuration that needs
 # it. The plain tests build at -O1 for the same reason (the library under
 # test keeps the build type's flags).
@@ -93,8 +95,17 @@ function(ember_add_test name src)
     return()
   endif()
   add_executable(${name}_san ${src})
+  # A test library (ember_add_test_library) links as its sanitized copy.
+  set(_san_link)
+  foreach(_l ${_t_LINK})
+    if(TARGET ${_l}_san)
+      list(APPEND _san_link ${_l}_san)
+    else()
+      list(APPEND _san_link ${_l})
+    endif()
+  endforeach()
   target_link_libraries(${name}_san PRIVATE ember_san GTest::gtest
-                        GTest::gtest_main ${_t_LINK})
+                        GTest::gtest_main ${_san_link})
   target_compile_options(${name}_san PRIVATE ${EMBER_SANITIZE_FLAGS} -O0)
   # allocator_may_return_null: the out-of-memory test asks for 1 PiB and
   # checks that ember raises (ASan would abort instead).
@@ -102,6 +113,26 @@ function(ember_add_test name src)
     PROPERTIES LABELS sanitized
     ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1;UBSAN_OPTIONS=print_stacktrace=1")
   set_property(GLOBAL APPEND PROPERTY EMBER_SANITIZED_TARGETS ${name}_san)
+endfunction()
+
+# ember_add_test_library(<name> <sources>...): a static library of test
+# support code, compiled as the tests are; with EMBER_SANITIZE also
+# <name>_san, instrumented and linked against ember_san. Tests link it with
+# `ember_add_test(... LINK <name>)`, their sanitized copies get <name>_san.
+function(ember_add_test_library name)
+  add_library(${name} STATIC ${ARGN})
+  target_link_libraries(${name} PUBLIC ember GTest::gtest)
+  target_include_directories(${name} PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}
+                             ${CMAKE_SOURCE_DIR}/test/unit)
+  target_compile_options(${name} PRIVATE -O1)
+  if(NOT EMBER_SANITIZE)
+    return()
+  endif()
+  add_library(${name}_san STATIC ${ARGN})
+  target_link_libraries(${name}_san PUBLIC ember_san GTest::gtest)
+  target_include_directories(${name}_san PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}
+                             ${CMAKE_SOURCE_DIR}/test/unit)
+  target_compile_options(${name}_san PRIVATE ${EMBER_SANITIZE_FLAGS} -O0)
 endfunction()
 
 # ember_test_settings(<name> <keyword> <args>...): target_<keyword>(<name>

@@ -49,77 +49,9 @@ import gen_ops  # noqa: E402
 # example through ember-opt (parse, verify with the shape rules of
 # ember::meta, print, parse again), so the examples are checked documentation.
 # Pointwise ops get theirs from the schema (see pointwise_example). Other ops
-# need one here: the text after the op name, in ember-opt's printed form
-# (attributes sorted by name, defaults omitted, floats as 2.000000e+00). An op
-# without an example still builds; test_ir's coverage test then names it.
-
-EXAMPLES = {
-    "pow.Tensor_Scalar": "%self {exponent = 2 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>",
-    "pow.Scalar": "%exponent {self = 2.000000e+00 : f64} : (tensor<2x3xf32>) -> tensor<2x3xf32>",
-    "copy_": "%self, %src : (tensor<2x3xf32>, tensor<3xf64>) -> tensor<2x3xf32>",
-    "fill_.Scalar": "%self {value = 1.500000e+00 : f64} : (tensor<2x3xf32>) -> tensor<2x3xf32>",
-    "_to_copy": "%self {dtype = f64} : (tensor<2x3xf32>) -> tensor<2x3xf64>",
-    "clone": "%self : (tensor<2x3xf32>) -> tensor<2x3xf32>",
-    "as_strided_scatter": "%self, %src {size = array<i64: 2>, stride = array<i64: 3>} : (tensor<2x3xf32>, tensor<2xf32>) -> tensor<2x3xf32>",
-    "as_strided": "%self {size = array<i64: 2, 2>, stride = array<i64: 1, 2>} : (tensor<2x3xf32>) -> tensor<2x2xf32>",
-    "view": "%self {size = array<i64: 3, 2>} : (tensor<2x3xf32>) -> tensor<3x2xf32>",
-    "squeeze": "%self : (tensor<2x1x3xf32>) -> tensor<2x3xf32>",
-    "squeeze.dim": "%self {dim = 1 : i64} : (tensor<2x1x3xf32>) -> tensor<2x3xf32>",
-    "squeeze.dims": "%self {dim = array<i64: 0, 2>} : (tensor<1x3x1xf32>) -> tensor<3xf32>",
-    "unsqueeze": "%self {dim = 0 : i64} : (tensor<2x3xf32>) -> tensor<1x2x3xf32>",
-    "transpose.int": "%self {dim0 = 0 : i64, dim1 = 1 : i64} : (tensor<2x3xf32>) -> tensor<3x2xf32>",
-    "t": "%self : (tensor<2x3xf32>) -> tensor<3x2xf32>",
-    "permute": "%self {dims = array<i64: 2, 0, 1>} : (tensor<2x3x4xf32>) -> tensor<4x2x3xf32>",
-    "expand": "%self {size = array<i64: 2, 3>} : (tensor<3xf32>) -> tensor<2x3xf32>",
-    "select.int": "%self {dim = 0 : i64, index = 1 : i64} : (tensor<2x3xf32>) -> tensor<3xf32>",
-    "slice.Tensor": "%self {dim = 1 : i64, end = 3 : i64, start = 1 : i64} : (tensor<2x3xf32>) -> tensor<2x2xf32>",
-    "diagonal": "%self : (tensor<3x3xf32>) -> tensor<3xf32>",
-    "unfold": "%self {dimension = 0 : i64, size = 2 : i64, step = 1 : i64} : (tensor<4xf32>) -> tensor<3x2xf32>",
-    "sum": "%self : (tensor<2x3xf32>) -> tensor<f32>",
-    "sum.dim_IntList": "%self {dim = array<i64: 1>} : (tensor<2x3xf32>) -> tensor<2xf32>",
-    "mean": "%self : (tensor<2x3xf32>) -> tensor<f32>",
-    "mean.dim": "%self {dim = array<i64: 0>, keepdim = true} : (tensor<2x3xf32>) -> tensor<1x3xf32>",
-    "prod.dim_int": "%self {dim = 1 : i64} : (tensor<2x3xf32>) -> tensor<2xf32>",
-    "max.dim": "%self {dim = 1 : i64} : (tensor<2x3xf32>) -> (tensor<2xf32>, tensor<2xi64>)",
-    "min.dim": "%self {dim = 1 : i64} : (tensor<2x3xf32>) -> (tensor<2xf32>, tensor<2xi64>)",
-    "amax": "%self {dim = array<i64: 1>} : (tensor<2x3xf32>) -> tensor<2xf32>",
-    "amin": "%self {dim = array<i64: 1>} : (tensor<2x3xf32>) -> tensor<2xf32>",
-    "argmax": "%self {dim = 1 : i64} : (tensor<2x3xf32>) -> tensor<2xi64>",
-    "argmin": "%self : (tensor<2x3xf32>) -> tensor<i64>",
-    "var.correction": "%self {correction = 1 : i64, dim = array<i64: 1>} : (tensor<2x3xf32>) -> tensor<2xf32>",
-    "norm.ScalarOpt_dim": "%self {dim = array<i64: 1>, p = 2 : i64} : (tensor<2x3xf32>) -> tensor<2xf32>",
-    "logsumexp": "%self {dim = array<i64: 1>} : (tensor<2x3xf32>) -> tensor<2xf32>",
-    "all.dim": "%self {dim = 1 : i64} : (tensor<2x3xi1>) -> tensor<2xi1>",
-    "any.dim": "%self {dim = 1 : i64} : (tensor<2x3xi1>) -> tensor<2xi1>",
-    "cumsum": "%self {dim = 1 : i64} : (tensor<2x3xi32>) -> tensor<2x3xi64>",
-    "cumprod": "%self {dim = 1 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>",
-    "softmax.int": "%self {dim = 1 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>",
-    "log_softmax.int": "%self {dim = 1 : i64, dtype = f64} : (tensor<2x3xf32>) -> tensor<2x3xf64>",
-    "mm": "%self, %mat2 : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>",
-    "bmm": "%self, %mat2 : (tensor<5x2x3xf32>, tensor<5x3x4xf32>) -> tensor<5x2x4xf32>",
-    "addmm": "%self, %mat1, %mat2 {beta = 5.000000e-01 : f64} : (tensor<4xf32>, tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>",
-    "baddbmm": "%self, %batch1, %batch2 : (tensor<5x2x4xf32>, tensor<5x2x3xf32>, tensor<5x3x4xf32>) -> tensor<5x2x4xf32>",
-    "dot": "%self, %tensor : (tensor<3xf32>, tensor<3xf32>) -> tensor<f32>",
-    "cat": "[%t0, %t1] : (tensor<2x3xf32>, tensor<1x3xf32>) -> tensor<3x3xf32>",
-    "flip": "%self {dims = array<i64: 0>} : (tensor<2x3xf32>) -> tensor<2x3xf32>",
-    "tril": "%self : (tensor<3x3xf32>) -> tensor<3x3xf32>",
-    "triu": "%self {diagonal = 1 : i64} : (tensor<3x3xf32>) -> tensor<3x3xf32>",
-    "index_select": "%self, %index {dim = 0 : i64} : (tensor<4x3xf32>, tensor<2xi64>) -> tensor<2x3xf32>",
-    "gather": "%self, %index {dim = 1 : i64} : (tensor<2x3xf32>, tensor<2x2xi64>) -> tensor<2x2xf32>",
-    "scatter_.src": "%self, %index, %src {dim = 1 : i64} : (tensor<2x3xf32>, tensor<2x2xi64>, tensor<2x2xf32>) -> tensor<2x3xf32>",
-    "scatter_add_": "%self, %index, %src {dim = 1 : i64} : (tensor<2x3xf32>, tensor<2x2xi64>, tensor<2x2xf32>) -> tensor<2x3xf32>",
-    "index_add_": "%self, %index, %source {dim = 0 : i64} : (tensor<4x3xf32>, tensor<2xi64>, tensor<2x3xf32>) -> tensor<4x3xf32>",
-    "masked_select": "%self, %mask : (tensor<2x3xf32>, tensor<2x3xi1>) -> tensor<?xf32>",
-    "nonzero": "%self : (tensor<2x3xf32>) -> tensor<?x2xi64>",
-    "sort": "%self : (tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xi64>)",
-    "topk": "%self {k = 2 : i64} : (tensor<2x3xf32>) -> (tensor<2x2xf32>, tensor<2x2xi64>)",
-    "constant_pad_nd": "%self {pad = array<i64: 1, 1>} : (tensor<2x3xf32>) -> tensor<2x5xf32>",
-    "index.Tensor": "%self, [%i0] : (tensor<4x3xf32>, tensor<2xi64>) -> tensor<2x3xf32>",
-    "index_put_": "%self, [%i0], %values : (tensor<4x3xf32>, tensor<2xi64>, tensor<2x3xf32>) -> tensor<4x3xf32>",
-    "equal": "%self, %other : (tensor<2x3xf32>, tensor<2x3xf32>) -> i1",
-    "_im2col": "%self {dilation = array<i64: 1, 1>, kernel_size = array<i64: 2, 2>, padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x1x4x4xf32>) -> tensor<1x4x9xf32>",
-    "_col2im": "%self {dilation = array<i64: 1, 1>, kernel_size = array<i64: 2, 2>, output_size = array<i64: 4, 4>, padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x4x9xf32>) -> tensor<1x1x4x4xf32>",
-}
+# take theirs from their ops.yaml entry's `example:` field (documented in the
+# yaml's header): the text after the op name, in ember-opt's printed form. An
+# op without an example still builds; test_ir's coverage test then names it.
 
 # --- schema -> ODS ---------------------------------------------------------------
 
@@ -272,8 +204,10 @@ class DialectOp:
         return f"`{self.schema.name}` {what}"
 
     def example(self):
-        if self.name in EXAMPLES:
-            return EXAMPLES[self.name]
+        # The entry's example is its own op's, not its in-place form's.
+        own = self.op.kind in ("pointwise", "cpu", "kernel")
+        if own and "example" in self.op.entry:
+            return self.op.entry["example"]
         if self.pointwise:
             return pointwise_example(self)
         return None

@@ -247,9 +247,32 @@ class Op:
         return e.get(self.kind)
 
 
+# The fields of an ops.yaml entry and of its `pointwise:` (the yaml's header
+# documents each): a field outside these lists is a typo, rejected here, so
+# that every generator reading the table (this one, gen_autograd.py,
+# ir/gen_dialect.py) sees only fields it knows.
+FIELDS = {"func", "variants", "kernel", "cpu", "composite", "pointwise",
+          "identity", "decompose", "conversion", "composes", "reduction",
+          "derivative", "example"}
+POINTWISE_FIELDS = {"expr", "promote", "dtypes", "bool_args", "promote_scalars",
+                    "nonzero_divisor", "inplace", "scalar_overload"}
+
+
+def check_fields(e):
+    unknown = sorted(set(e) - FIELDS)
+    if unknown:
+        sys.exit(f"ops.yaml: {e.get('func')}: unknown field(s) {', '.join(unknown)} "
+                 "(the yaml's header lists the fields)")
+    unknown = sorted(set(e.get("pointwise") or {}) - POINTWISE_FIELDS)
+    if unknown:
+        sys.exit(f"ops.yaml: {e['func']}: unknown pointwise field(s) "
+                 f"{', '.join(unknown)}")
+
+
 def expand(entries):
     ops = []
     for e in entries:
+        check_fields(e)
         if "pointwise" in e:
             pw = e["pointwise"]
             base = Op(e, kind="pointwise")

@@ -1,7 +1,10 @@
-// Compiled vs eager: pointwise ops (unary, binary, ternary), comparisons and
-// logical ops, integer and bool dtypes, broadcasting, type promotion, 0-dim,
-// empty and non-contiguous inputs.
+// Compiled vs eager: every pointwise op of the OpInfo table
+// (test/support/OpInfo.h) alone, with its in-place and `.Scalar` forms, on
+// the table's shapes and dtypes; then chains of pointwise ops (unary,
+// binary, ternary), comparisons and logical ops, integer and bool dtypes,
+// broadcasting, type promotion, 0-dim, empty and non-contiguous inputs.
 #include "E2EUtil.h"
+#include "OpInfo.h"
 
 using namespace ember;
 using ember::test::count_in_traces;
@@ -9,6 +12,84 @@ using ember::test::expect_same;
 using ember::test::noncontiguous;
 using ember::test::random;
 using ember::test::random_positive;
+
+namespace {
+
+using Args = std::vector<Tensor>;
+
+std::vector<std::string> pointwise_op_names() {
+  std::vector<std::string> v;
+  for (const ember::test::OpInfo &o : ember::test::op_db())
+    if (o.kind == ember::test::Kind::Pointwise)
+      v.push_back(o.cname());
+  return v;
+}
+
+/// fn on the inputs, compiled (fused, opt level 2) and eagerly, on copies
+/// of `in` that keep their strides: equal results and equal inputs after.
+void compiled_matches_eager(const std::function<Tensor(const Args &)> &fn,
+                            const Args &in, const std::string &what) {
+  auto copy = [&] {
+    Args c;
+    for (const Tensor &t : in) {
+      Tensor d = empty_strided(t.sizes(), t.strides(), t.options());
+      d.copy_(t);
+      c.push_back(d);
+    }
+    return c;
+  };
+  auto compiled = compile([fn](const Args &a) { return fn(a); });
+  Args a = copy(), b = copy();
+  Tensor want = fn(a);
+  Tensor got = compiled(b);
+  EXPECT_TRUE(ember::test::same(got, want)) << what;
+  for (size_t i = 0; i < a.size(); ++i)
+    EXPECT_TRUE(ember::test::same(b[i], a[i])) << what << ", input " << i;
+}
+
+} // namespace
+
+class E2EPointwiseOp : public ::testing::TestWithParam<std::string> {};
+
+// The op alone on every shape sample of the table, on float32 and (when the
+// entry has them) int64; its in-place form; its `.Scalar` forms.
+TEST_P(E2EPointwiseOp, CompiledMatchesEager) {
+  const ember::test::OpInfo &o = *ember::test::find_op_info(GetParam());
+  std::vector<ScalarType> dts;
+  for (ScalarType dt : {kFloat, kLong})
+    if (std::count(o.dtypes.begin(), o.dtypes.end(), dt))
+      dts.push_back(dt);
+  ASSERT_FALSE(dts.empty()) << o.name;
+  uint64_t seed = 1;
+  for (ScalarType dt : dts) {
+    std::string on = o.name + " on " + std::string(toString(dt));
+    for (const auto &s : ember::test::pointwise_shapes(o.arity))
+      compiled_matches_eager(o.op, make_inputs(o, s, dt, seed++),
+                             on + " (" + s.label + ")");
+    const auto same_shape = ember::test::pointwise_shapes(o.arity)[0];
+    if (o.op_ && o.result_dtype(dt) == dt)
+      compiled_matches_eager([&o](const Args &a) { return o.op_(a); },
+                             make_inputs(o, same_shape, dt, seed++),
+                             o.inplace + " on " + toString(dt));
+    if (o.scalar) {
+      Args in = make_inputs(o, same_shape, dt, seed++);
+      Scalar other = ember::test::sample_input({}, dt, o.domain, seed++).item();
+      compiled_matches_eager(
+          [&o, other](const Args &a) { return o.scalar(a[0], other); }, {in[0]},
+          on + " with a Scalar");
+      if (o.scalar_ && o.result_dtype(dt) == dt)
+        compiled_matches_eager(
+            [&o, other](const Args &a) { return o.scalar_(a[0], other); },
+            {in[0]}, on + " in place with a Scalar");
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllPointwiseOps, E2EPointwiseOp,
+                         ::testing::ValuesIn(pointwise_op_names()),
+                         [](const ::testing::TestParamInfo<std::string> &info) {
+                           return info.param;
+                         });
 
 TEST(E2EPointwise, UnaryChain) {
   auto fn = [](const Tensor &x) {

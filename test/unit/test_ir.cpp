@@ -253,8 +253,8 @@ TEST(IrDialect, EveryOpHasATestedExample) {
         std::string::npos)
       missing.push_back(n.getStringRef().str());
   EXPECT_TRUE(missing.empty())
-      << "ops without an example (add one to EXAMPLES in ir/gen_dialect.py; "
-         "test/lit/ir/examples.mlir checks them): "
+      << "ops without an example (add an `example:` to their entry in "
+         "eager/ops/ops.yaml; test/lit/ir/examples.mlir checks them): "
       << ::testing::PrintToString(missing);
 }
 

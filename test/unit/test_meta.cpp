@@ -4,6 +4,7 @@
 // capture-like twins (the Capture key, a storage without data); the inferred
 // sizes, strides, storage offset, dtype and device must be eager's, and an
 // error must be eager's error (same exception type and message).
+#include "OpInfo.h"
 #include "TestUtil.h"
 #include "eager/Meta.h"
 
@@ -19,41 +20,15 @@ namespace {
 using test::random;
 using test::random_positive;
 
-// --- argument helpers -------------------------------------------------------
+// --- argument helpers (R, NC, W, NZ, Idx, L, TL, None: test/support) ------
 
-using Shape = std::vector<int64_t>;
-Tensor R(const Shape &s, ScalarType dt = kFloat, uint64_t seed = 1) {
-  return random(s, dt, seed);
-}
-/// Non-contiguous copy.
-Tensor NC(const Tensor &t) { return test::noncontiguous(t); }
-/// A wrapped number (as `x + 2` makes).
-Tensor W(const Scalar &s) { return wrapped_scalar_tensor(s); }
-/// Nonzero values (odd integers, or floats away from 0): divisors.
-Tensor NZ(const Shape &s, ScalarType dt = kFloat, uint64_t seed = 3) {
-  if (isFloatingType(dt))
-    return random_positive(s, dt, 0.5, 3.0, seed);
-  return (random(s, kLong, seed) * 2 + 1).to(dt);
-}
-/// Integer indices in [0, n).
-Tensor Idx(const Shape &s, int64_t n, ScalarType dt = kLong,
-           uint64_t seed = 5) {
-  Generator g(seed);
-  return randint(0, n, s, g).to(dt);
-}
+using namespace test::samples;
+using test::samples::kNone; // not ember::kNone (nn options)
+
 /// A fake tensor.
 Tensor F(const Shape &s, ScalarType dt = kFloat) { return meta::fake(s, dt); }
-IValue L(std::vector<int64_t> v) { return IValue(std::move(v)); }
-IValue TL(std::vector<Tensor> v) { return IValue(std::move(v)); }
-IValue None() { return IValue(); }
 
 // --- the cases --------------------------------------------------------------
-
-enum Flags : unsigned {
-  kNone = 0,
-  kThrows = 1,    ///< eager must raise (a misuse case)
-  kNeedsData = 2, ///< infer answers needs_data
-};
 
 struct Case {
   std::string op; ///< "ember::add.Tensor"
@@ -65,9 +40,15 @@ std::vector<Case> &cases() {
   static std::vector<Case> c;
   return c;
 }
+/// The ops of the cases written here (not in the OpInfo table).
+std::set<std::string> &localOps() {
+  static std::set<std::string> s;
+  return s;
+}
 void add(const std::string &op, std::function<Stack()> args,
          unsigned flags = kNone) {
   cases().push_back({"ember::" + op, std::move(args), flags});
+  localOps().insert("ember::" + op);
 }
 /// A misuse case: eager raises, and so must infer.
 void bad(const std::string &op, std::function<Stack()> args) {
@@ -78,152 +59,20 @@ void data(const std::string &op, std::function<Stack()> args) {
   add(op, std::move(args), kNeedsData);
 }
 
-const char *kUnary[] = {
-    "neg",       "abs",        "exp",     "exp2",        "expm1",       "log",
-    "log2",      "log10",      "log1p",   "sqrt",        "rsqrt",       "sin",
-    "cos",       "tan",        "asin",    "acos",        "atan",        "sinh",
-    "cosh",      "tanh",       "sigmoid", "relu",        "silu",        "erf",
-    "erfc",      "sign",       "floor",   "ceil",        "round",       "trunc",
-    "frac",      "reciprocal", "square",  "logical_not", "bitwise_not", "isnan",
-    "_gelu_erf", "_gelu_tanh"};
-
-const char *kBinary[] = {"add.Tensor",
-                         "sub.Tensor",
-                         "rsub.Tensor",
-                         "mul.Tensor",
-                         "div.Tensor",
-                         "_div_trunc",
-                         "_div_floor",
-                         "pow.Tensor_Tensor",
-                         "atan2",
-                         "maximum",
-                         "minimum",
-                         "fmod.Tensor",
-                         "remainder.Tensor",
-                         "eq.Tensor",
-                         "ne.Tensor",
-                         "lt.Tensor",
-                         "le.Tensor",
-                         "gt.Tensor",
-                         "ge.Tensor",
-                         "logical_and",
-                         "logical_or",
-                         "logical_xor",
-                         "bitwise_and.Tensor",
-                         "bitwise_or.Tensor",
-                         "bitwise_xor.Tensor",
-                         "clamp_min.Tensor",
-                         "clamp_max.Tensor"};
-
-/// "add.Tensor" -> "add_.Tensor" when that in-place op exists.
-std::optional<std::string> inplaceOf(const std::string &name) {
-  auto dot = name.find('.');
-  std::string ip = dot == std::string::npos
-                       ? name + "_"
-                       : name.substr(0, dot) + "_" + name.substr(dot);
-  if (Dispatcher::singleton().findOp("ember::" + ip))
-    return ip;
-  return std::nullopt;
-}
-
-void addPointwiseCases() {
-  for (const char *n : kUnary) {
-    std::string op = n;
-    std::vector<std::string> forms{op};
-    if (auto ip = inplaceOf(op))
-      forms.push_back(*ip);
-    for (const std::string &f : forms) {
-      add(f, [] { return Stack{NC(R({3, 4}))}; });
-      add(f, [] { return Stack{R({3, 4}, kLong)}; });
-      add(f, [] { return Stack{R({2, 3}, kInt)}; });
-      add(f, [] { return Stack{R({5}, kBool)}; });
-      add(f, [] { return Stack{R({}, kDouble)}; });
-      add(f, [] { return Stack{R({0, 3}, kHalf)}; });
-      add(f, [] { return Stack{R({4}, kBFloat16)}; });
-    }
-  }
-  add("softplus", [] { return Stack{R({2, 3}), 1, 20}; });
-  add("softplus", [] { return Stack{R({2, 3}, kDouble), 2.0, 10.0}; });
-  add("softplus", [] { return Stack{R({2, 3}, kLong), 1, 20}; });
-
-  for (const char *n : kBinary) {
-    std::string op = n;
-    // add/sub/rsub take alpha.
-    bool alpha =
-        op == "add.Tensor" || op == "sub.Tensor" || op == "rsub.Tensor";
-    auto mk = [alpha](Tensor a, Tensor b) {
-      Stack s{std::move(a), std::move(b)};
-      if (alpha)
-        s.emplace_back(1);
-      return s;
-    };
-    std::vector<std::string> forms{op};
-    if (auto ip = inplaceOf(op))
-      forms.push_back(*ip);
-    for (const std::string &f : forms) {
-      add(f, [mk] { return mk(R({2, 3, 4}), NZ({3, 1})); });
-      add(f, [mk] { return mk(R({3, 4}, kLong), NZ({4}, kFloat)); });
-      add(f, [mk] { return mk(NZ({3, 4}, kFloat), R({3, 4}, kLong)); });
-      add(f, [mk] { return mk(R({2, 3}, kInt), NZ({}, kLong)); });
-      add(f, [mk] { return mk(R({3}, kHalf), W(2.5)); });
-      add(f, [mk] { return mk(R({3}, kLong), W(2.5)); });
-      add(f, [mk] { return mk(R({3}, kInt), W(int64_t(3))); });
-      add(f, [mk] { return mk(R({4}, kBool), R({4}, kBool, 2)); });
-      add(f, [mk] { return mk(NC(R({2, 3}, kLong)), NC(NZ({2, 3}, kLong))); });
-      add(f, [mk] { return mk(R({}, kDouble), NZ({2}, kFloat)); });
-      add(f, [mk] { return mk(R({0, 3}), NZ({3})); });
-      add(f, [mk] { return mk(R({3}), NZ({2, 3})); }); // in place: no fit
-      bad(f, [mk] { return mk(R({2, 3}), NZ({4})); });
-      add(f, [mk] { return mk(R({3}).expand({2, 3}), NZ({2, 3})); });
-    }
-  }
-
-  // Ternary and scalar-taking pointwise ops.
-  for (std::string f : {"where.self"}) {
-    add(f, [] { return Stack{R({3, 1}, kBool), R({4}), R({3, 4}, kDouble)}; });
-    add(f, [] { return Stack{R({3}, kBool), R({3}, kLong), W(1.5)}; });
-    bad(f, [] { return Stack{R({2}, kBool), R({3}), R({3})}; });
-  }
-  for (std::string f : {"clamp_min", "clamp_max", "clamp_min_", "clamp_max_"}) {
-    add(f, [] { return Stack{R({3, 4}), 0.5}; });
-    add(f, [] { return Stack{R({3, 4}, kLong), 0.5}; });
-    add(f, [] { return Stack{R({3, 4}, kLong), int64_t(2)}; });
-    add(f, [] { return Stack{R({3}, kBool), int64_t(1)}; });
-  }
-  for (std::string f : {"lerp.Scalar", "lerp_.Scalar"}) {
-    add(f, [] { return Stack{R({3, 4}), R({4}), 0.3}; });
-    add(f, [] { return Stack{R({3}, kLong), R({3}, kLong), 0.3}; });
-    add(f, [] { return Stack{R({4}), R({3, 4}), 0.3}; });
-  }
-  for (std::string f : {"lerp.Tensor", "lerp_.Tensor"}) {
-    add(f, [] { return Stack{R({3, 4}), R({4}), R({3, 1})}; });
-    add(f, [] { return Stack{R({3, 4}, kDouble), R({4}), W(0.5)}; });
-    bad(f, [] { return Stack{R({2}), R({3}), R({3})}; });
-  }
-  for (std::string f : {"addcmul", "addcmul_", "addcdiv", "addcdiv_"}) {
-    add(f, [] { return Stack{R({3, 4}), R({4}), NZ({3, 1}), 0.5}; });
-    add(f, [] {
-      return Stack{R({3}, kLong), R({3}, kLong), NZ({3}, kLong), 2};
-    });
-    add(f, [] { return Stack{R({4}), R({3, 4}), NZ({4}), 1}; });
-  }
-  for (std::string f : {"masked_fill.Scalar", "masked_fill_.Scalar"}) {
-    add(f, [] { return Stack{R({3, 4}), R({4}, kBool), 1.5}; });
-    add(f, [] { return Stack{R({3, 4}, kLong), R({3, 1}, kBool), 2}; });
-    add(f, [] { return Stack{R({4}), R({3, 4}, kBool), 2}; });
+/// The OpInfo table's cases (test/support/OpInfo.h: every pointwise op,
+/// pow, the reductions), each on the op and on its in-place form.
+void addTableCases() {
+  for (const test::OpInfo &o : test::op_db()) {
+    std::vector<std::string> forms{o.name};
+    if (!o.inplace.empty())
+      forms.push_back(o.inplace);
+    for (const std::string &f : forms)
+      for (const MetaSample &m : o.meta)
+        cases().push_back({f, m.args, m.flags});
   }
 }
 
 void addDataCases() {
-  add("pow.Tensor_Scalar", [] { return Stack{R({2, 3}), 2.0}; });
-  add("pow.Tensor_Scalar", [] { return Stack{R({2, 3}, kLong), 2}; });
-  add("pow.Tensor_Scalar", [] { return Stack{R({3}, kLong), 0.5}; });
-  add("pow.Tensor_Scalar", [] { return Stack{R({3}, kHalf), 3}; });
-  bad("pow.Tensor_Scalar", [] { return Stack{R({3}, kLong), -1}; });
-  add("pow.Scalar", [] { return Stack{2.0, R({3}, kLong)}; });
-  add("pow.Scalar", [] { return Stack{2, NC(R({2, 3}))}; });
-  add("pow.Scalar", [] { return Stack{2, R({}, kInt)}; });
-
   add("copy_", [] { return Stack{R({2, 3}), R({3}, kLong), false}; });
   add("copy_", [] { return Stack{NC(R({2, 3})), R({1, 2, 3}), false}; });
   bad("copy_", [] { return Stack{R({3}), R({2, 3}), false}; });
@@ -303,105 +152,6 @@ void addViewCases() {
   add("unfold", [] { return Stack{NC(R({2, 8})), -1, 4, 4}; });
   add("unfold", [] { return Stack{R({}), 0, 1, 1}; });
   bad("unfold", [] { return Stack{R({3}), 0, 4, 1}; });
-}
-
-void addReductionCases() {
-  add("sum", [] { return Stack{R({2, 3}, kLong), None()}; });
-  add("sum", [] { return Stack{NC(R({2, 3})), kDouble}; });
-  add("sum", [] { return Stack{R({0}, kBool), None()}; });
-  add("sum.dim_IntList", [] {
-    return Stack{R({2, 3, 4}), L({1, -1}), true, None()};
-  });
-  add("sum.dim_IntList", [] {
-    return Stack{R({2, 3}), None(), false, None()};
-  });
-  add("sum.dim_IntList", [] {
-    return Stack{R({2, 3}, kInt), L({0}), false, kFloat};
-  });
-  add("sum.dim_IntList", [] { return Stack{R({}), L({0}), true, None()}; });
-  bad("sum.dim_IntList", [] {
-    return Stack{R({2, 3}), L({2}), false, None()};
-  });
-  bad("sum.dim_IntList", [] {
-    return Stack{R({2, 3}), L({1, -1}), false, None()};
-  });
-  add("mean", [] { return Stack{R({2, 3}), None()}; });
-  add("mean", [] { return Stack{R({2, 3}, kLong), kFloat}; });
-  bad("mean", [] { return Stack{R({2, 3}, kLong), None()}; });
-  bad("mean", [] { return Stack{R({2, 3}), kLong}; });
-  add("mean.dim", [] {
-    return Stack{NC(R({2, 3, 4})), L({0, 2}), true, None()};
-  });
-  add("mean.dim", [] {
-    return Stack{R({2, 3}, kHalf), L({-1}), false, None()};
-  });
-  bad("mean.dim", [] { return Stack{R({2, 3}, kInt), L({1}), false, None()}; });
-  add("prod.dim_int", [] { return Stack{R({2, 3}), -1, true, None()}; });
-  add("prod.dim_int", [] { return Stack{R({3, 2}, kBool), 0, false, None()}; });
-  bad("prod.dim_int", [] { return Stack{R({3}), 1, false, None()}; });
-  for (std::string f : {"max.dim", "min.dim"}) {
-    add(f, [] { return Stack{NC(R({2, 3})), 1, false}; });
-    add(f, [] { return Stack{R({2, 3}, kLong), 0, true}; });
-    add(f, [] { return Stack{R({2, 0}), 0, false}; });
-    add(f, [] { return Stack{R({}, kBool), 0, false}; });
-    bad(f, [] { return Stack{R({0, 3}), 0, false}; });
-  }
-  for (std::string f : {"amax", "amin"}) {
-    add(f, [] { return Stack{R({2, 3, 4}), L({0, 2}), true}; });
-    add(f, [] { return Stack{R({2, 3}, kInt), L({}), false}; });
-    add(f, [] { return Stack{R({0, 3}), L({1}), false}; });
-    bad(f, [] { return Stack{R({0, 3}), L({}), false}; });
-  }
-  for (std::string f : {"argmax", "argmin"}) {
-    add(f, [] { return Stack{NC(R({2, 3})), None(), false}; });
-    add(f, [] { return Stack{R({2, 3}), None(), true}; });
-    add(f, [] { return Stack{R({2, 3}, kLong), -1, true}; });
-    bad(f, [] { return Stack{R({3}, kBool), 0, false}; });
-    bad(f, [] { return Stack{R({0}), None(), false}; });
-  }
-  add("var.correction", [] { return Stack{R({3, 4}), L({1}), None(), false}; });
-  add("var.correction", [] { return Stack{NC(R({3, 4})), None(), 0, true}; });
-  bad("var.correction", [] {
-    return Stack{R({3, 4}, kLong), None(), None(), false};
-  });
-  add("norm.ScalarOpt_dim", [] { return Stack{R({3, 4}), 2, L({1}), false}; });
-  add("norm.ScalarOpt_dim", [] {
-    return Stack{R({3, 4}, kDouble), None(), L({0, 1}), true};
-  });
-  add("norm.ScalarOpt_dim", [] {
-    return Stack{R({0, 4}), 1.0, L({1}), false};
-  });
-  bad("norm.ScalarOpt_dim", [] {
-    return Stack{R({3}, kLong), 2, L({0}), false};
-  });
-  bad("norm.ScalarOpt_dim", [] {
-    return Stack{R({3}), std::nan(""), L({0}), false};
-  });
-  bad("norm.ScalarOpt_dim", [] {
-    return Stack{R({0, 4}), INFINITY, L({0}), false};
-  });
-  add("logsumexp", [] { return Stack{R({3, 4}), L({1}), false}; });
-  add("logsumexp", [] { return Stack{R({3, 4}, kLong), L({0}), true}; });
-  bad("logsumexp", [] { return Stack{R({3}), L({1}), true}; });
-  for (std::string f : {"all.dim", "any.dim"}) {
-    add(f, [] { return Stack{R({3, 4}, kBool), 1, false}; });
-    add(f, [] { return Stack{R({3}, kByte), 0, true}; });
-    add(f, [] { return Stack{NC(R({3, 4})), -1, true}; });
-    bad(f, [] { return Stack{R({3}), 1, true}; });
-  }
-  for (std::string f : {"cumsum", "cumprod"}) {
-    add(f, [] { return Stack{R({3, 4}, kInt), 1, None()}; });
-    add(f, [] { return Stack{NC(R({3, 4})), -1, kDouble}; });
-    add(f, [] { return Stack{R({}, kBool), 0, None()}; });
-    bad(f, [] { return Stack{R({3}), 1, None()}; });
-  }
-  for (std::string f : {"softmax.int", "log_softmax.int"}) {
-    add(f, [] { return Stack{NC(R({3, 4})), 1, None()}; });
-    add(f, [] { return Stack{R({3, 4}, kLong), 0, kFloat}; });
-    add(f, [] { return Stack{R({3, 4}, kHalf), -1, None()}; });
-    bad(f, [] { return Stack{R({3}, kLong), 0, None()}; });
-    bad(f, [] { return Stack{R({3}), 2, None()}; });
-  }
 }
 
 void addLinalgCases() {
@@ -622,10 +372,9 @@ void addIndexingCases() {
 void buildCases() {
   if (!cases().empty())
     return;
-  addPointwiseCases();
+  addTableCases();
   addDataCases();
   addViewCases();
-  addReductionCases();
   addLinalgCases();
   addShapeCases();
   addIndexingCases();
@@ -846,6 +595,30 @@ TEST_F(MetaTest, EveryDispatchedOpHasARuleAndACase) {
         << op->name() << " has no case in test_meta.cpp";
   }
   EXPECT_GT(n, 150);
+}
+
+// Every pointwise op and every reduction of ops.yaml has its cases in the
+// OpInfo table (Note [The OpInfo table]), and no op has cases both there
+// and here.
+TEST_F(MetaTest, OpInfoTableCoversPointwiseOpsAndReductions) {
+  buildCases();
+  for (const test::OpTableEntry &e : test::op_table_entries()) {
+    if (!e.dispatched || !(e.pointwise || e.reduction))
+      continue;
+    const test::OpInfo *o = test::find_op_info(e.name);
+    ASSERT_TRUE(o) << e.name << " has no entry in test/support/OpInfo.cpp";
+    EXPECT_EQ(o->kind,
+              e.pointwise ? test::Kind::Pointwise : test::Kind::Reduction)
+        << e.name;
+  }
+  for (const test::OpInfo &o : test::op_db()) {
+    EXPECT_FALSE(o.meta.empty()) << o.name << " has no shape-rule case";
+    EXPECT_FALSE(localOps().count(o.name))
+        << o.name << ": cases in the OpInfo table and in test_meta.cpp";
+    if (!o.inplace.empty()) {
+      EXPECT_FALSE(localOps().count(o.inplace)) << o.inplace;
+    }
+  }
 }
 
 TEST_F(MetaTest, FakeTensors) {
