@@ -395,6 +395,73 @@ void addReductionCases() {
     add(f, [] { return Stack{R({}, kBool), 0, None()}; });
     bad(f, [] { return Stack{R({3}), 1, None()}; });
   }
+  for (std::string f :
+       {"_softmax_backward_data", "_log_softmax_backward_data"}) {
+    add(f, [] { return Stack{R({3, 4}), NC(R({3, 4})), 1, kFloat}; });
+    add(f, [] { return Stack{R({3, 4}, kHalf), R({3, 4}, kHalf), 0, kHalf}; });
+    add(f, [] { return Stack{R({2, 3}), R({2, 3}), -1, kDouble}; });
+    add(f, [] { return Stack{R({}), R({}), 0, kFloat}; });
+    bad(f, [] { return Stack{R({3}), R({4}), 0, kFloat}; });
+    bad(f, [] { return Stack{R({3}), R({3}), 1, kFloat}; });
+    bad(f, [] { return Stack{R({3}, kLong), R({3}, kLong), 0, kLong}; });
+  }
+  add("native_layer_norm", [] {
+    return Stack{R({2, 3, 4}), std::vector<int64_t>{3, 4}, R({3, 4}), R({3, 4}),
+                 1e-5};
+  });
+  add("native_layer_norm", [] {
+    return Stack{NC(R({2, 4}, kHalf)), std::vector<int64_t>{4}, None(), None(),
+                 1e-5};
+  });
+  add("native_layer_norm", [] {
+    return Stack{R({0, 4}, kDouble), std::vector<int64_t>{4}, R({4}, kDouble),
+                 None(), 1e-5};
+  });
+  bad("native_layer_norm", [] {
+    return Stack{R({2, 3}), std::vector<int64_t>{4}, None(), None(), 1e-5};
+  });
+  bad("native_layer_norm", [] {
+    return Stack{R({2, 3}), std::vector<int64_t>{3}, R({2}), None(), 1e-5};
+  });
+  bad("native_layer_norm", [] {
+    return Stack{R({2, 3}, kLong), std::vector<int64_t>{3}, None(), None(),
+                 1e-5};
+  });
+  add("native_layer_norm_backward", [] {
+    return Stack{R({2, 3}),
+                 R({2, 3}),
+                 std::vector<int64_t>{3},
+                 R({2, 1}),
+                 R({2, 1}),
+                 R({3}),
+                 R({3}),
+                 std::vector<int64_t>{1, 1, 1}};
+  });
+  add("native_layer_norm_backward", [] {
+    return Stack{R({2, 3}, kHalf),
+                 R({2, 3}, kHalf),
+                 std::vector<int64_t>{3},
+                 R({2, 1}),
+                 R({2, 1}),
+                 None(),
+                 None(),
+                 std::vector<int64_t>{1, 1, 1}};
+  });
+  bad("native_layer_norm_backward", [] {
+    return Stack{R({2, 4}),
+                 R({2, 3}),
+                 std::vector<int64_t>{3},
+                 R({2, 1}),
+                 R({2, 1}),
+                 None(),
+                 None(),
+                 std::vector<int64_t>{1, 1, 1}};
+  });
+  add("_gelu_erf_backward", [] { return Stack{R({2, 3, 4}), R({3, 1})}; });
+  add("_gelu_erf_backward", [] { return Stack{NC(R({3, 4}, kHalf)), R({4})}; });
+  add("_gelu_erf_backward", [] { return Stack{R({3}, kLong), R({3})}; });
+  add("_gelu_erf_backward", [] { return Stack{R({0, 3}, kDouble), R({3})}; });
+  bad("_gelu_erf_backward", [] { return Stack{R({2, 3}), R({4})}; });
   for (std::string f : {"softmax.int", "log_softmax.int"}) {
     add(f, [] { return Stack{NC(R({3, 4})), 1, None()}; });
     add(f, [] { return Stack{R({3, 4}, kLong), 0, kFloat}; });

@@ -131,6 +131,14 @@ std::map<std::string, Case> cases() {
                 std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
       },
       Any, false);
+  B(
+      "_gelu_erf_backward",
+      [](auto &g, auto &x) { return ember::_gelu_erf_backward(g, x); },
+      [](double g, double x) {
+        return g * (0.5 * (1 + std::erf(x / std::sqrt(2.0))) +
+                    x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI));
+      },
+      Any, false);
   U(
       "silu", [](auto &x) { return x.silu(); },
       [](double x) { return x / (1 + std::exp(-x)); }, Any, false);
