@@ -3,6 +3,7 @@
 #include "eager/generated/NativeFunctions.h"
 #include "eager/meta/Shapes.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -22,10 +23,11 @@ using namespace reduce;
 //    reductions]). mean and rstd are returned and saved for backward.
 //  - backward, per row: with gw = g * w and xhat = (x - mean) * rstd,
 //    dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)): one pass for the
-//    two row sums, one that writes dx and adds g * xhat and g into this
-//    chunk's partial dweight and dbias. Rows are split into a number of
-//    chunks fixed by the shape (not by the thread count), and the partials
-//    are summed in chunk order, so the gradients are deterministic.
+//    two row sums, then, over the row still in cache, dx and the additions
+//    of g * xhat and g into this chunk's partial dweight and dbias. Rows are
+//    split into a number of chunks fixed by the shape (not by the thread
+//    count), and the partials are summed in chunk order, so the gradients are
+//    deterministic.
 // float16 / bfloat16 compute in float; mean and rstd are float then (Note
 // [Reduced precision compute]).
 //
@@ -131,19 +133,22 @@ void layer_norm_backward_rows(const C *g, const C *x, const C *mean,
       q = -rs * rs * rs * s2l[0] * inv_n;
       c = -q * m - rs * s1l[0] * inv_n;
     }
-    C *dxr = DX ? dx + r * N : nullptr;
-    for (int64_t j = 0; j < N; ++j) {
-      C gv = gr[j], xv = xr[j];
-      if constexpr (DX) {
-        C gwv = gv;
+    // Two loops over the row (in cache): GCC leaves a single loop that
+    // writes dx, pw and pb scalar.
+    if constexpr (DX) {
+      C *dxr = dx + r * N;
+      for (int64_t j = 0; j < N; ++j) {
+        C gwv = gr[j];
         if constexpr (W)
-          gwv = gv * w[j];
-        dxr[j] = a * gwv + q * xv + c;
+          gwv = gwv * w[j];
+        dxr[j] = a * gwv + q * xr[j] + c;
       }
-      if constexpr (DWB) {
-        pw[j] += gv * ((xv - m) * rs);
-        pb[j] += gv;
-      }
+    }
+    if constexpr (DWB) {
+      for (int64_t j = 0; j < N; ++j)
+        pw[j] += gr[j] * ((xr[j] - m) * rs);
+      for (int64_t j = 0; j < N; ++j)
+        pb[j] += gr[j];
     }
   }
 }
@@ -180,17 +185,20 @@ void layer_norm_backward_kernel(const C *g, const C *x, const C *mean,
                                                     cb, r0, r1, N);
     }
   });
-  for (int64_t j = 0; j < N; ++j) {
-    C sw = 0, sb = 0;
-    for (int64_t c = 0; c < nchunks; ++c) {
-      sw += pw[size_t(c * N + j)];
-      sb += pb[size_t(c * N + j)];
+  // Sum the partials in chunk order, chunk by chunk (contiguous rows of the
+  // partial buffers, not a strided walk down each column).
+  for (int64_t c = 1; c < nchunks; ++c) {
+    C *w0 = pw.data(), *b0 = pb.data();
+    const C *wc = pw.data() + c * N, *bc = pb.data() + c * N;
+    for (int64_t j = 0; j < N; ++j) {
+      w0[j] += wc[j];
+      b0[j] += bc[j];
     }
-    if (dw)
-      dw[j] = sw;
-    if (db)
-      db[j] = sb;
   }
+  if (dw)
+    std::copy(pw.begin(), pw.begin() + N, dw);
+  if (db)
+    std::copy(pb.begin(), pb.begin() + N, db);
 }
 
 /// t converted to dtype c and made contiguous (no copy when it already is).
