@@ -94,6 +94,63 @@ void BM_Elementwise_Gelu(benchmark::State &s) {
 }
 BENCHMARK(BM_Elementwise_Gelu)->UseRealTime()->Unit(benchmark::kMillisecond);
 
+// --- normalization and activations, 4096 x 4096 float32 ---------------------
+// Forward, and forward + backward with a fixed output gradient (the time of
+// autograd::grad, which writes no .grad()), as PyTorch's eager kernels are
+// measured on the same shapes.
+
+constexpr int64_t kRows = 4096, kCols = 4096;
+
+void BM_Norm_LayerNorm(benchmark::State &s) {
+  Tensor x = randn({kRows, kCols}), w = randn({kCols}), b = randn({kCols});
+  auto o = nn::functional::LayerNormFuncOptions({kCols}).weight(w).bias(b);
+  for (auto _ : s)
+    benchmark::DoNotOptimize(nn::functional::layer_norm(x, o));
+}
+BENCHMARK(BM_Norm_LayerNorm)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_Norm_LayerNormFwdBwd(benchmark::State &s) {
+  Tensor x = randn({kRows, kCols}).requires_grad_();
+  Tensor w = randn({kCols}).requires_grad_(),
+         b = randn({kCols}).requires_grad_();
+  Tensor g = randn({kRows, kCols});
+  auto o = nn::functional::LayerNormFuncOptions({kCols}).weight(w).bias(b);
+  for (auto _ : s) {
+    Tensor y = nn::functional::layer_norm(x, o);
+    benchmark::DoNotOptimize(autograd::grad({y}, {x, w, b}, {g}));
+  }
+}
+BENCHMARK(BM_Norm_LayerNormFwdBwd)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+void BM_Norm_SoftmaxFwdBwd(benchmark::State &s) {
+  Tensor x = randn({kRows, kCols}).requires_grad_();
+  Tensor g = randn({kRows, kCols});
+  for (auto _ : s) {
+    Tensor y = softmax(x, -1);
+    benchmark::DoNotOptimize(autograd::grad({y}, {x}, {g}));
+  }
+}
+BENCHMARK(BM_Norm_SoftmaxFwdBwd)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_Norm_Gelu(benchmark::State &s) {
+  Tensor x = randn({kRows, kCols});
+  for (auto _ : s)
+    benchmark::DoNotOptimize(gelu(x));
+}
+BENCHMARK(BM_Norm_Gelu)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_Norm_GeluFwdBwd(benchmark::State &s) {
+  Tensor x = randn({kRows, kCols}).requires_grad_();
+  Tensor g = randn({kRows, kCols});
+  for (auto _ : s) {
+    Tensor y = gelu(x);
+    benchmark::DoNotOptimize(autograd::grad({y}, {x}, {g}));
+  }
+}
+BENCHMARK(BM_Norm_GeluFwdBwd)->UseRealTime()->Unit(benchmark::kMillisecond);
+
 void BM_Elementwise_AddInPlace(benchmark::State &s) {
   Tensor a = randn({kN}), b = randn({kN});
   for (auto _ : s)

@@ -51,7 +51,7 @@ void register_autograd_fallback() {
           bool is_input = false;
           for (const Tensor &t : inputs)
             is_input = is_input || t.is_same(out);
-          if (!is_input && is_differentiable_type(out.dtype()))
+          if (!is_input && out.defined() && is_differentiable_type(out.dtype()))
             set_history(out, fn);
         });
       });

@@ -3,6 +3,7 @@
 #include "eager/TensorIterator.h"
 #include "eager/WrapDim.h"
 #include "eager/autograd/BuiltinNodes.h"
+#include "eager/autograd/GradMode.h"
 #include "eager/generated/Functions.h"
 
 #include <algorithm>
@@ -178,25 +179,96 @@ Tensor cumprod_backward(const Tensor &grad, const Tensor &self, int64_t dim,
   return cumsum_backward(grad * result, dim) / self;
 }
 
-Tensor softmax_backward(const Tensor &grad, const Tensor &result, int64_t dim) {
-  if (result.dim() == 0)
-    return grad * 0;
-  return result * (grad - (grad * result).sum(IntArrayRef{dim}, true));
+Tensor softmax_backward(const Tensor &grad, const Tensor &result, int64_t dim,
+                        ScalarType self_dtype) {
+  return ember::_softmax_backward_data(grad, result, dim, self_dtype);
 }
 
 Tensor log_softmax_backward(const Tensor &grad, const Tensor &result,
-                            int64_t dim) {
-  if (result.dim() == 0)
-    return grad * 0;
-  return grad - result.exp() * grad.sum(IntArrayRef{dim}, true);
+                            int64_t dim, ScalarType self_dtype) {
+  return ember::_log_softmax_backward_data(grad, result, dim, self_dtype);
 }
 
-Tensor gelu_erf_backward(const Tensor &grad, const Tensor &self) {
-  constexpr double kAlpha = 0.70710678118654752440; // 1/sqrt(2)
-  constexpr double kBeta = 0.39894228040143267794;  // 1/sqrt(2 pi)
-  Tensor cdf = (ember::erf(self * kAlpha) + 1) * 0.5;
-  Tensor pdf = (self * self * -0.5).exp() * kBeta;
-  return grad * (cdf + self * pdf);
+// r = y * (g - s), s = sum(g y) along dim. dr/dy for an incoming gradient
+// G: G * (g - s) - g * sum(G y). (dr/dg is the op itself, applied to G.)
+Tensor softmax_backward_data_output_backward(const Tensor &grad,
+                                             const Tensor &grad_output,
+                                             const Tensor &output,
+                                             int64_t dim) {
+  const std::vector<int64_t> d{dim};
+  return grad * (grad_output - (grad_output * output).sum(d, true)) -
+         grad_output * (grad * output).sum(d, true);
+}
+
+// r = g - exp(y) * sum(g) along dim. dr/dg: G - sum(G exp(y)); dr/dy:
+// -G exp(y) sum(g).
+Tensor log_softmax_backward_data_grad_output_backward(const Tensor &grad,
+                                                      const Tensor &output,
+                                                      int64_t dim,
+                                                      ScalarType dtype) {
+  const std::vector<int64_t> d{dim};
+  return (grad - (grad * output.exp()).sum(d, true)).to(dtype);
+}
+
+Tensor log_softmax_backward_data_output_backward(const Tensor &grad,
+                                                 const Tensor &grad_output,
+                                                 const Tensor &output,
+                                                 int64_t dim) {
+  const std::vector<int64_t> d{dim};
+  return (grad * output.exp() * grad_output.sum(d, true)).neg();
+}
+
+Tensor gelu_erf_double_backward(const Tensor &grad, const Tensor &grad_output,
+                                const Tensor &self) {
+  constexpr double kBeta = 0.39894228040143267794; // 1/sqrt(2 pi)
+  Tensor x2 = self * self;
+  Tensor pdf = (x2 * -0.5).exp() * kBeta;
+  return grad * grad_output * pdf * (2 - x2);
+}
+
+std::tuple<Tensor, Tensor, Tensor>
+layer_norm_backward(const Tensor &grad, const Tensor &input,
+                    IntArrayRef normalized_shape, const Tensor &mean,
+                    const Tensor &rstd, const std::optional<Tensor> &weight,
+                    const std::optional<Tensor> &bias, double eps,
+                    std::array<bool, 3> grad_input_mask) {
+  const bool has_w = weight && weight->defined();
+  bool graph = GradMode::is_enabled() &&
+               (grad.requires_grad() || input.requires_grad() ||
+                (has_w && weight->requires_grad()));
+  if (!graph) {
+    std::vector<int64_t> mask = {grad_input_mask[0], grad_input_mask[1],
+                                 grad_input_mask[2]};
+    return ember::native_layer_norm_backward(grad, input, normalized_shape,
+                                             mean, rstd, weight, bias, mask);
+  }
+  // create_graph: the kernel's formula in ember ops, with the statistics
+  // recomputed from the input so that they are differentiated too (the
+  // saved mean and rstd have no history).
+  int64_t axis = input.dim() - int64_t(normalized_shape.size());
+  std::vector<int64_t> norm_dims, batch_dims;
+  for (int64_t d = 0; d < input.dim(); ++d)
+    (d < axis ? batch_dims : norm_dims).push_back(d);
+  ScalarType c = isReducedFloatingType(input.dtype()) ? kFloat : input.dtype();
+  Tensor x = input.to(c), g = grad.to(c);
+  Tensor xc = x - x.mean(norm_dims, true);
+  Tensor rs = ((xc * xc).mean(norm_dims, true) + eps).rsqrt();
+  Tensor xhat = xc * rs;
+  Tensor gw = has_w ? g * weight->to(c) : g;
+  auto over_batch = [&](const Tensor &t) {
+    return batch_dims.empty() ? t : t.sum(batch_dims);
+  };
+  Tensor gi, gweight, gbias;
+  if (grad_input_mask[0])
+    gi = (rs * (gw - gw.mean(norm_dims, true) -
+                xhat * (gw * xhat).mean(norm_dims, true)))
+             .to(input.dtype());
+  if (grad_input_mask[1])
+    gweight = over_batch(g * xhat).to(has_w ? weight->dtype() : input.dtype());
+  if (grad_input_mask[2])
+    gbias = over_batch(g).to(bias && bias->defined() ? bias->dtype()
+                                                     : input.dtype());
+  return {gi, gweight, gbias};
 }
 
 Tensor gelu_tanh_backward(const Tensor &grad, const Tensor &self) {

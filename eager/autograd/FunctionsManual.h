@@ -5,7 +5,9 @@
 
 #include "eager/Tensor.h"
 
+#include <array>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 namespace ember::autograd::details {
@@ -52,11 +54,41 @@ Tensor logsumexp_backward(const Tensor &grad, const Tensor &self,
 Tensor cumsum_backward(const Tensor &grad, int64_t dim);
 Tensor cumprod_backward(const Tensor &grad, const Tensor &self, int64_t dim,
                         const Tensor &result);
-Tensor softmax_backward(const Tensor &grad, const Tensor &result, int64_t dim);
+/// softmax / log_softmax: their one-kernel backward ops
+/// (_softmax_backward_data), in the input's dtype.
+Tensor softmax_backward(const Tensor &grad, const Tensor &result, int64_t dim,
+                        ScalarType self_dtype);
 Tensor log_softmax_backward(const Tensor &grad, const Tensor &result,
-                            int64_t dim);
+                            int64_t dim, ScalarType self_dtype);
+/// Double backward of _softmax_backward_data(g, y, dim) = y * (g - sum(g y)):
+/// the gradient for y.
+Tensor softmax_backward_data_output_backward(const Tensor &grad,
+                                             const Tensor &grad_output,
+                                             const Tensor &output, int64_t dim);
+/// Double backward of _log_softmax_backward_data(g, y, dim) =
+/// g - exp(y) sum(g): the gradients for g and for y.
+Tensor log_softmax_backward_data_grad_output_backward(const Tensor &grad,
+                                                      const Tensor &output,
+                                                      int64_t dim,
+                                                      ScalarType dtype);
+Tensor log_softmax_backward_data_output_backward(const Tensor &grad,
+                                                 const Tensor &grad_output,
+                                                 const Tensor &output,
+                                                 int64_t dim);
 
-Tensor gelu_erf_backward(const Tensor &grad, const Tensor &self);
+/// d/dx of _gelu_erf_backward(g, x) = g * (Phi(x) + x phi(x)): g * phi(x) *
+/// (2 - x^2).
+Tensor gelu_erf_double_backward(const Tensor &grad, const Tensor &grad_output,
+                                const Tensor &self);
+/// native_layer_norm's gradients (input, weight, bias; those grad_input_mask
+/// asks for): its backward kernel, or under create_graph the same formula
+/// in differentiable ops (Note [Native layer_norm]).
+std::tuple<Tensor, Tensor, Tensor>
+layer_norm_backward(const Tensor &grad, const Tensor &input,
+                    IntArrayRef normalized_shape, const Tensor &mean,
+                    const Tensor &rstd, const std::optional<Tensor> &weight,
+                    const std::optional<Tensor> &bias, double eps,
+                    std::array<bool, 3> grad_input_mask);
 Tensor gelu_tanh_backward(const Tensor &grad, const Tensor &self);
 Tensor silu_backward(const Tensor &grad, const Tensor &self);
 Tensor softplus_backward(const Tensor &grad, const Tensor &self,

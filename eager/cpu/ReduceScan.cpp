@@ -1,6 +1,6 @@
 // Ops along one dim that keep the input's shape: cumsum, cumprod, softmax,
-// log_softmax. They run over the [A, N, B] layout of ReduceUtils.h: rows
-// (B == 1) or tiles of columns with the inner loop over b.
+// log_softmax and their backward kernels. They run over the [A, N, B] layout of
+// ReduceUtils.h: rows (B == 1) or tiles of columns with the inner loop over b.
 #include "eager/VecMath.h"
 #include "eager/cpu/ReduceUtils.h"
 #include "eager/generated/NativeFunctions.h"
@@ -210,7 +210,119 @@ Tensor softmax_op(const Tensor &self, int64_t dim,
   return out.to(out_t);
 }
 
+// --- softmax / log_softmax backward ----------------------------------------
+
+// Note [Softmax backward kernel]
+// _softmax_backward_data(g, y, dim) = y * (g - sum(g * y)) and
+// _log_softmax_backward_data(g, y, dim) = g - exp(y) * sum(g), the sums
+// along dim: per row one vectorized pass for the sum (kLanes partials) and
+// one that writes the result, over the same [A, N, B] layout as the forward
+// (columns tiled when dim is not the last; non-contiguous inputs are made
+// contiguous first). They compute in the output's compute type (float for
+// float16 / bfloat16) and return input_dtype, as PyTorch's.
+
+template <class C, bool Log>
+void softmax_backward_row(const C *g, const C *y, C *out, int64_t N) {
+  C sl[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= N; i += kLanes)
+    for (int j = 0; j < kLanes; ++j)
+      sl[j] += Log ? g[i + j] : g[i + j] * y[i + j];
+  for (; i < N; ++i)
+    sl[0] += Log ? g[i] : g[i] * y[i];
+  for (int w = kLanes / 2; w > 0; w /= 2)
+    for (int j = 0; j < w; ++j)
+      sl[j] += sl[j + w];
+  const C s = sl[0];
+  for (int64_t k = 0; k < N; ++k) {
+    if constexpr (Log)
+      out[k] = g[k] - exp_c<C>(y[k]) * s;
+    else
+      out[k] = y[k] * (g[k] - s);
+  }
+}
+
+/// nb columns (pointers at [a, 0, b0]; rows B apart).
+template <class C, bool Log>
+void softmax_backward_cols(const C *g, const C *y, C *out, int64_t N, int64_t B,
+                           int64_t nb) {
+  C s[kMaxTile];
+  std::fill(s, s + nb, C(0));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t b = 0; b < nb; ++b)
+      s[b] += Log ? g[n * B + b] : g[n * B + b] * y[n * B + b];
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t b = 0; b < nb; ++b) {
+      int64_t k = n * B + b;
+      if constexpr (Log)
+        out[k] = g[k] - exp_c<C>(y[k]) * s[b];
+      else
+        out[k] = y[k] * (g[k] - s[b]);
+    }
+}
+
+template <class C, bool Log>
+void softmax_backward_kernel(const C *g, const C *y, C *out, int64_t A,
+                             int64_t N, int64_t B) {
+  if (B == 1) {
+    parallel_for(0, A, std::max<int64_t>(1, kGrainSize / N),
+                 [&](int64_t a0, int64_t a1) {
+                   for (int64_t a = a0; a < a1; ++a)
+                     softmax_backward_row<C, Log>(g + a * N, y + a * N,
+                                                  out + a * N, N);
+                 });
+    return;
+  }
+  int64_t tb = column_tile(A, B), nt = (B + tb - 1) / tb;
+  parallel_for(0, A * nt, std::max<int64_t>(1, kGrainSize / (N * tb)),
+               [&](int64_t u0, int64_t u1) {
+                 for (int64_t u = u0; u < u1; ++u) {
+                   int64_t a = u / nt, b0 = (u % nt) * tb;
+                   int64_t off = a * N * B + b0;
+                   softmax_backward_cols<C, Log>(g + off, y + off, out + off, N,
+                                                 B, std::min(tb, B - b0));
+                 }
+               });
+}
+
+template <bool Log>
+Tensor softmax_backward_op(const Tensor &grad_output, const Tensor &output,
+                           int64_t dim, ScalarType input_dtype,
+                           const char *op) {
+  meta::check_softmax_backward(grad_output, output, input_dtype, op);
+  int64_t d = maybe_wrap_dim(dim, output.dim());
+  ScalarType out_t = output.dtype();
+  ScalarType compute = isReducedFloatingType(out_t) ? kFloat : out_t;
+  Tensor out = empty(output.sizes(), TensorOptions(compute));
+  if (output.numel() != 0) {
+    Layout lg = dim_layout(grad_output.to(compute), d);
+    Layout ly = dim_layout(output.to(compute), d);
+    if (compute == kFloat)
+      softmax_backward_kernel<float, Log>(lg.data<float>(), ly.data<float>(),
+                                          out.data_ptr<float>(), ly.A, ly.N,
+                                          ly.B);
+    else
+      softmax_backward_kernel<double, Log>(lg.data<double>(), ly.data<double>(),
+                                           out.data_ptr<double>(), ly.A, ly.N,
+                                           ly.B);
+  }
+  return out.to(input_dtype);
+}
+
 } // namespace
+
+Tensor softmax_backward_data(const Tensor &grad_output, const Tensor &output,
+                             int64_t dim, ScalarType input_dtype) {
+  return softmax_backward_op<false>(grad_output, output, dim, input_dtype,
+                                    "_softmax_backward_data");
+}
+
+Tensor log_softmax_backward_data(const Tensor &grad_output,
+                                 const Tensor &output, int64_t dim,
+                                 ScalarType input_dtype) {
+  return softmax_backward_op<true>(grad_output, output, dim, input_dtype,
+                                   "_log_softmax_backward_data");
+}
 
 Tensor cumsum(const Tensor &self, int64_t dim,
               std::optional<ScalarType> dtype) {

@@ -210,6 +210,58 @@ Result log_softmax(const Tensor &self, int64_t dim,
   return one(like(self.sizes(), out, self));
 }
 
+Result softmax_backward_data(const Tensor &grad_output, const Tensor &output,
+                             int64_t dim, ScalarType input_dtype) {
+  check_softmax_backward(grad_output, output, input_dtype,
+                         "_softmax_backward_data");
+  maybe_wrap_dim(dim, output.dim());
+  return one(like(output.sizes(), input_dtype, output));
+}
+Result log_softmax_backward_data(const Tensor &grad_output,
+                                 const Tensor &output, int64_t dim,
+                                 ScalarType input_dtype) {
+  check_softmax_backward(grad_output, output, input_dtype,
+                         "_log_softmax_backward_data");
+  maybe_wrap_dim(dim, output.dim());
+  return one(like(output.sizes(), input_dtype, output));
+}
+
+// --- normalization ----------------------------------------------------------
+
+Result native_layer_norm(const Tensor &input, IntArrayRef normalized_shape,
+                         const std::optional<Tensor> &weight,
+                         const std::optional<Tensor> &bias, double) {
+  LayerNormShape s = layer_norm_shape(input, normalized_shape, weight, bias);
+  Result r = two(like(input.sizes(), input.dtype(), input),
+                 like(s.stat_sizes, s.compute, input));
+  r.outputs.push_back(like(s.stat_sizes, s.compute, input));
+  return r;
+}
+Result native_layer_norm_backward(const Tensor &grad_out, const Tensor &input,
+                                  IntArrayRef normalized_shape,
+                                  const Tensor &mean, const Tensor &rstd,
+                                  const std::optional<Tensor> &weight,
+                                  const std::optional<Tensor> &bias,
+                                  IntArrayRef output_mask) {
+  layer_norm_backward_shape(grad_out, input, normalized_shape, mean, rstd,
+                            weight, bias, output_mask);
+  // As the kernel: a gradient output_mask leaves out is undefined.
+  auto given = [](const std::optional<Tensor> &t) { return t && t->defined(); };
+  Result r;
+  r.outputs.push_back(output_mask[0] ? like(input.sizes(), input.dtype(), input)
+                                     : Tensor());
+  r.outputs.push_back(
+      output_mask[1]
+          ? like(normalized_shape,
+                 given(weight) ? weight->dtype() : input.dtype(), input)
+          : Tensor());
+  r.outputs.push_back(
+      output_mask[2] ? like(normalized_shape,
+                            given(bias) ? bias->dtype() : input.dtype(), input)
+                     : Tensor());
+  return r;
+}
+
 // --- linear algebra ---------------------------------------------------------
 
 Result mm(const Tensor &self, const Tensor &mat2) {

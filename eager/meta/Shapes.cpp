@@ -123,6 +123,98 @@ ScalarType softmax_dtype(ScalarType self, std::optional<ScalarType> dtype,
   return out;
 }
 
+LayerNormShape layer_norm_shape(const Tensor &input,
+                                IntArrayRef normalized_shape,
+                                const std::optional<Tensor> &weight,
+                                const std::optional<Tensor> &bias) {
+  int64_t k = int64_t(normalized_shape.size());
+  EMBER_CHECK_VALUE(k >= 1,
+                    "Expected normalized_shape to be at least 1-dimensional, "
+                    "i.e., containing at least one element, but got "
+                    "normalized_shape = []");
+  bool match = input.dim() >= k;
+  for (int64_t i = 0; match && i < k; ++i)
+    match = input.size(input.dim() - k + i) == normalized_shape[size_t(i)];
+  if (!match) {
+    std::string want;
+    for (size_t i = 0; i < normalized_shape.size(); ++i)
+      want += (i ? ", " : "") + std::to_string(normalized_shape[i]);
+    throw ValueError(
+        ember::detail::str("Given normalized_shape=", normalized_shape,
+                           ", expected input with shape [*, ", want,
+                           "], but got input of size", input.sizes()));
+  }
+  const bool w = weight && weight->defined(), b = bias && bias->defined();
+  EMBER_CHECK_VALUE(!w || weight->sizes() == normalized_shape,
+                    "Expected weight to be of same shape as normalized_shape, "
+                    "but got weight of shape ",
+                    weight->sizes(),
+                    " and normalized_shape = ", normalized_shape);
+  EMBER_CHECK_VALUE(!b || bias->sizes() == normalized_shape,
+                    "Expected bias to be of same shape as normalized_shape, "
+                    "but got bias of shape ",
+                    bias->sizes(),
+                    " and normalized_shape = ", normalized_shape);
+  EMBER_CHECK_TYPE(isFloatingType(input.dtype()),
+                   "layer_norm: expected a floating input, but got a tensor "
+                   "of dtype ",
+                   toString(input.dtype()),
+                   " (convert it with .to(ember::kFloat))");
+  for (const std::optional<Tensor> *t : {&weight, &bias})
+    EMBER_CHECK_TYPE(!*t || !(*t)->defined() || isFloatingType((*t)->dtype()),
+                     "layer_norm: expected a floating weight and bias, but "
+                     "got a tensor of dtype ",
+                     toString((*t)->dtype()));
+  LayerNormShape r;
+  r.compute = isReducedFloatingType(input.dtype()) ? kFloat : input.dtype();
+  int64_t axis = input.dim() - k;
+  for (int64_t d = 0; d < input.dim(); ++d) {
+    (d < axis ? r.M : r.N) *= input.size(d);
+    r.stat_sizes.push_back(d < axis ? input.size(d) : 1);
+  }
+  return r;
+}
+
+LayerNormShape layer_norm_backward_shape(
+    const Tensor &grad_out, const Tensor &input, IntArrayRef normalized_shape,
+    const Tensor &mean, const Tensor &rstd, const std::optional<Tensor> &weight,
+    const std::optional<Tensor> &bias, IntArrayRef output_mask) {
+  LayerNormShape r = layer_norm_shape(input, normalized_shape, weight, bias);
+  EMBER_CHECK_VALUE(grad_out.sizes() == input.sizes(),
+                    "native_layer_norm_backward: expected grad_out of the "
+                    "input's shape ",
+                    input.sizes(), ", but got ", grad_out.sizes());
+  EMBER_CHECK_VALUE(mean.numel() == r.M && rstd.numel() == r.M,
+                    "native_layer_norm_backward: expected mean and rstd of ",
+                    r.M, " elements (one per row), but got ", mean.numel(),
+                    " and ", rstd.numel());
+  EMBER_CHECK_VALUE(output_mask.size() == 3,
+                    "native_layer_norm_backward: output_mask must have 3 "
+                    "elements, but got ",
+                    output_mask.size());
+  EMBER_CHECK_TYPE(isFloatingType(grad_out.dtype()) &&
+                       isFloatingType(mean.dtype()) &&
+                       isFloatingType(rstd.dtype()),
+                   "native_layer_norm_backward: expected floating grad_out, "
+                   "mean and rstd");
+  return r;
+}
+
+void check_softmax_backward(const Tensor &grad_output, const Tensor &output,
+                            ScalarType input_dtype, const char *op) {
+  EMBER_CHECK_VALUE(grad_output.sizes() == output.sizes(), op,
+                    ": expected grad_output of the output's shape ",
+                    output.sizes(), ", but got ", grad_output.sizes());
+  EMBER_CHECK_TYPE(isFloatingType(output.dtype()) &&
+                       isFloatingType(grad_output.dtype()) &&
+                       isFloatingType(input_dtype),
+                   op,
+                   ": expected floating grad_output, output and "
+                   "input_dtype, but got ",
+                   toString(grad_output.dtype()), ", ",
+                   toString(output.dtype()), " and ", toString(input_dtype));
+}
+
 void check_var(ScalarType self) {
   EMBER_CHECK_TYPE(isFloatingType(self),
                    "std and var only support floating point and complex "

@@ -29,7 +29,30 @@ ScalarType scan_dtype(ScalarType self, std::optional<ScalarType> dtype);
 ScalarType softmax_dtype(ScalarType self, std::optional<ScalarType> dtype,
                          const char *op);
 /// var (and std): floating inputs only.
+/// _softmax_backward_data / _log_softmax_backward_data: grad_output and
+/// output of one shape, floating, and a floating input_dtype.
+void check_softmax_backward(const Tensor &grad_output, const Tensor &output,
+                            ScalarType input_dtype, const char *op);
 void check_var(ScalarType self);
+/// native_layer_norm: input [*, normalized_shape] (floating), weight and
+/// bias (optional) of normalized_shape. M rows of N elements; mean and rstd
+/// have stat_sizes (the leading dims, then a 1 per normalized dim) and the
+/// compute dtype (float for float16 / bfloat16).
+struct LayerNormShape {
+  int64_t M = 1, N = 1;
+  DimVector stat_sizes;
+  ScalarType compute;
+};
+LayerNormShape layer_norm_shape(const Tensor &input,
+                                IntArrayRef normalized_shape,
+                                const std::optional<Tensor> &weight,
+                                const std::optional<Tensor> &bias);
+/// native_layer_norm_backward: the forward's checks, and grad_out, mean and
+/// rstd of the shapes the forward gives.
+LayerNormShape layer_norm_backward_shape(
+    const Tensor &grad_out, const Tensor &input, IntArrayRef normalized_shape,
+    const Tensor &mean, const Tensor &rstd, const std::optional<Tensor> &weight,
+    const std::optional<Tensor> &bias, IntArrayRef output_mask);
 /// norm: floating input, a usable order p (none of NaN, a negative order
 /// on an empty input, an infinite order over an empty reduction).
 void check_norm(const Tensor &self, const std::optional<Scalar> &p,

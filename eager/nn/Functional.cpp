@@ -194,45 +194,12 @@ Tensor one_hot(const Tensor &tensor, int64_t num_classes) {
 // --- normalization -----------------------------------------------------------
 
 Tensor layer_norm(const Tensor &input, const LayerNormFuncOptions &options) {
-  const std::vector<int64_t> &shape = options.normalized_shape();
-  int64_t k = int64_t(shape.size());
-  EMBER_CHECK_VALUE(k >= 1,
-                    "Expected normalized_shape to be at least 1-dimensional, "
-                    "i.e., containing at least one element, but got "
-                    "normalized_shape = []");
-  bool match = input.dim() >= k;
-  for (int64_t i = 0; match && i < k; ++i)
-    match = input.size(input.dim() - k + i) == shape[size_t(i)];
-  if (!match) {
-    std::string want;
-    for (size_t i = 0; i < shape.size(); ++i)
-      want += (i ? ", " : "") + std::to_string(shape[i]);
-    throw ValueError(detail::str("Given normalized_shape=", IntArrayRef(shape),
-                                 ", expected input with shape [*, ", want,
-                                 "], but got input of size", input.sizes()));
-  }
+  // One kernel forward and one backward (Note [Native layer_norm]).
   const Tensor &w = options.weight(), &b = options.bias();
-  EMBER_CHECK_VALUE(!w.defined() || w.sizes() == IntArrayRef(shape),
-                    "Expected weight to be of same shape as normalized_shape, "
-                    "but got weight of shape ",
-                    w.sizes(), " and normalized_shape = ", IntArrayRef(shape));
-  EMBER_CHECK_VALUE(!b.defined() || b.sizes() == IntArrayRef(shape),
-                    "Expected bias to be of same shape as normalized_shape, "
-                    "but got bias of shape ",
-                    b.sizes(), " and normalized_shape = ", IntArrayRef(shape));
-  checkFloating(input, "layer_norm", "input");
-  std::vector<int64_t> dims;
-  for (int64_t i = input.dim() - k; i < input.dim(); ++i)
-    dims.push_back(i);
-  Tensor x = input.to(statsType(input.dtype()));
-  Tensor mean = x.mean(dims, true);
-  Tensor var = x.var(dims, Scalar(0), true);
-  Tensor y = (x - mean) * ember::rsqrt(var + options.eps());
-  if (w.defined())
-    y = y * w;
-  if (b.defined())
-    y = y + b;
-  return y.to(input.dtype());
+  return std::get<0>(ember::native_layer_norm(
+      input, options.normalized_shape(),
+      w.defined() ? std::optional<Tensor>(w) : std::nullopt,
+      b.defined() ? std::optional<Tensor>(b) : std::nullopt, options.eps()));
 }
 
 namespace {

@@ -11,6 +11,8 @@
 #include "eager/meta/Shapes.h"
 
 #include <limits>
+#include <tuple>
+#include <vector>
 
 namespace ember::native::decompose {
 
@@ -49,6 +51,63 @@ Tensor softmax(const Tensor &self, int64_t dim,
 Tensor log_softmax(const Tensor &self, int64_t dim,
                    std::optional<ScalarType> dtype) {
   return softmax_like<true>(self, dim, dtype, "log_softmax");
+}
+
+namespace {
+template <bool Log>
+Tensor softmax_backward_like(const Tensor &grad_output, const Tensor &output,
+                             int64_t dim, ScalarType input_dtype,
+                             const char *op) {
+  meta::check_softmax_backward(grad_output, output, input_dtype, op);
+  EMBER_CHECK_VALUE(output.numel() > 0, op,
+                    ": no decomposition for an empty tensor");
+  int64_t d = maybe_wrap_dim(dim, output.dim());
+  ScalarType c = compute_type(output.dtype());
+  Tensor g = grad_output.to(c), y = output.to(c);
+  // As the kernel (Note [Softmax backward kernel]).
+  Tensor r =
+      Log ? g - y.exp() * g.sum({d}, true) : y * (g - (g * y).sum({d}, true));
+  return r.to(input_dtype);
+}
+} // namespace
+
+Tensor softmax_backward_data(const Tensor &grad_output, const Tensor &output,
+                             int64_t dim, ScalarType input_dtype) {
+  return softmax_backward_like<false>(grad_output, output, dim, input_dtype,
+                                      "_softmax_backward_data");
+}
+
+Tensor log_softmax_backward_data(const Tensor &grad_output,
+                                 const Tensor &output, int64_t dim,
+                                 ScalarType input_dtype) {
+  return softmax_backward_like<true>(grad_output, output, dim, input_dtype,
+                                     "_log_softmax_backward_data");
+}
+
+std::tuple<Tensor, Tensor, Tensor>
+native_layer_norm(const Tensor &input, IntArrayRef normalized_shape,
+                  const std::optional<Tensor> &weight,
+                  const std::optional<Tensor> &bias, double eps) {
+  meta::LayerNormShape s =
+      meta::layer_norm_shape(input, normalized_shape, weight, bias);
+  EMBER_CHECK_VALUE(s.N > 0, "native_layer_norm: no decomposition for an "
+                             "empty normalized_shape");
+  std::vector<int64_t> dims;
+  for (int64_t d = input.dim() - int64_t(normalized_shape.size());
+       d < input.dim(); ++d)
+    dims.push_back(d);
+  // As the kernel (Note [Native layer_norm]): the mean, the mean of squared
+  // deviations from it, rstd, then the affine, in the compute type.
+  Tensor x = input.to(s.compute);
+  Tensor mean = x.mean(dims, true);
+  Tensor dev = x - mean;
+  Tensor rstd = ((dev * dev).mean(dims, true) + eps).rsqrt();
+  Tensor y = dev * rstd;
+  if (weight && weight->defined())
+    y = y * weight->to(s.compute);
+  if (bias && bias->defined())
+    y = y + bias->to(s.compute);
+  return {y.to(input.dtype()), mean, rstd};
 }
 
 Tensor logsumexp(const Tensor &self, IntArrayRef dim, bool keepdim) {

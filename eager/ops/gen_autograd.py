@@ -9,6 +9,11 @@ An entry's `derivative` is one of:
                        `<arg>_sizes`, `<arg>_strides`, `<arg>_options`, `<arg>_dtype`,
                        `<arg>_dim` (saved instead of the tensor). A Tensor[]
                        argument's formula returns one tensor per element.
+                       A key naming several arguments ("input, weight, bias")
+                       is one formula for all of them: it returns a
+                       std::tuple (one tensor per name, in order) and reads
+                       `grad_input_mask`, a std::array<bool, n> saying which
+                       are needed (PyTorch's derivatives.yaml form).
   none                 not differentiable: outputs never require grad.
   composite            the kernel is made of differentiable ember ops:
                        autograd records those (CompositeImplicitAutograd).
@@ -62,17 +67,35 @@ def camel(name):
 class Info:
     """The derivative of one op, analysed."""
 
-    def __init__(self, op, formulas, node):
+    def __init__(self, op, formulas, node, nondiff_outputs=()):
         s = op.schema
-        self.op, self.formulas, self.node = op, formulas, node
+        self.op, self.node = op, node
         self.tensor_args = [a for a in s.args if a.type in ("Tensor", "Tensor?", "Tensor[]")]
-        for k in formulas:
-            if k not in [a.name for a in self.tensor_args]:
-                sys.exit(f"{s.text}: derivative for '{k}', which is not a tensor argument")
-        self.diff = [a for a in self.tensor_args if a.name in formulas]
+        # One formula per argument, or one for a group ("a, b"): `groups`
+        # maps each group's first argument to (names, formula).
+        self.formulas, self.groups = {}, {}
+        names = [a.name for a in self.tensor_args]
+        for k, f in formulas.items():
+            ks = [x.strip() for x in k.split(",")]
+            for x in ks:
+                if x not in names:
+                    sys.exit(f"{s.text}: derivative for '{x}', which is not a tensor argument")
+                if len(ks) > 1 and next(a for a in self.tensor_args if a.name == x).type == "Tensor[]":
+                    sys.exit(f"{s.text}: a grouped derivative cannot take the Tensor[] '{x}'")
+            if len(ks) == 1:
+                self.formulas[ks[0]] = f
+            else:
+                self.groups[ks[0]] = (ks, f)
+                for x in ks:
+                    self.formulas[x] = None
+        self.diff = [a for a in self.tensor_args if a.name in self.formulas]
         outs = s.returns
         self.out_names = ["result"] if len(outs) == 1 else [
             r for r in re.findall(r"Tensor\s+(\w+)", s.text.split("->")[1])]
+        for o in nondiff_outputs:
+            if o not in self.out_names:
+                sys.exit(f"{s.text}: nondifferentiable output '{o}' is not an output")
+        self.nondiff_outputs = set(nondiff_outputs)
         used = set()
         for f in formulas.values():
             used |= set(IDENT.findall(f))
@@ -81,7 +104,8 @@ class Info:
         self.users = {}
         for k, f in formulas.items():
             for n in set(IDENT.findall(f)):
-                self.users.setdefault(n, []).append(k)
+                for x in k.split(","):
+                    self.users.setdefault(n, []).append(x.strip())
 
 
 def analyse(ops):
@@ -100,7 +124,8 @@ def analyse(ops):
             base = o.schema.name.rstrip("_")
             idx = counters.get(base, 0)
             counters[base] = idx + 1
-            infos[o.schema.cname] = Info(o, d, f"{camel(base)}Backward{idx}")
+            infos[o.schema.cname] = Info(o, d, f"{camel(base)}Backward{idx}",
+                                         o.entry.get("nondifferentiable_outputs", ()))
     result = {}
     for o in ops:
         if not o.dispatched or o.kind == "composite":
@@ -190,6 +215,9 @@ def node_apply(info):
     L.append("  size_t k = 0;")
     for a in info.diff:
         n, f = a.name, info.formulas[a.name]
+        if f is None:  # in a group: computed below, at edge k_<name>
+            L.append(f"  const size_t k_{n} = k++;")
+            continue
         if a.type == "Tensor[]":
             L.append(f"  if (any_should_compute(*this, k, {n}_size_)) {{")
             L.append(f"    variable_list r = {f};")
@@ -200,6 +228,17 @@ def node_apply(info):
             L.append(f"  if (should_compute_output(k))")
             L.append(f"    out[k] = {f};")
             L.append("  ++k;")
+    for names, f in info.groups.values():
+        L.append("  {")
+        L.append(f"    std::array<bool, {len(names)}> grad_input_mask = {{"
+                 + ", ".join(f"should_compute_output(k_{n})" for n in names) + "};")
+        L.append("    if (" + " || ".join(f"grad_input_mask[{i}]" for i in range(len(names))) + ") {")
+        L.append(f"      auto r = {f};")
+        for i, n in enumerate(names):
+            L.append(f"      if (grad_input_mask[{i}])")
+            L.append(f"        out[k_{n}] = std::get<{i}>(r);")
+        L.append("    }")
+        L.append("  }")
     L.append("  return out;")
     L.append("}")
     return "\n".join(L) + "\n"
@@ -294,6 +333,13 @@ def kernel(op, info, cpp_ret, params, sig_type, names):
                 L.append("    grad_fn->result_ = SavedVariable(result, true);")
         else:
             for i, o in enumerate(info.out_names):
+                if o in info.nondiff_outputs:
+                    # No history: recorded as the node's input, never as
+                    # its output, and saved as a plain tensor.
+                    L.append(f"    grad_fn->add_input_metadata(std::get<{i}>(result));")
+                    if o in info.used:
+                        L.append(f"    grad_fn->{o}_ = SavedVariable(std::get<{i}>(result), false);")
+                    continue
                 L.append(f"    attach_output(std::get<{i}>(result), grad_fn, {{" + ", ".join("&" + t for t in tins) + "});")
                 if o in info.used:
                     L.append(f"    grad_fn->{o}_ = SavedVariable(std::get<{i}>(result), true);")

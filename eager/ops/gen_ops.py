@@ -253,7 +253,7 @@ class Op:
 # ir/gen_dialect.py) sees only fields it knows.
 FIELDS = {"func", "variants", "kernel", "cpu", "composite", "pointwise",
           "identity", "decompose", "conversion", "composes", "reduction",
-          "derivative", "example"}
+          "derivative", "nondifferentiable_outputs", "example"}
 POINTWISE_FIELDS = {"expr", "promote", "dtypes", "bool_args", "promote_scalars",
                     "nonzero_divisor", "inplace", "scalar_overload"}
 

@@ -397,6 +397,22 @@ void unary_ops(Builder &b) {
       .result(Result::Float)
       .grad(x, unary_cases(
                    RND, [](auto &x) { return ember::_gelu_tanh(x); }, true));
+  // The fused backward of _gelu_erf (its derivative: gelu's third).
+  b.bin(
+       "_gelu_erf_backward",
+       [](auto &g, auto &x) { return ember::_gelu_erf_backward(g, x); },
+       [](double g, double x) {
+         return g * (0.5 * (1 + std::erf(x / std::sqrt(2.0))) +
+                     x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI));
+       })
+      .floats()
+      .result(Result::Float)
+      .grad({0, 1}, binary_cases(
+                        RND, RND,
+                        [](auto &g, auto &x) {
+                          return ember::_gelu_erf_backward(g, x);
+                        },
+                        true));
   b.un(
        "silu", [](auto &x) { return x.silu(); },
        [](double x) { return x / (1 + std::exp(-x)); })

@@ -68,6 +68,29 @@ const std::map<std::string, std::vector<Stack>> &cases() {
         {x3, std::vector<int64_t>{0, 2}, IValue(Scalar(0)), true},
         {x, IValue(), IValue(Scalar(2)), false},
         {h, std::vector<int64_t>{0}, IValue(), false}};
+    // Backward of softmax / log_softmax along the last, the first and a
+    // middle dim, in float, double and float16.
+    Tensor g = random({5, 37}, kFloat, 6), g3 = random({3, 6, 9}, kDouble, 7);
+    Tensor gh = random({4, 20}, kHalf, 8);
+    for (bool log : {false, true}) {
+      auto f = [log](const Tensor &t, int64_t d) {
+        return log ? t.log_softmax(d) : t.softmax(d);
+      };
+      m[log ? "ember::_log_softmax_backward_data"
+            : "ember::_softmax_backward_data"] = {
+          {g, f(x, 1), int64_t(1), IValue(kFloat)},
+          {g, f(x, 0), int64_t(0), IValue(kFloat)},
+          {g3, f(x3, 1), int64_t(1), IValue(kDouble)},
+          {gh, f(h, -1), int64_t(-1), IValue(kHalf)},
+          {g.to(kDouble), f(x.to(kDouble), 1), int64_t(1), IValue(kFloat)}};
+    }
+    Tensor w = random({37}, kFloat, 9), b = random({37}, kFloat, 10);
+    Tensor w3 = random({6, 9}, kDouble, 11);
+    m["ember::native_layer_norm"] = {
+        {x + 100, std::vector<int64_t>{37}, w, b, 1e-5},
+        {x3, std::vector<int64_t>{6, 9}, w3, IValue(), 1e-3},
+        {x3, std::vector<int64_t>{9}, IValue(), IValue(), 1e-5},
+        {h, std::vector<int64_t>{20}, IValue(), random({20}, kHalf, 12), 1e-5}};
     return m;
   }();
   return c;

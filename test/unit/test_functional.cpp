@@ -807,6 +807,225 @@ TEST(LayerNorm, MatchesReference) {
       "Expected weight to be of same shape as normalized_shape");
 }
 
+namespace {
+
+/// layer_norm over the last `k` dims in ember ops, in float64: the
+/// reference of the native kernels (forward and, through autograd, backward).
+Tensor layer_norm_reference(const Tensor &x, int64_t k, const Tensor &w,
+                            const Tensor &b, double eps) {
+  std::vector<int64_t> dims;
+  for (int64_t d = x.dim() - k; d < x.dim(); ++d)
+    dims.push_back(d);
+  Tensor c = x - x.mean(dims, true);
+  Tensor y = c * ((c * c).mean(dims, true) + eps).rsqrt();
+  if (w.defined())
+    y = y * w;
+  if (b.defined())
+    y = y + b;
+  return y;
+}
+
+/// A float64 leaf requiring grad with t's values.
+Tensor leaf64(const Tensor &t) {
+  return t.detach().to(kDouble).requires_grad_();
+}
+
+/// The native layer_norm of x (any dtype, any strides) against the float64
+/// reference: output, mean, rstd, and the gradients for input, weight and
+/// bias from the output gradient g (which may be expanded).
+void expect_layer_norm_matches(const Tensor &x, int64_t k, const Tensor &w,
+                               const Tensor &b, const Tensor &g,
+                               double rtol = 1e-4, double atol = 1e-5) {
+  std::vector<int64_t> shape(x.sizes().end() - k, x.sizes().end());
+  Tensor xl = x.detach().requires_grad_();
+  Tensor wl = w.defined() ? w.detach().requires_grad_() : Tensor();
+  Tensor bl = b.defined() ? b.detach().requires_grad_() : Tensor();
+  auto opt = [](const Tensor &t) {
+    return t.defined() ? std::optional<Tensor>(t) : std::nullopt;
+  };
+  auto [y, mean, rstd] =
+      ember::native_layer_norm(xl, shape, opt(wl), opt(bl), 1e-5);
+  Tensor xd = leaf64(x);
+  Tensor wd = w.defined() ? leaf64(w) : Tensor();
+  Tensor bd = b.defined() ? leaf64(b) : Tensor();
+  Tensor want = layer_norm_reference(xd, k, wd, bd, 1e-5);
+  EXPECT_EQ(y.dtype(), x.dtype());
+  EXPECT_TRUE(close(y, want.detach(), rtol, atol)) << "output";
+  std::vector<int64_t> dims;
+  for (int64_t d = x.dim() - k; d < x.dim(); ++d)
+    dims.push_back(d);
+  Tensor xdd = xd.detach();
+  EXPECT_TRUE(close(mean, xdd.mean(dims, true), rtol, atol)) << "mean";
+  EXPECT_TRUE(
+      close(rstd, (xdd.var(dims, Scalar(0), true) + 1e-5).rsqrt(), rtol, atol))
+      << "rstd";
+  autograd::variable_list ins{xl}, ref_ins{xd};
+  if (w.defined()) {
+    ins.push_back(wl);
+    ref_ins.push_back(wd);
+  }
+  if (b.defined()) {
+    ins.push_back(bl);
+    ref_ins.push_back(bd);
+  }
+  autograd::variable_list got = autograd::grad({y}, ins, {g});
+  autograd::variable_list exp =
+      autograd::grad({want}, ref_ins, {g.to(kDouble)});
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].dtype(), ins[i].dtype()) << "gradient " << i;
+    EXPECT_EQ(got[i].sizes(), ins[i].sizes()) << "gradient " << i;
+    // The weight and bias gradients sum over rows: scale the tolerance.
+    double scale =
+        i == 0 ? 1.0
+               : std::sqrt(
+                     double(std::max<int64_t>(1, x.numel() / ins[i].numel())));
+    EXPECT_TRUE(close(got[i], exp[i], rtol * scale, atol * scale))
+        << "gradient " << i;
+  }
+}
+
+} // namespace
+
+TEST(LayerNorm, NativeKernelsMatchFloat64Reference) {
+  Tensor w = random({4, 5}, kFloat, 140), b = random({4, 5}, kFloat, 141);
+  Tensor x = random({3, 4, 5}, kFloat, 142) * 2 + 1;
+  Tensor g = random({3, 4, 5}, kFloat, 143);
+  expect_layer_norm_matches(x, 2, w, b, g);
+  expect_layer_norm_matches(x, 2, Tensor(), Tensor(), g); // no affine
+  expect_layer_norm_matches(x, 2, w, Tensor(), g);
+  expect_layer_norm_matches(x, 2, Tensor(), b, g);
+  expect_layer_norm_matches(x, 1, random({5}, kFloat, 144), Tensor(), g);
+  // Non-contiguous input and gradient, an expanded (broadcast) gradient.
+  expect_layer_norm_matches(noncontiguous(x), 2, w, b, noncontiguous(g));
+  expect_layer_norm_matches(x, 1, Tensor(), random({5}, kFloat, 159),
+                            random({5}, kFloat, 145).expand({3, 4, 5}));
+  // One row; a 1-d input; float64.
+  expect_layer_norm_matches(random({1, 7}, kFloat, 146), 1, Tensor(), Tensor(),
+                            random({1, 7}, kFloat, 147));
+  expect_layer_norm_matches(random({7}, kDouble, 148), 1,
+                            random({7}, kDouble, 149), Tensor(),
+                            random({7}, kDouble, 150), 1e-10, 1e-12);
+  // Long rows with a mean far from 0 (two-pass variance), many rows (the
+  // weight/bias gradients are summed over chunks of rows).
+  Tensor wl = random({4096}, kFloat, 151), bl = random({4096}, kFloat, 152);
+  expect_layer_norm_matches(random({3, 4096}, kFloat, 153) * 0.1 + 100, 1, wl,
+                            bl, random({3, 4096}, kFloat, 154), 1e-3, 1e-4);
+  expect_layer_norm_matches(
+      random({300, 33}, kFloat, 155), 1, random({33}, kFloat, 156),
+      random({33}, kFloat, 157), random({300, 33}, kFloat, 158));
+  // float16 computes in float: its gradients match within float16 rounding.
+  expect_layer_norm_matches(x.to(kHalf), 2, w.to(kHalf), b.to(kHalf),
+                            g.to(kHalf), 2e-2, 2e-2);
+}
+
+TEST(LayerNorm, NativeKernelEdgeCases) {
+  // No rows: empty output and gradients, zero weight/bias gradients.
+  Tensor x = zeros({0, 5}).requires_grad_();
+  Tensor w = ones({5}).requires_grad_(), b = zeros({5}).requires_grad_();
+  auto [y, mean, rstd] = ember::native_layer_norm(x, {5}, w, b, 1e-5);
+  EXPECT_EQ(shapeOf(y), (Shape{0, 5}));
+  EXPECT_EQ(shapeOf(mean), (Shape{0, 1}));
+  autograd::variable_list gs = autograd::grad({y}, {x, w, b}, {zeros({0, 5})});
+  EXPECT_EQ(shapeOf(gs[0]), (Shape{0, 5}));
+  EXPECT_TRUE(close(gs[1], zeros({5}), 0, 0));
+  EXPECT_TRUE(close(gs[2], zeros({5}), 0, 0));
+  // mean and rstd have no gradient history (as PyTorch's).
+  EXPECT_FALSE(mean.requires_grad());
+  EXPECT_FALSE(rstd.requires_grad());
+  EXPECT_TRUE(y.requires_grad());
+  // output_mask leaves gradients undefined.
+  Tensor xs = random({3, 5}, kFloat, 160), g = random({3, 5}, kFloat, 161);
+  auto [y2, m2, r2] = ember::native_layer_norm(xs, {5}, w.detach(), {}, 1e-5);
+  auto [dx, dw, db] = ember::native_layer_norm_backward(
+      g, xs, {5}, m2, r2, w.detach(), {}, {1, 0, 0});
+  EXPECT_TRUE(dx.defined());
+  EXPECT_FALSE(dw.defined());
+  EXPECT_FALSE(db.defined());
+  auto [dx2, dw2, db2] = ember::native_layer_norm_backward(
+      g, xs, {5}, m2, r2, w.detach(), {}, {0, 1, 1});
+  EXPECT_FALSE(dx2.defined());
+  EXPECT_TRUE(close(db2, g.sum({0}), 1e-5, 1e-6));
+  // Bad arguments raise PyTorch's errors.
+  EXPECT_EMBER_ERROR(ember::native_layer_norm(xs, {4}, {}, {}, 1e-5),
+                     "Given normalized_shape=[4]");
+  EXPECT_EMBER_ERROR(ember::native_layer_norm(
+                         ones({2, 3}, TensorOptions(kLong)), {3}, {}, {}, 1e-5),
+                     "layer_norm: expected a floating input");
+  EXPECT_EMBER_ERROR(
+      ember::native_layer_norm_backward(g, xs, {5}, m2, r2, {}, {}, {1, 1}),
+      "output_mask must have 3 elements");
+  // The weight/bias gradients do not depend on the thread count.
+  Tensor xb = random({257, 40}, kFloat, 162),
+         gb = random({257, 40}, kFloat, 163);
+  Tensor wb = random({40}, kFloat, 164);
+  expect_same_across_thread_counts([&] {
+    auto [yb, mb, rb] = ember::native_layer_norm(xb, {40}, wb, {}, 1e-5);
+    auto [a, c, d] = ember::native_layer_norm_backward(gb, xb, {40}, mb, rb, wb,
+                                                       {}, {1, 1, 1});
+    return std::vector<Tensor>{yb, a, c, d};
+  });
+}
+
+TEST(LayerNorm, CreateGraphGivesSecondDerivatives) {
+  // The backward kernel has no derivative of its own: under create_graph the
+  // formula runs in ember ops. Compare d/dx of sum(dL/dx * v) with the
+  // float64 reference graph.
+  Tensor x = random({4, 6}, kDouble, 170), w = random({6}, kDouble, 171);
+  Tensor g = random({4, 6}, kDouble, 172), v = random({4, 6}, kDouble, 173);
+  auto second = [&](bool native) {
+    Tensor xl = x.clone().requires_grad_(), wl = w.clone().requires_grad_();
+    Tensor y = native
+                   ? F::layer_norm(xl, F::LayerNormFuncOptions({6}).weight(wl))
+                   : layer_norm_reference(xl, 1, wl, Tensor(), 1e-5);
+    Tensor dx = autograd::grad({y}, {xl}, {g}, true, true)[0];
+    return autograd::grad({(dx * v).sum()}, {xl, wl});
+  };
+  autograd::variable_list got = second(true), want = second(false);
+  EXPECT_TRUE(close(got[0], want[0], 1e-8, 1e-10));
+  EXPECT_TRUE(close(got[1], want[1], 1e-8, 1e-10));
+}
+
+TEST(Softmax, NativeBackwardMatchesFloat64Reference) {
+  // Inner, middle and outer dims; non-contiguous input and gradient; an
+  // expanded gradient; float16; an empty tensor and a 0-dim one.
+  struct C {
+    Tensor x, g;
+    int64_t dim;
+  };
+  Tensor x3 = random({4, 37, 5}, kFloat, 180) * 3;
+  Tensor g3 = random({4, 37, 5}, kFloat, 181);
+  std::vector<C> cases = {
+      {x3, g3, -1},
+      {x3, g3, 1},
+      {x3, g3, 0},
+      {noncontiguous(x3), noncontiguous(g3), 1},
+      {x3.transpose(0, 2), g3.transpose(0, 2), 2},
+      {x3, random({5}, kFloat, 182).expand({4, 37, 5}), 1},
+      {random({3, 300}, kFloat, 183) * 5, random({3, 300}, kFloat, 184), 1},
+      {x3.to(kHalf), g3.to(kHalf), 1},
+      {zeros({0, 4}), zeros({0, 4}), 1},
+      {random({}, kFloat, 185), random({}, kFloat, 186), 0}};
+  for (bool log : {false, true}) {
+    for (const C &c : cases) {
+      SCOPED_TRACE(std::string(log ? "log_softmax" : "softmax") + " dim " +
+                   std::to_string(c.dim) + " of " +
+                   ::testing::PrintToString(shapeOf(c.x)) + " " +
+                   toString(c.x.dtype()));
+      Tensor xl = c.x.detach().requires_grad_();
+      Tensor y = log ? xl.log_softmax(c.dim) : xl.softmax(c.dim);
+      Tensor got = autograd::grad({y}, {xl}, {c.g})[0];
+      Tensor xd = leaf64(c.x);
+      Tensor yd = xd - xd.amax({c.dim}, true);
+      Tensor e = yd.exp(), sum = e.sum({c.dim}, true);
+      Tensor want_y = log ? yd - sum.log() : e / sum;
+      Tensor want = autograd::grad({want_y}, {xd}, {c.g.to(kDouble)})[0];
+      EXPECT_EQ(got.dtype(), c.x.dtype());
+      bool half = c.x.dtype() == kHalf;
+      EXPECT_TRUE(close(got, want, half ? 1e-2 : 1e-5, half ? 1e-2 : 1e-6));
+    }
+  }
+}
+
 TEST(BatchNorm, TrainingUpdatesRunningStats) {
   Tensor x = random({4, 3, 2, 5}, kDouble, 140) * 2 + 0.5;
   Tensor w = random({3}, kDouble, 141), b = random({3}, kDouble, 142);

@@ -683,6 +683,107 @@ std::map<std::string, std::vector<Case>> build_cases() {
           [](auto &x) {
             return ember::_col2im(x, {4, 5}, {2, 3}, {1, 2}, {1, 0}, {2, 1});
           })};
+  // The backward kernels of softmax / log_softmax as ops of their own
+  // (double backward of softmax differentiates them): any output values,
+  // inner, outer and middle dims, a transposed grad_output, 0-dim.
+  for (bool log : {false, true}) {
+    auto op = [log](const Tensor &g, const Tensor &y, int64_t d) {
+      return log ? ember::_log_softmax_backward_data(g, y, d, kDouble)
+                 : ember::_softmax_backward_data(g, y, d, kDouble);
+    };
+    c[log ? "_log_softmax_backward_data" : "_softmax_backward_data"] = {
+        binary(
+            "dim 1",
+            [] {
+              return variable_list{rnd({3, 4}, 1), rnd({3, 4}, 2)};
+            },
+            [op](auto &g, auto &y) { return op(g, y, 1); }, true),
+        binary(
+            "dim 0 of 3-d",
+            [] {
+              return variable_list{rnd({3, 2, 2}, 3), rnd({3, 2, 2}, 4)};
+            },
+            [op](auto &g, auto &y) { return op(g, y, 0); }, true),
+        binary(
+            "dim 1 of 3-d",
+            [] {
+              return variable_list{rnd({2, 3, 2}, 5), rnd({2, 3, 2}, 6)};
+            },
+            [op](auto &g, auto &y) { return op(g, y, 1); }),
+        binary(
+            "transposed",
+            [] {
+              return variable_list{leaf(rnd({4, 3}, 7).detach().t()),
+                                   rnd({3, 4}, 8)};
+            },
+            [op](auto &g, auto &y) { return op(g, y, -1); }),
+        binary(
+            "0-dim",
+            [] {
+              return variable_list{rnd({}, 9), rnd({}, 10)};
+            },
+            [op](auto &g, auto &y) { return op(g, y, 0); })};
+  }
+
+  // native_layer_norm (F::layer_norm): the output's gradient for input,
+  // weight and bias; gradgrad runs the create_graph formula.
+  auto ln = [](IntArrayRef shape, bool w, bool b) {
+    return [shape = std::vector<int64_t>(shape.begin(), shape.end()), w,
+            b](const variable_list &v) {
+      std::optional<Tensor> wt, bt;
+      size_t k = 1;
+      if (w)
+        wt = v[k++];
+      if (b)
+        bt = v[k++];
+      return variable_list{
+          std::get<0>(ember::native_layer_norm(v[0], shape, wt, bt, 1e-5))};
+    };
+  };
+  c["native_layer_norm"] = {
+      {"weight and bias",
+       [] {
+         return variable_list{rnd({3, 4}, 1), rnd({4}, 2), rnd({4}, 3)};
+       },
+       ln({4}, true, true), true},
+      {"3-d over 2 dims",
+       [] {
+         return variable_list{rnd({2, 3, 4}, 4), rnd({3, 4}, 5),
+                              rnd({3, 4}, 6)};
+       },
+       ln({3, 4}, true, true), true},
+      {"no weight or bias",
+       [] {
+         return variable_list{rnd({3, 5}, 7)};
+       },
+       ln({5}, false, false), true},
+      {"weight only",
+       [] {
+         return variable_list{rnd({3, 5}, 8), rnd({5}, 9)};
+       },
+       ln({5}, true, false)},
+      {"bias only",
+       [] {
+         return variable_list{rnd({3, 5}, 10), rnd({5}, 11)};
+       },
+       ln({5}, false, true)},
+      {"one row",
+       [] {
+         return variable_list{rnd({1, 6}, 12), rnd({6}, 13), rnd({6}, 14)};
+       },
+       ln({6}, true, true)},
+      {"1-d input",
+       [] {
+         return variable_list{rnd({6}, 15), rnd({6}, 16), rnd({6}, 17)};
+       },
+       ln({6}, true, true), true},
+      {"transposed",
+       [] {
+         return variable_list{leaf(rnd({4, 3}, 18).detach().t()), rnd({4}, 19),
+                              rnd({4}, 20)};
+       },
+       ln({4}, true, true)}};
+
   return c;
 }
 

@@ -273,6 +273,73 @@ void addShapeCases() {
   });
 }
 
+/// Ops outside the OpInfo table: the softmax backward kernels and
+/// native_layer_norm (forward and backward).
+void addNormalizationCases() {
+  for (std::string f :
+       {"_softmax_backward_data", "_log_softmax_backward_data"}) {
+    add(f, [] { return Stack{R({3, 4}), NC(R({3, 4})), 1, kFloat}; });
+    add(f, [] { return Stack{R({3, 4}, kHalf), R({3, 4}, kHalf), 0, kHalf}; });
+    add(f, [] { return Stack{R({2, 3}), R({2, 3}), -1, kDouble}; });
+    add(f, [] { return Stack{R({}), R({}), 0, kFloat}; });
+    bad(f, [] { return Stack{R({3}), R({4}), 0, kFloat}; });
+    bad(f, [] { return Stack{R({3}), R({3}), 1, kFloat}; });
+    bad(f, [] { return Stack{R({3}, kLong), R({3}, kLong), 0, kLong}; });
+  }
+  add("native_layer_norm", [] {
+    return Stack{R({2, 3, 4}), std::vector<int64_t>{3, 4}, R({3, 4}), R({3, 4}),
+                 1e-5};
+  });
+  add("native_layer_norm", [] {
+    return Stack{NC(R({2, 4}, kHalf)), std::vector<int64_t>{4}, None(), None(),
+                 1e-5};
+  });
+  add("native_layer_norm", [] {
+    return Stack{R({0, 4}, kDouble), std::vector<int64_t>{4}, R({4}, kDouble),
+                 None(), 1e-5};
+  });
+  bad("native_layer_norm", [] {
+    return Stack{R({2, 3}), std::vector<int64_t>{4}, None(), None(), 1e-5};
+  });
+  bad("native_layer_norm", [] {
+    return Stack{R({2, 3}), std::vector<int64_t>{3}, R({2}), None(), 1e-5};
+  });
+  bad("native_layer_norm", [] {
+    return Stack{R({2, 3}, kLong), std::vector<int64_t>{3}, None(), None(),
+                 1e-5};
+  });
+  add("native_layer_norm_backward", [] {
+    return Stack{R({2, 3}),
+                 R({2, 3}),
+                 std::vector<int64_t>{3},
+                 R({2, 1}),
+                 R({2, 1}),
+                 R({3}),
+                 R({3}),
+                 std::vector<int64_t>{1, 1, 1}};
+  });
+  add("native_layer_norm_backward", [] {
+    return Stack{R({2, 3}, kHalf),
+                 R({2, 3}, kHalf),
+                 std::vector<int64_t>{3},
+                 R({2, 1}),
+                 R({2, 1}),
+                 None(),
+                 None(),
+                 std::vector<int64_t>{1, 1, 1}};
+  });
+  bad("native_layer_norm_backward", [] {
+    return Stack{R({2, 4}),
+                 R({2, 3}),
+                 std::vector<int64_t>{3},
+                 R({2, 1}),
+                 R({2, 1}),
+                 None(),
+                 None(),
+                 std::vector<int64_t>{1, 1, 1}};
+  });
+}
+
 void addIndexingCases() {
   add("index_select", [] { return Stack{NC(R({3, 4})), 1, Idx({2}, 4)}; });
   add("index_select", [] {
@@ -378,6 +445,7 @@ void buildCases() {
   addLinalgCases();
   addShapeCases();
   addIndexingCases();
+  addNormalizationCases();
 }
 
 // --- running a case ---------------------------------------------------------
