@@ -239,6 +239,20 @@ Tensor randperm(int64_t n, std::optional<Generator> gen,
                 const TensorOptions &options) {
   EMBER_CHECK_VALUE(n >= 0, "randperm: n must be non-negative, got ", n);
   TensorOptions o = options.has_dtype() ? options : options.dtype(kLong);
+  // Every value 0..n-1 must be exact in the dtype (PyTorch's checks).
+  ScalarType dt = o.dtype();
+  EMBER_CHECK_VALUE(dt != kBool, "randperm is not implemented for Bool");
+  int64_t limit = dt == kHalf       ? 2049
+                  : dt == kBFloat16 ? 257
+                  : dt == kFloat    ? (int64_t(1) << 24) + 1
+                  : dt == kDouble   ? (int64_t(1) << 53) + 1
+                  : dt == kByte     ? 256
+                  : dt == kChar     ? 128
+                  : dt == kShort    ? 32768
+                  : dt == kInt      ? (int64_t(1) << 31)
+                                    : INT64_MAX;
+  EMBER_CHECK_VALUE(n <= limit, "randperm: n cannot be greater than ", limit,
+                    " for ", toTypeName(dt), " type (n = ", n, ")");
   // The permutation is built in an int64 tensor from ember's allocator, so
   // an n too large to hold raises its out-of-memory error.
   ExcludeDispatchKeyGuard no_capture(DispatchKey::Capture);

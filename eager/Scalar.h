@@ -62,10 +62,11 @@ public:
   }
   /// Converts to T, raising when the value does not fit T (c10's
   /// checked_convert, used where PyTorch uses it: fill_, full, item()):
-  /// an integer T takes the integers (and doubles) in its range -- an
-  /// unsigned T also the negatives down to -max, which wrap as two's
-  /// complement --, not NaN or inf; a floating T any double but a finite
-  /// one beyond its largest value (inf and NaN pass); bool anything.
+  /// an integer T takes the integers in its range -- an unsigned T also
+  /// the negative integers down to -max, which wrap as two's complement --
+  /// and the doubles in [lowest, max] (not NaN or inf); a floating T any double
+  /// but a finite one beyond its largest value (inf and NaN pass); bool
+  /// anything.
   template <class T> T checked_to() const {
     if constexpr (!std::is_same_v<T, bool>) {
       constexpr bool is_int = std::numeric_limits<T>::is_integer;
@@ -77,10 +78,13 @@ public:
       if (tag_ == Tag::Double) {
         double d = v_.d;
         if constexpr (is_int) {
+          // As c10: a double must lie in [lowest, max] (0 for unsigned
+          // types: -1.0 does not wrap, only the integer -1 does); for
+          // int64, max rounds up to 2^63, which itself does not fit.
           double lo = std::is_unsigned_v<T>
-                          ? -hi - 1
+                          ? 0.0
                           : double(std::numeric_limits<T>::lowest());
-          fits = d >= lo && d < hi + 1; // NaN fails; hi + 1 is exact
+          fits = d >= lo && (sizeof(T) >= 8 ? d < hi : d <= hi); // NaN fails
         } else {
           fits = !std::isfinite(d) || std::fabs(d) <= hi;
         }

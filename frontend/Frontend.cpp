@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -398,6 +399,10 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
     logging::log(Topic::guards, os.str());
   }
   if (auto dir = debug_dir()) {
+    // Made when missing, as TORCH_COMPILE_DEBUG_DIR is; a folder that
+    // cannot be made is reported by the first write.
+    std::error_code ec;
+    std::filesystem::create_directories(*dir, ec);
     std::string base = *dir + "/" + info.name;
     write_file(base + ".trace", info.trace);
     write_file(base + ".mlir", lowered.ir_with_locations);

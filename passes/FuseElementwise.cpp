@@ -145,6 +145,8 @@ struct FuseElementwise : impl::FuseElementwiseBase<FuseElementwise> {
           << "' (registered: " << names << ")";
       return signalPassFailure();
     }
+    if (getOperation().isExternal())
+      return; // a declaration: no body to fuse
     Block &block = getOperation().getBody().front();
     std::vector<Group> groups;
     llvm::DenseMap<Operation *, int> group_of;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 namespace ember::native {
@@ -223,7 +224,12 @@ native_layer_norm(const Tensor &input, IntArrayRef normalized_shape,
   Tensor y = empty(input.sizes(), TensorOptions(c));
   Tensor mean = empty(IntArrayRef(s.stat_sizes), TensorOptions(c));
   Tensor rstd = empty(IntArrayRef(s.stat_sizes), TensorOptions(c));
-  if (s.M > 0) {
+  if (s.M > 0 && s.N == 0) {
+    // Rows of nothing: the output is empty; the mean of no values is NaN,
+    // and so is 1/sqrt(NaN + eps) (as PyTorch).
+    mean.fill_(std::numeric_limits<double>::quiet_NaN());
+    rstd.fill_(std::numeric_limits<double>::quiet_NaN());
+  } else if (s.M > 0) {
     auto run = [&]<class C>() {
       const C *xp = x.data_ptr<C>();
       const C *wp = w.defined() ? w.data_ptr<C>() : nullptr;

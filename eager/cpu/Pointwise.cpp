@@ -54,9 +54,16 @@ PointwisePlan plan_pointwise(const PointwiseSpec &spec,
     const Tensor &t = *inputs[i];
     if (t.dtype() == want)
       plan.inputs.push_back(t);
-    else if (t.numel() == 1 && t.dim() == 0)
-      plan.inputs.push_back(scalar_tensor(t.item(), TensorOptions(want)));
-    else
+    else if (t.numel() == 1 && t.dim() == 0) {
+      // A 0-dim operand converted as the kernel converts it (u8 + 300
+      // wraps, half * -1e9 is -inf, as PyTorch), not checked as fill_
+      // checks a value a user asked to store.
+      Tensor c = empty({}, TensorOptions(want));
+      Scalar v = t.item();
+      dispatch_dtype(want, spec.name,
+                     [&]<class T>() { *c.data_ptr<T>() = v.to<T>(); });
+      plan.inputs.push_back(c);
+    } else
       plan.inputs.push_back(t.to(want));
     const Tensor &in = plan.inputs.back();
     plan.flat =

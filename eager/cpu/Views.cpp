@@ -368,6 +368,10 @@ std::vector<Tensor> split(const Tensor &self, int64_t split_size, int64_t dim) {
               "tensor");
   int64_t d = maybe_wrap_dim(dim, self.dim());
   int64_t size = self.size(d);
+  EMBER_CHECK_VALUE(split_size >= 0,
+                    "split expects split_size be non-negative, but got "
+                    "split_size=",
+                    split_size);
   EMBER_CHECK(split_size > 0 || (split_size == 0 && size == 0),
               "split_size can only be 0 if dimension size is 0, but got "
               "dimension size of ",

@@ -125,6 +125,11 @@ TEST(Hardening, FillValuesMustFitTheDtype) {
   EXPECT_TRUE(raises([] { full({2}, 1e5, kHalf); }, "without overflow"));
   EXPECT_TRUE(raises([] { full({1}, std::nan(""), kLong); }, "overflow"));
   EXPECT_TRUE(raises([] { zeros({2}, kChar).fill_(128); }, "overflow"));
+  // A negative double does not wrap into an unsigned type (c10's rule),
+  // and a double must not exceed the maximum.
+  EXPECT_TRUE(raises([] { full({2}, -1.0, kByte); }, "overflow"));
+  EXPECT_TRUE(raises([] { full({2}, -0.5, kByte); }, "overflow"));
+  EXPECT_TRUE(raises([] { full({2}, 127.5, kChar); }, "overflow"));
   // In range: as PyTorch, negatives wrap into unsigned types; inf and NaN
   // go into floating types; the limits themselves fit.
   EXPECT_EQ(full({1}, -1, kByte).item<int64_t>(), 255);
@@ -154,9 +159,27 @@ TEST(Hardening, ReluPropagatesNaN) {
   EXPECT_TRUE(std::isnan(y[0].item<float>()));
   EXPECT_EQ(y[1].item<float>(), 0.0f);
   EXPECT_EQ(y[2].item<float>(), 2.0f);
+  EXPECT_TRUE(std::signbit(y[3].item<float>())); // -0.0 passes, as PyTorch
+  // The gradient passes where the result is NaN (threshold_backward).
+  Tensor xg = x.clone().requires_grad_();
+  xg.relu().backward(ones({4}));
+  EXPECT_EQ(xg.grad()[0].item<float>(), 1.0f);
+  EXPECT_EQ(xg.grad()[1].item<float>(), 0.0f);
+  EXPECT_EQ(xg.grad()[2].item<float>(), 1.0f);
   EXPECT_TRUE(std::isnan(x.clone().relu_()[0].item<float>()));
   auto compiled = compile([](const Tensor &t) { return (t * 1).relu(); });
   EXPECT_TRUE(std::isnan(compiled(x)[0].item<float>()));
+}
+
+TEST(Hardening, ScalarOperandsConvertAsTheKernelDoes) {
+  // fill_'s check is for values a user stores, not for operands: as
+  // PyTorch, u8 + 300 wraps and half * -1e9 is -inf (attention masking).
+  EXPECT_EQ((ones({2}, kByte) + 300)[0].item<int64_t>(), 45);
+  EXPECT_TRUE(std::isinf((ones({2}, kHalf) * -1e9)[0].item<float>()));
+  EXPECT_TRUE(std::isinf((ones({2}, kHalf) + 1e6)[0].item<float>()));
+  Tensor u = ones({2}, kByte);
+  u.add_(300);
+  EXPECT_EQ(u[1].item<int64_t>(), 45);
 }
 
 TEST(Hardening, MasksAndConditionsMustBeBool) {
@@ -184,11 +207,35 @@ TEST(Hardening, HugeCountsRaiseEmberErrors) {
   int before = get_num_threads();
   EXPECT_TRUE(raises([] { set_num_threads(100000); }, "at most 1024"));
   EXPECT_EQ(get_num_threads(), before);
+  EXPECT_TRUE(raises([] { randperm(300, TensorOptions(kByte)); },
+                     "cannot be greater than 256"));
+  EXPECT_TRUE(raises([] { randperm(2050, TensorOptions(kHalf)); },
+                     "cannot be greater than 2049"));
+  EXPECT_TRUE(raises([] { randperm(3, TensorOptions(kBool)); }, "Bool"));
+  EXPECT_EQ(randperm(256, TensorOptions(kByte)).sum().item<int64_t>() >= 0,
+            true);
+  EXPECT_TRUE(raises([] { arange(4).split(-1); }, "non-negative"));
   Tensor p = randperm(1000);
   EXPECT_EQ(std::get<0>(p.sort()).equal(arange(1000)), true);
 }
 
 // --- settings --------------------------------------------------------------
+
+TEST(Hardening, LayerNormOverNoElements) {
+  // A normalized shape with no elements crashed (a null row pointer).
+  namespace F = nn::functional;
+  Tensor y = F::layer_norm(ones({2, 0}), F::LayerNormFuncOptions({0}));
+  EXPECT_EQ(y.sizes(), IntArrayRef({2, 0}));
+  Tensor x = ones({3, 0, 4}).requires_grad_();
+  Tensor w = ones({0, 4}).requires_grad_();
+  Tensor z = F::layer_norm(
+      x, F::LayerNormFuncOptions({0, 4}).weight(w).bias(zeros({0, 4})));
+  z.sum().backward();
+  EXPECT_EQ(x.grad().sizes(), IntArrayRef({3, 0, 4}));
+  EXPECT_EQ(w.grad().sizes(), IntArrayRef({0, 4}));
+  auto [out, mean, rstd] = native_layer_norm(ones({2, 0}), {0}, {}, {}, 1e-5);
+  EXPECT_TRUE(std::isnan(mean[0][0].item<float>()));
+}
 
 TEST(Hardening, EmptyDebugDirIsUnsetNotTheRootFolder) {
   // EMBER_DEBUG_DIR="" wrote NAME.trace, NAME.mlir, ... into "/".

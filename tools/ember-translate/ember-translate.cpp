@@ -52,6 +52,8 @@ int main(int argc, char **argv) {
         ember::ir::parse_module(*ctx, (*buffer)->getBuffer());
     int fusions = 0;
     for (auto func : module->getOps<mlir::func::FuncOp>()) {
+      if (func.isExternal())
+        continue; // a declaration has no fusions
       for (mlir::Operation &op : func.getBody().front()) {
         if (!llvm::isa<ember::ir::FusionOp>(op))
           continue;

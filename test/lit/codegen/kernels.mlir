@@ -185,3 +185,13 @@ func.func @capability(%x: tensor<6x9xf32>, %i: tensor<6x9xi64>, %j: tensor<9xi64
   %3 = ember.exp %2 : (tensor<6x9xf32>) -> tensor<6x9xf32>
   return %3 : tensor<6x9xf32>
 }
+
+// A declaration has no fusions and is skipped.
+// CHECK-LABEL: // fusion {{[0-9]+}} of @after_declaration at
+// CHECK-NEXT: kernel over [4]
+func.func private @declared(tensor<4xf32>) -> tensor<4xf32>
+func.func @after_declaration(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = ember.exp %x : (tensor<4xf32>) -> tensor<4xf32>
+  %1 = ember.neg %0 : (tensor<4xf32>) -> tensor<4xf32>
+  return %1 : tensor<4xf32>
+}

@@ -260,3 +260,18 @@ func.func @two_reductions_one_reader(%x: tensor<6x5x3xf32>, %y: tensor<6x5x3xf32
   %s = ember.sub.Tensor %m, %a : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xf32>
   return %s : tensor<5xf32>
 }
+
+// -----
+
+// A declaration (no body) beside a definition: skipped, not a crash; the
+// definition still fuses. ember-translate skips it too (codegen/kernels.mlir).
+// CHECK-LABEL: func.func private @declared(tensor<4xf32>) -> tensor<4xf32>
+// CHECK-LABEL: func.func @defined
+// CHECK-NEXT: ember.fusion
+// O0-LABEL: func.func private @declared
+func.func private @declared(tensor<4xf32>) -> tensor<4xf32>
+func.func @defined(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = ember.exp %x : (tensor<4xf32>) -> tensor<4xf32>
+  %1 = ember.neg %0 : (tensor<4xf32>) -> tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
