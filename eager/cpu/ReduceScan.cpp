@@ -167,13 +167,16 @@ void softmax_cols(const C *x, C *y, int64_t N, int64_t B, int64_t nb) {
   }
 }
 
-template <class C, bool Log>
-void softmax_kernel(const C *x, C *y, int64_t A, int64_t N, int64_t B) {
+/// The parallel walk of a softmax-like kernel over [A, N, B] (N the
+/// softmax dim): whole rows when B == 1 (`row(offset)`), else tiles of
+/// columns (`cols(offset, width)`), both from the start of their block.
+template <class Row, class Cols>
+void softmax_blocks(int64_t A, int64_t N, int64_t B, Row row, Cols cols) {
   if (B == 1) {
     parallel_for(0, A, std::max<int64_t>(1, kGrainSize / N),
                  [&](int64_t a0, int64_t a1) {
                    for (int64_t a = a0; a < a1; ++a)
-                     softmax_row<C, Log>(x + a * N, y + a * N, N);
+                     row(a * N);
                  });
     return;
   }
@@ -182,11 +185,18 @@ void softmax_kernel(const C *x, C *y, int64_t A, int64_t N, int64_t B) {
                [&](int64_t u0, int64_t u1) {
                  for (int64_t u = u0; u < u1; ++u) {
                    int64_t a = u / nt, b0 = (u % nt) * tb;
-                   int64_t off = a * N * B + b0;
-                   softmax_cols<C, Log>(x + off, y + off, N, B,
-                                        std::min(tb, B - b0));
+                   cols(a * N * B + b0, std::min(tb, B - b0));
                  }
                });
+}
+
+template <class C, bool Log>
+void softmax_kernel(const C *x, C *y, int64_t A, int64_t N, int64_t B) {
+  softmax_blocks(
+      A, N, B, [&](int64_t off) { softmax_row<C, Log>(x + off, y + off, N); },
+      [&](int64_t off, int64_t w) {
+        softmax_cols<C, Log>(x + off, y + off, N, B, w);
+      });
 }
 
 template <bool Log>
@@ -264,25 +274,14 @@ void softmax_backward_cols(const C *g, const C *y, C *out, int64_t N, int64_t B,
 template <class C, bool Log>
 void softmax_backward_kernel(const C *g, const C *y, C *out, int64_t A,
                              int64_t N, int64_t B) {
-  if (B == 1) {
-    parallel_for(0, A, std::max<int64_t>(1, kGrainSize / N),
-                 [&](int64_t a0, int64_t a1) {
-                   for (int64_t a = a0; a < a1; ++a)
-                     softmax_backward_row<C, Log>(g + a * N, y + a * N,
-                                                  out + a * N, N);
-                 });
-    return;
-  }
-  int64_t tb = column_tile(A, B), nt = (B + tb - 1) / tb;
-  parallel_for(0, A * nt, std::max<int64_t>(1, kGrainSize / (N * tb)),
-               [&](int64_t u0, int64_t u1) {
-                 for (int64_t u = u0; u < u1; ++u) {
-                   int64_t a = u / nt, b0 = (u % nt) * tb;
-                   int64_t off = a * N * B + b0;
-                   softmax_backward_cols<C, Log>(g + off, y + off, out + off, N,
-                                                 B, std::min(tb, B - b0));
-                 }
-               });
+  softmax_blocks(
+      A, N, B,
+      [&](int64_t off) {
+        softmax_backward_row<C, Log>(g + off, y + off, out + off, N);
+      },
+      [&](int64_t off, int64_t w) {
+        softmax_backward_cols<C, Log>(g + off, y + off, out + off, N, B, w);
+      });
 }
 
 template <bool Log>
