@@ -882,16 +882,8 @@ private:
 
   const KernelSpec::Step &step_of(int v) { return k_.step_of(v); }
 
-  bool sums(const KernelSpec::Step &s) {
-    return s.fold == ReductionInfo::Sum || s.fold == ReductionInfo::Mean;
-  }
-
-  /// The accumulator's dtype: `acc` for sums, the input's for max/min.
-  ScalarType acc_dtype(const KernelSpec::Step &s) {
-    return sums(s) ? s.compute : s.in;
-  }
   llvm::Type *acc_type(const KernelSpec::Step &s) {
-    return register_type(acc_dtype(s));
+    return register_type(s.acc_dtype());
   }
 
   LValue *load_array(int v, LValue *t) {
@@ -1100,9 +1092,9 @@ private:
   }
 
   LValue *init(const KernelSpec::Step &s) {
-    ScalarType dt = acc_dtype(s);
+    ScalarType dt = s.acc_dtype();
     llvm::Type *ty = acc_type(s);
-    if (sums(s))
+    if (s.sums())
       return is_float(dt) ? llvm::ConstantFP::get(ty, 0.0)
                           : llvm::ConstantInt::get(ty, 0);
     bool max = s.fold == ReductionInfo::Amax;
@@ -1117,8 +1109,8 @@ private:
   }
 
   LValue *combine(const KernelSpec::Step &s, LValue *a, LValue *x) {
-    ScalarType dt = acc_dtype(s);
-    if (sums(s)) {
+    ScalarType dt = s.acc_dtype();
+    if (s.sums()) {
       if (!is_float(dt))
         return b_.CreateAdd(a, x);
       // Reassociation lets the loop vectorizer keep partial sums per lane
@@ -1144,7 +1136,7 @@ private:
       a = b_.CreateFDiv(
           a, llvm::ConstantFP::get(
                  a->getType(), double(s.count ? s.count : k_.reduced_numel())));
-    return cast(a, acc_dtype(s), s.out);
+    return cast(a, s.acc_dtype(), s.out);
   }
 
   /// Folds reduce step v over the block: its accumulators start at the
@@ -1160,7 +1152,7 @@ private:
           std::vector<LValue *> vals(k_.values.size(), nullptr);
           int arg = s.args[0];
           LValue *x = cast(eval(arg, vals, off, t), k_.dtype(arg), s.in);
-          x = cast(x, s.in, acc_dtype(s));
+          x = cast(x, s.in, s.acc_dtype());
           LValue *p = b_.CreateInBoundsGEP(aty, accs_[size_t(v)], t);
           b_.CreateStore(combine(s, b_.CreateLoad(aty, p), x), p);
         },
@@ -1234,12 +1226,6 @@ struct SplitSpecs {
   int64_t parts = 0;
 };
 
-/// The accumulator's dtype of a reduce step (the partials' dtype).
-ScalarType fold_acc_dtype(const KernelSpec::Step &s) {
-  bool sums = s.fold == ReductionInfo::Sum || s.fold == ReductionInfo::Mean;
-  return sums ? s.compute : s.in;
-}
-
 std::optional<SplitSpecs> split_reduction(const KernelSpec &k) {
   if (!k.has_reduction() || k.output_numel() > kSplitMaxOutputs ||
       k.reduced_numel() < 2 * kSplitMinPart)
@@ -1290,7 +1276,7 @@ std::optional<SplitSpecs> split_reduction(const KernelSpec &k) {
   }
   for (KernelSpec::Step &s : p.steps)
     if (s.kind == KernelSpec::Kind::Reduce) {
-      s.out = fold_acc_dtype(s);
+      s.out = s.acc_dtype();
       if (s.fold == ReductionInfo::Mean)
         s.fold = ReductionInfo::Sum;
     }
@@ -1308,7 +1294,7 @@ std::optional<SplitSpecs> split_reduction(const KernelSpec &k) {
   std::vector<int64_t> contiguous(strides.begin(), strides.end());
   for (int o : k.outputs) {
     const KernelSpec::Step &s = k.step_of(o);
-    ScalarType acc = fold_acc_dtype(s);
+    ScalarType acc = s.acc_dtype();
     int in = c.input(acc, contiguous);
     int v = c.reduce(s.fold, in, acc, s.compute, s.out);
     if (s.fold == ReductionInfo::Mean)
@@ -1321,24 +1307,10 @@ std::optional<SplitSpecs> split_reduction(const KernelSpec &k) {
 } // namespace
 
 namespace {
-CompiledKernel compile_one(const KernelSpec &spec,
-                           const CompileKernelOptions &options, bool split);
-} // namespace
 
-CompiledKernel compile_kernel(const KernelSpec &spec,
-                              const CompileKernelOptions &options) {
-  return compile_one(spec, options, /*split=*/true);
-}
-
-namespace {
-CompiledKernel compile_one(const KernelSpec &spec,
-                           const CompileKernelOptions &options, bool split) {
-  EMBER_CHECK(!spec.outputs.empty(),
-              "compile_kernel: the kernel has no outputs");
-  CpuJit &jit = CpuJit::get();
-  const std::string disk_key = spec.str() + jit.target();
-  // (a kernel kept with its IR is a separate entry under its own symbol)
-  std::string key = disk_key + (options.keep_ir ? " ir" : "");
+/// The kernel of `spec` from the in-process cache, else made by `make` (and
+/// timed) and cached under `key`.
+template <class Make> CompiledKernel cached(const std::string &key, Make make) {
   auto &mu = cache_mutex();
   auto &cache = memory_cache();
   {
@@ -1348,24 +1320,19 @@ CompiledKernel compile_one(const KernelSpec &spec,
       return it->second;
   }
   auto t0 = std::chrono::steady_clock::now();
-  std::optional<SplitSpecs> parts;
-  if (split && (parts = split_reduction(spec))) {
-    CompiledKernel k = compile_one(parts->partial, options, false);
-    CompiledKernel c = compile_one(parts->combine, options, false);
-    for (int o : spec.outputs)
-      k.partial_bytes.push_back(
-          parts->parts * spec.output_numel() *
-          int64_t(elementSize(fold_acc_dtype(spec.step_of(o)))));
-    k.inputs = int(spec.inputs.size());
-    if (options.keep_ir)
-      k.llvm_ir += "\n; combine kernel (Note [Split reductions])\n" + c.llvm_ir;
-    k.combine = std::make_shared<const CompiledKernel>(std::move(c));
-    k.compile_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-            .count();
-    std::lock_guard<std::mutex> lock(mu);
-    return cache.insert_or_assign(key, k).first->second;
-  }
+  CompiledKernel k = make();
+  k.compile_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  std::lock_guard<std::mutex> lock(mu);
+  return cache.insert_or_assign(key, k).first->second;
+}
+
+/// One kernel: from the disk cache, or emitted and JIT-compiled.
+CompiledKernel compile_single(const KernelSpec &spec, const std::string &key,
+                              const std::string &disk_key,
+                              const CompileKernelOptions &options) {
+  CpuJit &jit = CpuJit::get();
   CompiledKernel k;
   k.numel = spec.output_numel();
   k.point_work = spec.reduced_numel();
@@ -1387,13 +1354,41 @@ CompiledKernel compile_one(const KernelSpec &spec,
                      options.keep_ir ? &k.llvm_ir : nullptr);
   }
   k.fn = reinterpret_cast<CompiledKernel::Fn>(fn);
-  k.compile_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-          .count();
-  std::lock_guard<std::mutex> lock(mu);
-  return cache.insert_or_assign(key, k).first->second;
+  return k;
+}
+
+/// `spec`'s kernel; a split reduction (Note [Split reductions]) is its
+/// partial kernel with the combine kernel attached, both unsplit.
+CompiledKernel compile_one(const KernelSpec &spec,
+                           const CompileKernelOptions &options, bool split) {
+  EMBER_CHECK(!spec.outputs.empty(),
+              "compile_kernel: the kernel has no outputs");
+  const std::string disk_key = spec.str() + CpuJit::get().target();
+  // (a kernel kept with its IR is a separate entry under its own symbol)
+  const std::string key = disk_key + (options.keep_ir ? " ir" : "");
+  return cached(key, [&] {
+    std::optional<SplitSpecs> parts;
+    if (!split || !(parts = split_reduction(spec)))
+      return compile_single(spec, key, disk_key, options);
+    CompiledKernel k = compile_one(parts->partial, options, false);
+    CompiledKernel c = compile_one(parts->combine, options, false);
+    for (int o : spec.outputs)
+      k.partial_bytes.push_back(
+          parts->parts * spec.output_numel() *
+          int64_t(elementSize(spec.step_of(o).acc_dtype())));
+    k.inputs = int(spec.inputs.size());
+    if (options.keep_ir)
+      k.llvm_ir += "\n; combine kernel (Note [Split reductions])\n" + c.llvm_ir;
+    k.combine = std::make_shared<const CompiledKernel>(std::move(c));
+    return k;
+  });
 }
 
 } // namespace
+
+CompiledKernel compile_kernel(const KernelSpec &spec,
+                              const CompileKernelOptions &options) {
+  return compile_one(spec, options, /*split=*/true);
+}
 
 } // namespace ember::codegen

@@ -86,6 +86,12 @@ struct KernelSpec {
     int64_t count = 0;
     /// "ember::add.Tensor", "convert" or the fold ("sum", ...).
     std::string name() const;
+    /// Reduce: whether the fold adds (sum, mean), and the dtype it
+    /// accumulates in: `compute` for sums, `in` for amax and amin.
+    bool sums() const {
+      return fold == ReductionInfo::Sum || fold == ReductionInfo::Mean;
+    }
+    ScalarType acc_dtype() const { return sums() ? compute : in; }
   };
   /// Values are numbered in the order they are added: inputs, constants and
   /// steps interleaved as the builder calls come.
