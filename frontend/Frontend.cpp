@@ -15,7 +15,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -474,10 +473,9 @@ CompiledState::run_graph(ir::Trace &trace, const std::vector<Tensor> &inputs) {
     if (int64_t(entries.size()) >= options.recompile_limit()) {
       // Past the limit: this graph runs uncompiled, later calls eagerly.
       if (!over_limit) {
-        std::cerr << "[ember] warning: " << name << " hit the recompile limit ("
-                  << options.recompile_limit()
-                  << "); it now runs eagerly. Last recompile: " << reason
-                  << "\n";
+        logging::warn(name + " hit the recompile limit (" +
+                      std::to_string(options.recompile_limit()) +
+                      "); it now runs eagerly. Last recompile: " + reason);
         limit_reason = "the recompile limit (" +
                        std::to_string(options.recompile_limit()) +
                        ") was reached; last recompile: " + reason;

@@ -89,14 +89,22 @@ void log(Topic t, const std::string &message) {
   std::cerr.flush();
 }
 
+void warn(const std::string &message) {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  std::cerr << "[ember] warning: " << message << '\n';
+  std::cerr.flush();
+}
+
 void warn_once(const std::string &key, const std::string &message) {
   static std::mutex mu;
   static std::set<std::string> seen;
-  std::lock_guard<std::mutex> lock(mu);
-  if (!seen.insert(key).second)
-    return;
-  std::cerr << "[ember] warning: " << message << '\n';
-  std::cerr.flush();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!seen.insert(key).second)
+      return;
+  }
+  warn(message);
 }
 
 } // namespace ember::logging

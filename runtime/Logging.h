@@ -43,10 +43,11 @@ void set_logs(const std::string &comma_list);
 /// Prints one message under topic `t` (when enabled).
 void log(Topic t, const std::string &message);
 
-/// Prints "[ember] warning: <message>" on stderr once per process for each
-/// `key` (PyTorch's TORCH_WARN_ONCE): for a setting the user made that ember
-/// cannot honour (an unusable EMBER_CACHE_DIR), which must not go unnoticed
-/// even with every log topic off.
+/// Prints "[ember] warning: <message>" on stderr, whatever EMBER_LOGS says:
+/// for what must not go unnoticed (a setting ember cannot honour, a function
+/// that stops compiling).
+void warn(const std::string &message);
+/// warn(), once per process for each `key` (PyTorch's TORCH_WARN_ONCE).
 void warn_once(const std::string &key, const std::string &message);
 
 } // namespace ember::logging
