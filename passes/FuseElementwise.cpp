@@ -150,10 +150,20 @@ struct FuseElementwise : impl::FuseElementwiseBase<FuseElementwise> {
     Block &block = getOperation().getBody().front();
     std::vector<Group> groups;
     llvm::DenseMap<Operation *, int> group_of;
+    // The group g was merged into, with path compression: a chain merges
+    // each group into the next op's, and without it every lookup of an
+    // early op walked the whole chain (cubic time in the chain's length,
+    // through the sibling scan of a value every op reads).
     auto find = [&](int g) {
-      while (groups[size_t(g)].merged_into >= 0)
-        g = groups[size_t(g)].merged_into;
-      return g;
+      int root = g;
+      while (groups[size_t(root)].merged_into >= 0)
+        root = groups[size_t(root)].merged_into;
+      while (groups[size_t(g)].merged_into >= 0) {
+        int next = groups[size_t(g)].merged_into;
+        groups[size_t(g)].merged_into = root;
+        g = next;
+      }
+      return root;
     };
     // Program order: an op joins the groups of its operands when their
     // domains agree and none of them is sealed; the operand groups it does
