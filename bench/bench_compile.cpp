@@ -80,25 +80,34 @@ BENCHMARK(BM_Chain_Replay)->Apply(chain_args);
 
 // --- compile time of one graph, cold -----------------------------------------
 
-void BM_CompileGraph(benchmark::State &s) {
+/// One cold compile of an n-op chain per iteration, at `level`, with the
+/// parts of each first call as counters: building, verifying and importing
+/// the module and running the passes (compile_ms), the passes alone
+/// (passes_ms, explain()'s pass_times) and running the function with
+/// capture tensors (capture_ms).
+void compile_chain(benchmark::State &s, int64_t level) {
   NoGradGuard g;
   Tensor x = randn({16});
   int64_t n = s.range(0);
-  double compile_s = 0, capture_s = 0;
+  double compile_s = 0, capture_s = 0, passes_s = 0;
   for (auto _ : s) {
     auto f = compile([n](const Tensor &t) { return chain(t, n); },
-                     CompileOptions().opt_level(0));
+                     CompileOptions().opt_level(level));
     benchmark::DoNotOptimize(f(x));
     ExplainOutput e = f.explain();
     compile_s += e.compile_seconds;
     capture_s += e.capture_seconds;
+    for (const GraphInfo &gi : e.graphs)
+      for (const PassTime &p : gi.pass_times)
+        passes_s += p.seconds;
   }
-  // Of each first call: building, verifying and importing the module
-  // (compile_ms) and running the function with capture tensors (capture_ms).
   s.counters["compile_ms"] = compile_s * 1e3 / double(s.iterations());
   s.counters["capture_ms"] = capture_s * 1e3 / double(s.iterations());
+  s.counters["passes_ms"] = passes_s * 1e3 / double(s.iterations());
   s.counters["ops"] = double(n);
 }
+
+void BM_CompileGraph(benchmark::State &s) { compile_chain(s, 0); }
 BENCHMARK(BM_CompileGraph)
     ->Arg(1)
     ->Arg(8)
@@ -107,26 +116,8 @@ BENCHMARK(BM_CompileGraph)
 
 // --- compiler scale: long chains at level 2 ----------------------------------
 
-/// One compile of an n-op chain at level 2 per iteration: the pass pipeline
-/// (its own time, from explain()'s pass_times) must stay near-linear in n.
-void BM_CompileLongChain(benchmark::State &s) {
-  NoGradGuard g;
-  Tensor x = randn({16});
-  int64_t n = s.range(0);
-  double passes_s = 0, compile_s = 0;
-  for (auto _ : s) {
-    auto f = compile([n](const Tensor &t) { return chain(t, n); });
-    benchmark::DoNotOptimize(f(x));
-    ExplainOutput e = f.explain();
-    for (const GraphInfo &gi : e.graphs)
-      for (const PassTime &p : gi.pass_times)
-        passes_s += p.seconds;
-    compile_s += e.compile_seconds;
-  }
-  s.counters["passes_ms"] = passes_s * 1e3 / double(s.iterations());
-  s.counters["compile_ms"] = compile_s * 1e3 / double(s.iterations());
-  s.counters["ops"] = double(n);
-}
+/// The pass pipeline (passes_ms) must stay near-linear in the chain's length.
+void BM_CompileLongChain(benchmark::State &s) { compile_chain(s, 2); }
 BENCHMARK(BM_CompileLongChain)
     ->Arg(1000)
     ->Arg(10000)

@@ -4,12 +4,12 @@
 //
 // Run: build/bench/bench_eager --benchmark_repetitions=7
 //        --benchmark_report_aggregates_only=true
+#include "BenchUtil.h"
+
 #include <ember/ember.h>
 
 #include <benchmark/benchmark.h>
 #include <cblas.h>
-
-#include <cstring>
 
 using namespace ember;
 
@@ -58,12 +58,8 @@ void setBytes(benchmark::State &s, int64_t bytesPerIter) {
 /// pool the kernels use.
 void BM_Copy_Memcpy(benchmark::State &s) {
   Tensor a = randn({kN}), b = empty({kN});
-  const char *src = static_cast<const char *>(a.data_ptr());
-  char *dst = static_cast<char *>(b.data_ptr());
   for (auto _ : s) {
-    parallel_for(0, kN, kGrainSize, [&](int64_t lo, int64_t hi) {
-      std::memcpy(dst + lo * 4, src + lo * 4, size_t(hi - lo) * 4);
-    });
+    bench::parallel_copy(b, a);
     benchmark::ClobberMemory();
   }
   setBytes(s, 2 * kN * 4);

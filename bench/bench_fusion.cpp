@@ -9,6 +9,8 @@
 // The MLP 784-1024-1024-10 at batch 256 is bench_compile's BM_MLP_*.
 //
 // Run: bench/run.sh fusion
+#include "BenchUtil.h"
+
 #include <ember/ember.h>
 
 #include "codegen/Kernel.h"
@@ -19,7 +21,6 @@
 #include <tuple>
 
 #include <cstdlib>
-#include <cstring>
 
 using namespace ember;
 
@@ -34,13 +35,8 @@ void set_bytes(benchmark::State &s, int64_t tensors) {
 
 void BM_Floor_Memcpy(benchmark::State &s) {
   Tensor a = randn({kRows, kCols}), b = empty({kRows, kCols});
-  char *dst = static_cast<char *>(b.data_ptr());
-  const char *src = static_cast<const char *>(a.data_ptr());
-  const int64_t row = kCols * 4;
   for (auto _ : s)
-    parallel_for(0, kRows, 64, [&](int64_t r0, int64_t r1) {
-      std::memcpy(dst + r0 * row, src + r0 * row, size_t((r1 - r0) * row));
-    });
+    bench::parallel_copy(b, a);
   set_bytes(s, 2);
 }
 BENCHMARK(BM_Floor_Memcpy)->UseRealTime()->Unit(benchmark::kMillisecond);

@@ -12,11 +12,12 @@
 // twice to warm up (the compile, first-touch of outputs), then times `iters`
 // calls. "floor" is a parallel memcpy of one 4096x4096 float32 tensor on
 // ember's thread pool: the copy floor in this run.
+#include "BenchUtil.h"
+
 #include <ember/ember.h>
 
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -117,17 +118,8 @@ int main(int argc, char **argv) {
 
   if (only.empty() || only == "floor") {
     Tensor dst = empty({kRows, kCols});
-    char *d = static_cast<char *>(dst.data_ptr());
-    const char *s = static_cast<const char *>(x.data_ptr());
-    const int64_t row = kCols * 4;
     report(
-        "floor", "ember_eager",
-        [&] {
-          parallel_for(0, kRows, 64, [&](int64_t r0, int64_t r1) {
-            std::memcpy(d + r0 * row, s + r0 * row, size_t((r1 - r0) * row));
-          });
-        },
-        iters);
+        "floor", "ember_eager", [&] { bench::parallel_copy(dst, x); }, iters);
   }
   both(only, "gelu_chain", gelu_chain, iters, x, w, b);
   both(
