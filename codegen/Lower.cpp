@@ -74,11 +74,10 @@ std::string read_pointwise(Operation *op, PointwiseCall &call) {
   std::vector<const Tensor *> tensors;
   for (const Tensor &t : fakes)
     tensors.push_back(&t);
-  std::vector<const Scalar *> promoting;
-  for (size_t i = 0; i < call.scalars.size(); ++i)
-    if ((spec->promote_scalars >> i) & 1u)
-      promoting.push_back(&call.scalars[i]);
-  call.compute = meta::pointwise(*spec, tensors, promoting, nullptr).compute;
+  std::vector<const Scalar *> scalars;
+  for (const Scalar &s : call.scalars)
+    scalars.push_back(&s);
+  call.compute = meta::pointwise(*spec, tensors, scalars, nullptr).compute;
   if (spec->nonzero_divisor >= 0 && !isFloatingType(call.compute))
     return name + " divides integers: a zero divisor must raise, which only "
                   "the eager kernel checks";

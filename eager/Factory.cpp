@@ -127,21 +127,37 @@ Tensor arange(const Scalar &start, const Scalar &end, const Scalar &step,
                     "arange: upper bound and larger bound inconsistent with "
                     "step sign (start=",
                     start, ", end=", end, ", step=", step, ")");
-  int64_t n = integral ? (end.toLong() - start.toLong() + step.toLong() -
-                          (step.toLong() > 0 ? 1 : -1)) /
-                             step.toLong()
-                       : int64_t(std::ceil((e - s) / st));
-  EMBER_CHECK_VALUE(n >= 0 && n < (int64_t(1) << 48),
-                    "arange: invalid number of elements ", n);
+  // The count in 128 bits: end - start spans up to 2^64 for int64 bounds.
+  __int128 count;
+  if (integral) {
+    __int128 span = __int128(end.toLong()) - start.toLong(), by = step.toLong();
+    count = (span + by - (by > 0 ? 1 : -1)) / by;
+  } else {
+    double c = std::ceil((e - s) / st);
+    count = c < 0x1p62 ? __int128(c) : __int128(1) << 62; // too many anyway
+  }
+  EMBER_CHECK_VALUE(count >= 0 && count < (__int128(1) << 48),
+                    "arange: invalid number of elements ", double(count),
+                    " (start=", start, ", end=", end, ", step=", step, ")");
+  int64_t n = int64_t(count);
   Tensor t = empty({n}, o.requires_grad(false));
   dispatch_group(t.dtype(), DtypeGroup::NoBool, "arange", [&]<class T>() {
     T *p = t.data_ptr<T>();
-    for (int64_t i = 0; i < n; ++i) {
-      if (integral && !isFloatingType(t.dtype()))
-        p[i] = T(start.toLong() + i * step.toLong());
-      else
-        p[i] = T(s + double(i) * st);
+    bool exact = integral && !isFloatingType(t.dtype());
+    // The i-th value; exact integers wrap-free in uint64 (start + i * step
+    // lies in [start, end) though i * step alone may not fit int64).
+    auto value = [&](int64_t i) -> Scalar {
+      if (exact)
+        return int64_t(uint64_t(start.toLong()) +
+                       uint64_t(i) * uint64_t(step.toLong()));
+      return s + double(i) * st;
+    };
+    if (n > 0) { // the ends must fit the dtype (arange(300, dtype=kByte))
+      (void)value(0).template checked_to<T>();
+      (void)value(n - 1).template checked_to<T>();
     }
+    for (int64_t i = 0; i < n; ++i)
+      p[i] = value(i).template to<T>();
   });
   return finish(t, options);
 }

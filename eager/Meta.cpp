@@ -114,10 +114,24 @@ void check_no_internal_overlap(const Tensor &t) {
               "tensor before performing the operation.");
 }
 
+void check_integral_scalar(const char *op, const char *name,
+                           const Scalar &alpha, ScalarType dtype) {
+  EMBER_CHECK_VALUE(!alpha.isBoolean() || dtype == kBool, op, ": boolean ",
+                    name, " only supported for boolean results");
+  EMBER_CHECK_VALUE(isFloatingType(dtype) || alpha.isIntegral(true), op,
+                    ": for integral input tensors, argument ", name,
+                    " must not be a floating point number (got ", alpha,
+                    "); convert the tensors to a floating dtype first");
+}
+
 PointwiseMeta pointwise(const PointwiseSpec &spec,
                         ArrayRef<const Tensor *> inputs,
-                        ArrayRef<const Scalar *> promoting,
+                        ArrayRef<const Scalar *> scalars,
                         const Tensor *self_out) {
+  SmallVector<const Scalar *, 4> promoting;
+  for (size_t i = 0; i < scalars.size(); ++i)
+    if ((spec.promote_scalars >> i) & 1u)
+      promoting.push_back(scalars[i]);
   // Dtypes: bool arguments do not take part in promotion.
   SmallVector<const Tensor *, 4> promoted;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -139,7 +153,8 @@ PointwiseMeta pointwise(const PointwiseSpec &spec,
     result = inputs[0]->dtype();
   } else {
     result = result_type(
-        ArrayRef<const Tensor *>(promoted.data(), promoted.size()), promoting);
+        ArrayRef<const Tensor *>(promoted.data(), promoted.size()),
+        ArrayRef<const Scalar *>(promoting.data(), promoting.size()));
     if (spec.promote == Promote::Float && !isFloatingType(result))
       result = get_default_dtype();
   }
@@ -149,6 +164,22 @@ PointwiseMeta pointwise(const PointwiseSpec &spec,
                       "\" is not supported on bool tensors; convert them with "
                       ".to(ember::kInt) or use the logical_* ops");
     throw_unsupported_dtype(spec.name, result);
+  }
+  // The kernel reads each Scalar argument in the compute dtype.
+  for (size_t i = 0; i < scalars.size(); ++i) {
+    const char *name =
+        i < 4 && spec.scalar_names[i] ? spec.scalar_names[i] : "scalar";
+    if ((spec.integral_scalars >> i) & 1u)
+      check_integral_scalar(spec.name, name, *scalars[i], result);
+    if (result != kBool)
+      dispatch_dtype(result, spec.name, [&]<class T>() {
+        try {
+          (void)scalars[i]->checked_to<T>();
+        } catch (const Error &e) {
+          throw ValueError(ember::detail::str(spec.name, ": argument ", name,
+                                              ": ", e.what()));
+        }
+      });
   }
   PointwiseMeta m{
       result,

@@ -100,6 +100,12 @@ struct PointwiseSpec {
   /// Bit i: Scalar argument i (in schema order among the Scalars) takes part
   /// in type promotion (clamp_min's min).
   unsigned promote_scalars = 0;
+  /// Bit i: Scalar argument i must be an integer when the op computes in an
+  /// integral dtype, and a bool only for bool results (PyTorch's alpha_check:
+  /// a float alpha on integers would be truncated).
+  unsigned integral_scalars = 0;
+  /// The Scalar arguments' names, for messages.
+  const char *scalar_names[4] = {};
 };
 
 /// The spec of a pointwise op (or its in-place form); null for other ops.
@@ -117,9 +123,18 @@ struct PointwiseMeta {
 /// pointwise op; for an in-place op (`self_out`), also the checks that the
 /// result fits `self` (shape, castability, no internal overlap). Reads only
 /// metadata. The one rule behind the generated pointwise kernels.
+/// `scalars` are the op's Scalar arguments in schema order (those of
+/// spec.promote_scalars take part in promotion); each must convert to the
+/// compute dtype without overflow (c10's checked_convert, as Scalar::to<T>
+/// in PyTorch's kernels).
 PointwiseMeta pointwise(const PointwiseSpec &spec,
                         ArrayRef<const Tensor *> inputs,
-                        ArrayRef<const Scalar *> promoting,
+                        ArrayRef<const Scalar *> scalars,
                         const Tensor *self_out);
+
+/// PyTorch's alpha_check: on integral dtypes `alpha` must be an integer, and
+/// a bool alpha needs a bool result. `op` and `name` are for the message.
+void check_integral_scalar(const char *op, const char *name,
+                           const Scalar &alpha, ScalarType dtype);
 
 } // namespace ember::meta

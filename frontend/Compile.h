@@ -232,8 +232,14 @@ void collect_arg(const T &a, std::vector<Tensor> &tensors,
       os << (a ? "true" : "false");
     } else if constexpr (std::is_floating_point_v<P>) {
       print_float(os, double(a));
+    } else if constexpr (requires(std::ostream & o, const P &v) { o << v; }) {
+      os << a;
     } else {
-      os << a; // a non-tensor argument must be printable to be guarded
+      static_assert(sizeof(P) == 0,
+                    "ember::compile: a non-tensor argument is guarded on its "
+                    "printed value, so its type needs an operator<<(std::"
+                    "ostream &, const T &); define one, or capture the value "
+                    "in the function instead of passing it");
     }
     guards.push_back(os.str());
   }

@@ -17,7 +17,9 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
+#include <thread>
 #include <unordered_map>
 
 namespace ember {
@@ -192,7 +194,11 @@ public:
 
   CompileOptions options;
   std::string name;
-  std::mutex mu;
+  /// Held by a call for as long as it captures, compiles or replays; explain()
+  /// takes it too, unless the calling thread is the holder (explain() called
+  /// from inside the compiled function), whose copy cannot race.
+  mutable std::mutex mu;
+  std::atomic<std::thread::id> holder{};
   std::vector<std::unique_ptr<Entry>> entries;
   std::unordered_multimap<uint64_t, Entry *> by_hash;
   std::unordered_map<ReplayKey, ReplayEntry, ReplayKey::Hash> replays;
@@ -556,12 +562,22 @@ FlatOutputs run_compiled(
   if (Session::current())
     return body(tensors);
   std::unique_lock<std::mutex> lock(st.mu);
+  st.holder = std::this_thread::get_id();
+  struct Release { // clears the holder before `lock` unlocks
+    CompiledState *st;
+    ~Release() {
+      if (st)
+        st->holder = std::thread::id();
+    }
+  } held{&st};
   auto t_call = Clock::now();
   ++st.stats.calls;
 
   auto run_eagerly = [&](const std::string &why) {
     st.add_eager_reason(why);
     ++st.stats.eager_calls;
+    st.holder = std::thread::id();
+    held.st = nullptr;
     lock.unlock();
     return body(tensors);
   };
@@ -672,6 +688,9 @@ FlatOutputs run_compiled(
 }
 
 ExplainOutput explain_of(const CompiledState &st) {
+  std::unique_lock<std::mutex> lock(st.mu, std::defer_lock);
+  if (st.holder.load() != std::this_thread::get_id())
+    lock.lock();
   ExplainOutput e = st.stats;
   e.name = st.name;
   return e;

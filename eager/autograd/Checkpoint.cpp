@@ -25,6 +25,14 @@ struct Frame {
   bool preserve_rng = true;
   std::optional<GeneratorState> rng; // the default generator at forward
   size_t count = 0;
+  /// What the forward saved, to check the recomputation against.
+  struct Meta {
+    std::vector<int64_t> sizes;
+    ScalarType dtype;
+    Device device;
+    bool defined;
+  };
+  std::vector<Meta> saved;
   std::vector<Tensor> recomputed;
   std::vector<bool> consumed;
 
@@ -55,12 +63,43 @@ struct Frame {
       if (saved)
         default_generator().set_state(*saved);
     }
-    EMBER_CHECK(recomputed.size() == count,
-                "checkpoint: the recomputation saved ", recomputed.size(),
-                " tensors for backward but the forward saved ", count,
-                ". The checkpointed function must do the same operations "
-                "each time it runs (no data-dependent or stateful changes).");
+    const char *advice =
+        "The checkpointed function must do the same operations on tensors of "
+        "the same shapes each time it runs (no data-dependent or stateful "
+        "changes; keep preserve_rng_state=true when it draws random numbers).";
+    if (recomputed.size() != count)
+      throw CheckpointError(detail::str(
+          "checkpoint: the recomputation saved ", recomputed.size(),
+          " tensors for backward but the forward saved ", count, ". ", advice));
+    std::string diffs;
+    for (size_t i = 0; i < count; ++i) {
+      Meta now = meta_of(recomputed[i]);
+      const Meta &was = saved[i];
+      if (now.defined != was.defined || now.sizes != was.sizes ||
+          now.dtype != was.dtype || now.device != was.device)
+        diffs += detail::str("tensor at position ", i,
+                             ":\n  saved metadata: ", describe(was),
+                             "\n  recomputed metadata: ", describe(now), "\n");
+    }
+    if (!diffs.empty())
+      throw CheckpointError(
+          "checkpoint: recomputed values for the following tensors have "
+          "different metadata than during the forward pass.\n" +
+          diffs + advice);
     consumed.assign(count, false);
+  }
+
+  static Meta meta_of(const Tensor &t) {
+    if (!t.defined())
+      return {{}, ScalarType::Float, Device(kCPU), false};
+    return {t.sizes().vec(), t.dtype(), t.device(), true};
+  }
+  static std::string describe(const Meta &m) {
+    if (!m.defined)
+      return "undefined tensor";
+    return detail::str("{shape: ", IntArrayRef(m.sizes),
+                       ", dtype: ", toString(m.dtype), ", device: ", m.device,
+                       "}");
   }
 
   Tensor get(size_t i) {
@@ -86,7 +125,10 @@ checkpoint(const std::function<variable_list(const variable_list &)> &fn,
   if (preserve_rng_state)
     frame->rng = default_generator().get_state();
   autograd::graph::saved_tensors_hooks hooks(
-      [frame](const Tensor &) -> std::any { return frame->count++; },
+      [frame](const Tensor &t) -> std::any {
+        frame->saved.push_back(Frame::meta_of(t));
+        return frame->count++;
+      },
       [frame](const std::any &a) -> Tensor {
         return frame->get(std::any_cast<size_t>(a));
       });

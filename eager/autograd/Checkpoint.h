@@ -11,6 +11,14 @@
 
 namespace ember {
 
+/// The recomputation of a checkpointed function differed from its forward
+/// (torch.utils.checkpoint.CheckpointError): it saved another number of
+/// tensors, or a saved tensor of another shape, dtype or device.
+class CheckpointError : public Error {
+public:
+  using Error::Error;
+};
+
 /// Runs fn(inputs) with checkpointing. preserve_rng_state: the recompute
 /// sees the same random numbers as the forward (dropout masks match).
 autograd::variable_list checkpoint(const std::function<autograd::variable_list(

@@ -271,15 +271,22 @@ layer_norm_backward(const Tensor &grad, const Tensor &input,
   return {gi, gweight, gbias};
 }
 
-Tensor gelu_tanh_backward(const Tensor &grad, const Tensor &self) {
+Tensor gelu_tanh_backward(const Tensor &grad, const Tensor &in) {
   constexpr double kBeta = 0.79788456080286535588; // sqrt(2/pi)
   constexpr double kKappa = 0.044715;
+  // In float for float16/bfloat16, as the forward's kernel computes (and
+  // PyTorch's backward kernel): x * x overflows float16 for |x| > 256, and
+  // 0 * inf would make the gradient NaN where it is 1.
+  bool reduced = in.dtype() == kHalf || in.dtype() == kBFloat16;
+  Tensor self = reduced ? in.to(kFloat) : in;
   Tensor x2 = self * self;
   Tensor inner = (self + x2 * self * kKappa) * kBeta;
   Tensor t = inner.tanh();
   Tensor left = (t + 1) * 0.5;
   Tensor dinner = (x2 * (3 * kKappa) + 1) * kBeta;
   Tensor right = self * 0.5 * (1 - t * t) * dinner;
+  if (reduced)
+    return (grad.to(kFloat) * (left + right)).to(grad.dtype());
   return grad * (left + right);
 }
 

@@ -380,7 +380,7 @@ Tensor scatter_add(const Tensor &self, int64_t dim, const Tensor &index,
 const Tensor &index_add_(const Tensor &self, int64_t dim, const Tensor &index,
                          const Tensor &source, const Scalar &alpha) {
   int64_t d = maybe_wrap_dim(dim, self.dim());
-  meta::check_index_add(self, dim, index, source);
+  meta::check_index_add(self, dim, index, source, alpha);
   DimVector ss = nonemptySizes(self), rs = nonemptySizes(source);
   Tensor idx = index.is_alias_of(self) ? asLong(index).clone() : asLong(index);
   checkRange("index_add_(): ", idx, d, ss[size_t(d)]);

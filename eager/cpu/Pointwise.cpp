@@ -19,10 +19,10 @@ bool sameView(const Tensor &a, const Tensor &b) {
 
 PointwisePlan plan_pointwise(const PointwiseSpec &spec,
                              ArrayRef<const Tensor *> inputs,
-                             ArrayRef<const Scalar *> promoting,
+                             ArrayRef<const Scalar *> scalars,
                              const Tensor *self_out) {
   PointwisePlan plan;
-  meta::PointwiseMeta m = meta::pointwise(spec, inputs, promoting, self_out);
+  meta::PointwiseMeta m = meta::pointwise(spec, inputs, scalars, self_out);
   const ScalarType result = m.compute, outType = m.out;
   const DimVector &shape = m.shape;
   const Device device = m.device;

@@ -34,7 +34,7 @@ struct PointwisePlan {
 };
 PointwisePlan plan_pointwise(const PointwiseSpec &spec,
                              ArrayRef<const Tensor *> inputs,
-                             ArrayRef<const Scalar *> promoting,
+                             ArrayRef<const Scalar *> scalars,
                              const Tensor *self_out);
 void finish_pointwise(PointwisePlan &plan);
 
@@ -103,9 +103,9 @@ inline void pointwise_loop(char **data, const int64_t *st, int64_t n,
 /// make.template operator()<C>().
 template <DtypeGroup G, class Make>
 Tensor run_pointwise(const PointwiseSpec &spec, ArrayRef<const Tensor *> inputs,
-                     ArrayRef<const Scalar *> promoting, const Tensor *self_out,
+                     ArrayRef<const Scalar *> scalars, const Tensor *self_out,
                      Make &&make) {
-  PointwisePlan plan = plan_pointwise(spec, inputs, promoting, self_out);
+  PointwisePlan plan = plan_pointwise(spec, inputs, scalars, self_out);
   const int64_t numel = plan.out.numel();
   if (numel != 0) {
     bool bool_out = plan.out.dtype() == kBool && plan.compute != kBool;
@@ -160,9 +160,9 @@ Tensor run_pointwise(const PointwiseSpec &spec, ArrayRef<const Tensor *> inputs,
 template <DtypeGroup G, class Make>
 const Tensor &run_pointwise(const PointwiseSpec &spec,
                             ArrayRef<const Tensor *> inputs,
-                            ArrayRef<const Scalar *> promoting,
+                            ArrayRef<const Scalar *> scalars,
                             const Tensor &self, Make &&make) {
-  run_pointwise<G>(spec, inputs, promoting, &self, std::forward<Make>(make));
+  run_pointwise<G>(spec, inputs, scalars, &self, std::forward<Make>(make));
   return self;
 }
 

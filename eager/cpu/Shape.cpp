@@ -227,6 +227,9 @@ Tensor triangle(const Tensor &self, int64_t diagonal, bool lower,
   int64_t R = self.size(-2), C = self.size(-1);
   if (out.numel() == 0)
     return out;
+  // Diagonals beyond the matrix keep or zero everything: clamping them
+  // changes nothing and keeps `i + diagonal + 1` from overflowing.
+  diagonal = std::clamp<int64_t>(diagonal, -R - 1, C + 1);
   int64_t rows = out.numel() / C;
   size_t es = out.element_size();
   char *o = static_cast<char *>(out.data_ptr());
@@ -275,8 +278,12 @@ Tensor constant_pad_nd(const Tensor &self, IntArrayRef pad,
     int64_t d = nd - 1 - i;
     int64_t before = pad[size_t(2 * i)], after = pad[size_t(2 * i + 1)];
     // Crop the input by negative pads, the output by positive ones.
-    int64_t sb = std::max<int64_t>(-before, 0);
-    int64_t se = src.size(d) - std::max<int64_t>(-after, 0);
+    // (before or after may be INT64_MIN, when the other side makes up for
+    // it: compare instead of negating.)
+    int64_t sb =
+        before < 0 ? (before < -src.size(d) ? src.size(d) : -before) : 0;
+    int64_t se = after < 0 ? (after < -src.size(d) ? 0 : src.size(d) + after)
+                           : src.size(d);
     int64_t db = std::max<int64_t>(before, 0);
     int64_t de = dst.size(d) - std::max<int64_t>(after, 0);
     if (se <= sb || de <= db) // nothing of the input survives

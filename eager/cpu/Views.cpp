@@ -277,7 +277,7 @@ Tensor narrow(const Tensor &self, int64_t dim, int64_t start, int64_t length) {
                     ") is out of bounds for dimension ", d, " of size ", size);
   if (start < 0)
     start += size;
-  EMBER_CHECK(length >= 0 && start + length <= size, "start (", start,
+  EMBER_CHECK(length >= 0 && length <= size - start, "start (", start,
               ") + length (", length, ") exceeds dimension size (", size, ").");
   return self.slice(d, start, start + length, 1);
 }

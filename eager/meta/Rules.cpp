@@ -373,8 +373,8 @@ Result scatter_add_(const Tensor &self, int64_t dim, const Tensor &index,
 }
 
 Result index_add_(const Tensor &self, int64_t dim, const Tensor &index,
-                  const Tensor &source, const Scalar &) {
-  check_index_add(self, dim, index, source);
+                  const Tensor &source, const Scalar &alpha) {
+  check_index_add(self, dim, index, source, alpha);
   return self_result(self);
 }
 

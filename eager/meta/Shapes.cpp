@@ -452,7 +452,12 @@ DimVector constant_pad_sizes(const Tensor &self, IntArrayRef pad) {
   for (int64_t i = 0; i < npd; ++i) {
     int64_t d = nd - 1 - i;
     int64_t before = pad[size_t(2 * i)], after = pad[size_t(2 * i + 1)];
-    int64_t n = self.size(d) + before + after;
+    int64_t n;
+    EMBER_CHECK_VALUE(!__builtin_add_overflow(self.size(d), before, &n) &&
+                          !__builtin_add_overflow(n, after, &n),
+                      "pad: the input size ", self.size(d), " plus padding ",
+                      before, " and ", after, " of dimension ", d,
+                      " overflows int64");
     EMBER_CHECK(n >= 0, "The input size ", self.size(d),
                 ", plus negative padding ", before, " and ", after,
                 " resulted in a negative output size, which is invalid. "
@@ -574,8 +579,9 @@ void check_scatter(const char *op, const Tensor &self, int64_t dim,
 }
 
 void check_index_add(const Tensor &self, int64_t dim, const Tensor &index,
-                     const Tensor &source) {
+                     const Tensor &source, const Scalar &alpha) {
   int64_t d = maybe_wrap_dim(dim, self.dim());
+  check_integral_scalar("index_add_", "alpha", alpha, self.dtype());
   EMBER_CHECK_INDEX(index.dim() <= 1,
                     "index_add_(): Index is supposed to be "
                     "a vector (got a ",

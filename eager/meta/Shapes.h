@@ -116,9 +116,9 @@ void check_scatter_gather(const char *op, const Tensor &self, int64_t dim,
 void check_scatter(const char *op, const Tensor &self, int64_t dim,
                    const Tensor &index, const Tensor &src);
 /// index_add_: index a vector of int32/int64, source of self's dtype and
-/// shape but along dim, self writable.
+/// shape but along dim, self writable, an integer alpha on integer dtypes.
 void check_index_add(const Tensor &self, int64_t dim, const Tensor &index,
-                     const Tensor &source);
+                     const Tensor &source, const Scalar &alpha);
 /// masked_select: a bool mask broadcastable with self; the broadcast shape.
 DimVector masked_select_shape(const Tensor &self, const Tensor &mask);
 

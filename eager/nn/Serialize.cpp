@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <istream>
 #include <ostream>
@@ -544,9 +545,18 @@ void InputArchive::read(const std::string &key, IValue &value) {
 
 void InputArchive::load_from(const std::string &filename,
                              std::optional<Device> device) {
+  std::error_code ec;
+  EMBER_CHECK(!std::filesystem::is_directory(filename, ec), "Cannot load '",
+              filename,
+              "': it is a directory; pass the path of a file written by "
+              "ember::save");
   std::ifstream file(filename, std::ios::binary);
   EMBER_CHECK(file.good(), "Cannot open '", filename, "' for reading");
-  load_from(file, device);
+  try {
+    load_from(file, device);
+  } catch (const Error &e) {
+    throw Error(ember::detail::str("while loading '", filename, "': ", e.what()));
+  }
   EMBER_CHECK(file.peek() == std::char_traits<char>::eof(), "Corrupt archive '",
               filename, "': trailing bytes after the data");
 }

@@ -196,8 +196,13 @@ def pw_spec(op, pw):
     scalars = [a.name for a in s.args if a.type == "Scalar"]
     promo = sum(1 << i for i, n in enumerate(scalars)
                 if n in pw.get("promote_scalars", []))
+    integral = sum(1 << i for i, n in enumerate(scalars)
+                   if n in pw.get("integral_scalars", []))
+    assert len(scalars) <= 4, s.text
+    names = ", ".join(f'"{n}"' for n in scalars)
     return (f'{{"{s.name}", Promote::{PROMOTE[pw.get("promote", "default")]}, '
-            f'DtypeGroup::{DTYPES[pw.get("dtypes", "all")]}, {mask}, {nz}, {promo}}}')
+            f'DtypeGroup::{DTYPES[pw.get("dtypes", "all")]}, {mask}, {nz}, {promo}, '
+            f'{integral}, {{{names}}}}}')
 
 
 def pw_kernel(op, pw, inplace):
@@ -206,7 +211,6 @@ def pw_kernel(op, pw, inplace):
     fnname = op.base.schema.cname if inplace else s.cname
     tensors = [a for a in s.args if a.type == "Tensor"]
     scalars = [a for a in s.args if a.type == "Scalar"]
-    promo = [a.name for a in scalars if a.name in pw.get("promote_scalars", [])]
     name = s.cname
     ret = "const Tensor &" if inplace else "Tensor"
     init = ", ".join(f"{a.name}.to<T>()" for a in scalars)
@@ -217,10 +221,10 @@ def pw_kernel(op, pw, inplace):
         f"{ret} {name}({params(s, defaults=False)}) {{\n"
         f"  const PointwiseSpec &spec = meta::pointwise_specs::{s.cname};\n"
         f"  const Tensor *inputs[] = {{{', '.join('&' + a.name for a in tensors)}}};\n"
-        + (f"  const Scalar *promoting[] = {{{', '.join('&' + n for n in promo)}}};\n"
-           if promo else "")
+        + (f"  const Scalar *scalars[] = {{{', '.join('&' + a.name for a in scalars)}}};\n"
+           if scalars else "")
         + f"  return run_pointwise<DtypeGroup::{'Float' if promote == 'Float' else dtypes}>(spec, inputs, "
-        f"{'promoting' if promo else '{}'}, {out}, [&]<class T>() {{\n"
+        f"{'scalars' if scalars else '{}'}, {out}, [&]<class T>() {{\n"
         f"    return fn::{fnname}_op<T>{{{init}}};\n  }});\n}}\n")
 
 
@@ -255,6 +259,7 @@ FIELDS = {"func", "variants", "kernel", "cpu", "composite", "pointwise",
           "identity", "decompose", "conversion", "composes", "reduction",
           "derivative", "nondifferentiable_outputs", "example"}
 POINTWISE_FIELDS = {"expr", "promote", "dtypes", "bool_args", "promote_scalars",
+                    "integral_scalars",
                     "nonzero_divisor", "inplace", "scalar_overload"}
 
 
@@ -384,13 +389,12 @@ def meta_files(ops, files):
         if o.kind in ("pointwise", "pointwise_inplace"):
             pw = o.entry["pointwise"]
             tensors = [i for i, a in enumerate(s.args) if a.type == "Tensor"]
-            promo = [i for i, a in enumerate(s.args)
-                     if a.type == "Scalar" and a.name in pw.get("promote_scalars", [])]
+            scalars = [i for i, a in enumerate(s.args) if a.type == "Scalar"]
             c.append(f"  static const int tensors[] = {{{', '.join(map(str, tensors))}}};")
-            if promo:
-                c.append(f"  static const int scalars[] = {{{', '.join(map(str, promo))}}};")
+            if scalars:
+                c.append(f"  static const int scalars[] = {{{', '.join(map(str, scalars))}}};")
             c.append(f"  return pointwise_rule(pointwise_specs::{s.cname}, s, tensors, "
-                     f"{'scalars' if promo else '{}'}, "
+                     f"{'scalars' if scalars else '{}'}, "
                      f"{'true' if o.kind == 'pointwise_inplace' else 'false'});")
         else:  # cpu
             args = ", ".join(f"arg<{CPP_CALL[a.type].rstrip('&').replace('const ', '')}>(s, {i})"

@@ -4,11 +4,15 @@
 #include <ember/ember.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <limits>
+#include <thread>
 
 using namespace ember;
 
@@ -252,4 +256,192 @@ TEST(Hardening, EmptyDebugDirIsUnsetNotTheRootFolder) {
   ::unsetenv("EMBER_DEBUG_DIR");
   EXPECT_EQ(y.numel(), 4);
   EXPECT_EQ(traces_in_root(), before);
+}
+
+// --- explain() under the lock ----------------------------------------------
+
+TEST(Hardening, ExplainWhileAnotherThreadCalls) {
+  // Each call breaks its graph at item(), so every call appends a break
+  // reason while the other thread copies the statistics: without the lock
+  // the copy reads a vector being reallocated (ASan: heap-use-after-free).
+  NoGradGuard no_grad;
+  auto f = compile([](const Tensor &x) {
+    Tensor y = x * 2;
+    if (y.sum().item<float>() > 0)
+      return y + 1;
+    return y - 1;
+  });
+  Tensor x = randn({16});
+  std::atomic<bool> done{false};
+  std::thread caller([&] {
+    for (int i = 0; i < 300; ++i)
+      f(x);
+    done = true;
+  });
+  int64_t seen = 0;
+  while (!done)
+    seen = std::max<int64_t>(seen, f.explain().graph_break_count);
+  caller.join();
+  EXPECT_EQ(f.explain().calls, 300);
+  EXPECT_GE(f.explain().graph_break_count, 1);
+}
+
+TEST(Hardening, ExplainFromInsideTheCompiledFunction) {
+  // The call holds the lock while it captures; explain() from the function
+  // body (same thread) must not wait for it.
+  NoGradGuard no_grad;
+  int64_t calls_seen = -1;
+  std::function<Tensor(const Tensor &)> body;
+  auto f = compile([&](const Tensor &x) { return body(x); });
+  body = [&](const Tensor &x) {
+    calls_seen = f.explain().calls;
+    return x + 1;
+  };
+  Tensor y = f(ones({2}));
+  EXPECT_EQ(calls_seen, 1);
+  EXPECT_TRUE(allclose(y, full({2}, 2.0)));
+}
+
+// --- Scalar arguments ------------------------------------------------------
+
+TEST(Hardening, FloatAlphaOnIntegersRaises) {
+  // PyTorch's alpha_check: a float alpha on integers would be truncated (to
+  // 0 for 0.5).
+  Tensor a = arange(4), b = ones({4}, kLong);
+  EXPECT_TRUE(raises([&] { add(a, b, 0.5); }, "must not be a floating point"));
+  EXPECT_TRUE(raises([&] { a.sub(b, 0.5); }, "must not be a floating point"));
+  EXPECT_TRUE(raises([&] { a.clone().add_(b, 2.0); }, "argument alpha"));
+  EXPECT_TRUE(raises([&] { add(a, b, true); }, "boolean alpha"));
+  EXPECT_TRUE(raises(
+      [&] { a.clone().index_add_(0, arange(2), b.narrow(0, 0, 2), 0.5); },
+      "must not be a floating point"));
+  EXPECT_EQ(add(a, b, 3)[1].item<int64_t>(), 4);
+  EXPECT_EQ(add(a.to(kFloat), b, 0.5)[1].item<float>(), 1.5f);
+  EXPECT_EQ(add(tensor({true}), tensor({true}), true)[0].item<bool>(), true);
+  auto f = compile(
+      [](const Tensor &x, const Tensor &y) { return add(x * 2, y, 0.5); });
+  NoGradGuard no_grad;
+  EXPECT_TRUE(raises([&] { f(a, b); }, "must not be a floating point"));
+}
+
+TEST(Hardening, ScalarArgumentsMustFitTheComputeDtype) {
+  // As c10's checked Scalar::to<T>(): clamp bounds and masked_fill values
+  // that the dtype cannot hold raise instead of wrapping.
+  Tensor c = tensor({1, 2, 3}).to(kChar);
+  EXPECT_TRUE(raises([&] { c.clamp(std::nullopt, 300); }, "without overflow"));
+  EXPECT_TRUE(raises([&] { c.clamp_min(-1000); }, "argument min"));
+  Tensor m = tensor({true, false, true});
+  EXPECT_TRUE(
+      raises([&] { ones({3}, kByte).masked_fill(m, 256); }, "argument value"));
+  EXPECT_TRUE(raises([&] { ones({3}, kHalf).masked_fill(m, -1e9); },
+                     "without overflow"));
+  // In range, and infinities for floats, pass.
+  EXPECT_EQ(c.clamp(std::nullopt, 2)[2].item<int64_t>(), 2);
+  EXPECT_TRUE(
+      std::isinf(ones({3}, kHalf).masked_fill(m, -INFINITY)[0].item<float>()));
+  // A promoting bound changes the dtype instead (int tensor, float bound).
+  EXPECT_EQ(c.clamp_min(2.5).dtype(), kFloat);
+  NoGradGuard no_grad;
+  auto f = compile([](const Tensor &x) { return (x + 1).clamp_max(300); });
+  EXPECT_TRUE(raises([&] { f(c); }, "without overflow"));
+}
+
+// --- int64 edges of arguments ----------------------------------------------
+
+TEST(Hardening, TriangleDiagonalsAtTheInt64Limits) {
+  Tensor x = randn({3, 4}) + 5; // no zero entries
+  EXPECT_TRUE(equal(triu(x, INT64_MAX), zeros({3, 4})));
+  EXPECT_TRUE(equal(tril(x, INT64_MAX), x));
+  EXPECT_TRUE(equal(triu(x, INT64_MIN), x));
+  EXPECT_TRUE(equal(tril(x, INT64_MIN), zeros({3, 4})));
+  EXPECT_TRUE(equal(triu(x, 4), zeros({3, 4})));
+  EXPECT_EQ(triu(x, 3)[0][3].item<float>(), x[0][3].item<float>());
+}
+
+TEST(Hardening, NarrowAndPadDoNotOverflow) {
+  Tensor x = arange(8);
+  EXPECT_TRUE(raises([&] { x.narrow(0, 5, INT64_MAX); }, "exceeds dimension"));
+  EXPECT_TRUE(raises([&] { x.narrow(0, -3, INT64_MAX); }, "exceeds dimension"));
+  EXPECT_TRUE(equal(x.narrow(0, 5, 3), arange(5, 8)));
+  EXPECT_TRUE(raises(
+      [&] {
+        constant_pad_nd(x, {INT64_MAX, INT64_MAX}, 0);
+      },
+      "overflows int64"));
+  // A huge crop on one side, a huge pad on the other: 8 + MIN + MAX = 7.
+  Tensor p = constant_pad_nd(x, {INT64_MIN, INT64_MAX}, 9);
+  EXPECT_TRUE(equal(p, full({7}, 9, kLong)));
+  EXPECT_TRUE(equal(constant_pad_nd(x, {-2, 1}, 9),
+                    cat({arange(2, 8), full({1}, 9, kLong)})));
+}
+
+TEST(Hardening, ArangeNearTheInt64Limits) {
+  Tensor top = arange(INT64_MAX - 3, INT64_MAX);
+  ASSERT_EQ(top.numel(), 3);
+  EXPECT_EQ(top[2].item<int64_t>(), INT64_MAX - 1);
+  Tensor bottom = arange(INT64_MIN, INT64_MIN + 10, 3);
+  ASSERT_EQ(bottom.numel(), 4);
+  EXPECT_EQ(bottom[3].item<int64_t>(), INT64_MIN + 9);
+  Tensor big_step = arange(INT64_MIN, INT64_MAX, INT64_MAX);
+  ASSERT_EQ(big_step.numel(), 3); // MIN, -1, MAX - 1
+  EXPECT_EQ(big_step[2].item<int64_t>(), INT64_MAX - 1);
+  EXPECT_TRUE(raises([] { arange(INT64_MIN, INT64_MAX); },
+                     "invalid number of elements"));
+  EXPECT_TRUE(raises([] { arange(INT64_MAX, INT64_MIN, -1); },
+                     "invalid number of elements"));
+  EXPECT_TRUE(
+      raises([] { arange(300, TensorOptions(kByte)); }, "without overflow"));
+  EXPECT_TRUE(raises([] { arange(0.0, 1e30, 1e29, TensorOptions(kLong)); },
+                     "without overflow"));
+}
+
+// --- errors that say what went wrong ---------------------------------------
+
+TEST(Hardening, CheckpointMismatchIsACheckpointError) {
+  int calls = 0;
+  Tensor x = randn({4}).requires_grad_();
+  Tensor y = checkpoint(
+      [&](const Tensor &t) {
+        // The recomputation sees a longer tensor than the forward did.
+        Tensor u = ++calls == 1 ? t : t.repeat({2});
+        return (u * u).sum();
+      },
+      x);
+  try {
+    y.backward();
+    FAIL() << "backward did not raise";
+  } catch (const CheckpointError &e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("different metadata"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("shape: [8]"), std::string::npos) << msg;
+  }
+}
+
+TEST(Hardening, LoadingADirectorySaysSo) {
+  auto dir = std::filesystem::temp_directory_path() / "ember_load_dir_test";
+  std::filesystem::create_directories(dir);
+  Tensor t;
+  EXPECT_TRUE(raises([&] { load(t, dir.string()); }, "is a directory"));
+  std::filesystem::remove_all(dir);
+  // A file that is not an archive names the file.
+  auto file = std::filesystem::temp_directory_path() / "ember_not_archive.pt";
+  { std::ofstream(file) << "not an archive"; }
+  EXPECT_TRUE(raises([&] { load(t, file.string()); }, file.string()));
+  std::filesystem::remove(file);
+}
+
+TEST(Hardening, HalfTanhGeluGradientAtLargeInputs) {
+  // x * x overflows float16 beyond 256; the gradient is 1 for large x and 0
+  // for large -x, not NaN.
+  for (ScalarType dt : {kHalf, kBFloat16}) {
+    Tensor x = tensor({300.0f, -300.0f, 1.0f}).to(dt).requires_grad_();
+    nn::functional::gelu(x, nn::functional::GELUFuncOptions().approximate(
+                                "tanh"))
+        .sum()
+        .backward();
+    Tensor g = x.grad().to(kFloat);
+    EXPECT_EQ(g[0].item<float>(), 1.0f) << dt;
+    EXPECT_EQ(g[1].item<float>(), 0.0f) << dt;
+    EXPECT_NEAR(g[2].item<float>(), 1.0830, 0.01) << dt;
+  }
 }

@@ -505,7 +505,7 @@ TEST(IrBuilder, RoundTripOfDialectOps) {
   int w2 = value(t, {3});
   t.nodes.push_back(
       node("ember::add_.Tensor",
-           {Arg::of_value(w), Arg::of_value(two), Arg::of_attr(Scalar(true))},
+           {Arg::of_value(w), Arg::of_value(two), Arg::of_attr(Scalar(int64_t(2)))},
            {w2}));
   t.outputs = {s, s2, mv, mi, h, sel, put};
   t.mutations = {{1, w2}};
@@ -531,7 +531,7 @@ TEST(IrBuilder, RoundTripOfDialectOps) {
   EXPECT_NE(text.find("ember.add.Tensor %arg0, %arg1 {alpha = 3 : i64}"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("ember.add_.Tensor %arg1, %0 {alpha = true}"),
+  EXPECT_NE(text.find("ember.add_.Tensor %arg1, %0 {alpha = 2 : i64}"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("ember.cat ["), std::string::npos) << text;
