@@ -1,4 +1,5 @@
 #include "eager/Dispatcher.h"
+#include "eager/autograd/ThreadLocalState.h"
 
 #include <algorithm>
 #include <cctype>
@@ -491,6 +492,14 @@ const bool kModeFallbackRegistered = [] {
   return true;
 }();
 } // namespace
+
+namespace detail {
+std::vector<TorchDispatchMode *> get_mode_stack() { return modeStack(); }
+void set_mode_stack(std::vector<TorchDispatchMode *> modes) {
+  modeStack() = std::move(modes);
+  syncModeKey();
+}
+} // namespace detail
 
 TorchDispatchModeGuard::TorchDispatchModeGuard(TorchDispatchMode &mode)
     : mode_(&mode) {

@@ -22,9 +22,11 @@
 #include "eager/generated/Functions.h"
 #include "eager/meta/MetaSupport.h"
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 namespace ember::meta {
 
@@ -98,13 +100,57 @@ bool is_fake(const Tensor &t) {
 // Shared rules
 // ---------------------------------------------------------------------------
 
+// Note [Internal overlap]
+// A layout overlaps itself when two indices reach one offset. PyTorch raises
+// only for the obvious case (a stride 0) and lets others ("too hard") write
+// in iteration order, so `as_strided({2, 2}, {1, 1}).add_(1)` adds twice to
+// one element eagerly and once in a compiled kernel that reads before it
+// writes. ember answers exactly instead: dims sorted by stride, each stride
+// past the reach of the smaller ones proves there is no overlap (every
+// dense or permuted or sliced layout, at once); a layout that fails the
+// proof has its offsets listed and compared. Past kMaxListed elements, such
+// a layout is taken as overlapping (an error, never a silent difference).
 bool has_internal_overlap(const Tensor &t) {
-  if (t.numel() == 0) // no element is written twice when there is none
+  if (t.numel() <= 1) // no element is written twice when there is not two
     return false;
-  for (int64_t d = 0; d < t.dim(); ++d)
-    if (t.size(d) > 1 && t.stride(d) == 0)
+  struct Dim {
+    int64_t stride, size;
+    bool operator<(const Dim &o) const { return stride < o.stride; }
+  };
+  SmallVector<Dim, 8> dims;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.size(d) == 1)
+      continue;
+    if (t.stride(d) == 0)
       return true;
-  return false;
+    dims.push_back({t.stride(d), t.size(d)});
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t reach = 0; // the largest offset the smaller dims reach
+  bool proven = true;
+  for (auto [stride, size] : dims) {
+    int64_t span;
+    if (stride <= reach || __builtin_mul_overflow(size - 1, stride, &span) ||
+        __builtin_add_overflow(reach, span, &reach)) {
+      proven = false;
+      break;
+    }
+  }
+  if (proven)
+    return false;
+  constexpr int64_t kMaxListed = int64_t(1) << 22;
+  if (t.numel() > kMaxListed)
+    return true;
+  std::vector<int64_t> offsets{0};
+  offsets.reserve(size_t(t.numel()));
+  for (auto [stride, size] : dims) {
+    size_t n = offsets.size();
+    for (int64_t i = 1; i < size; ++i)
+      for (size_t k = 0; k < n; ++k)
+        offsets.push_back(offsets[k] + i * stride); // <= the storage span
+  }
+  std::sort(offsets.begin(), offsets.end());
+  return std::adjacent_find(offsets.begin(), offsets.end()) != offsets.end();
 }
 
 void check_no_internal_overlap(const Tensor &t) {

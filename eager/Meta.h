@@ -76,7 +76,9 @@ void register_fake(const std::string &name, FakeFn fn);
 // ---------------------------------------------------------------------------
 
 /// True when two elements of `t` share memory (a stride 0 over a dim of
-/// size > 1, as an expanded tensor): such a tensor cannot be written.
+/// size > 1, as an expanded tensor, or strides that meet, as
+/// as_strided({2, 2}, {1, 1})): such a tensor cannot be written
+/// (Note [Internal overlap] in Meta.cpp).
 bool has_internal_overlap(const Tensor &t);
 /// Raises PyTorch's error for writing into a tensor with internal overlap.
 void check_no_internal_overlap(const Tensor &t);

@@ -119,16 +119,24 @@ template <class T> EMBER_PW_INLINE T bitwise_not(T x) {
     return T(~x);
 }
 
-/// NaN-propagating maximum / minimum (torch.maximum).
+/// NaN-propagating maximum / minimum (torch.maximum), IEEE 754-2019's
+/// maximum and minimum: -0 < +0, so the result does not depend on the
+/// operands' order (LLVM's llvm.maximum, which compiled reductions use).
 template <class T> EMBER_PW_INLINE T maximum(T a, T b) {
   if constexpr (is_fp<T>)
-    return (a != a || b != b) ? a + b : (a > b ? a : b);
+    return (a != a || b != b) ? a + b
+           : a == b           ? (std::signbit(a) ? b : a)
+           : a > b            ? a
+                              : b;
   else
     return a > b ? a : b;
 }
 template <class T> EMBER_PW_INLINE T minimum(T a, T b) {
   if constexpr (is_fp<T>)
-    return (a != a || b != b) ? a + b : (a < b ? a : b);
+    return (a != a || b != b) ? a + b
+           : a == b           ? (std::signbit(a) ? a : b)
+           : a < b            ? a
+                              : b;
   else
     return a < b ? a : b;
 }

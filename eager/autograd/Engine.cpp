@@ -2,12 +2,14 @@
 #include "eager/Factory.h"
 #include "eager/autograd/BuiltinNodes.h"
 #include "eager/autograd/GradMode.h"
+#include "eager/autograd/ThreadLocalState.h"
 #include "eager/autograd/Variable.h"
 #include "eager/generated/Functions.h"
 #include "runtime/Profiler.h"
 
 #include <optional>
 #include <queue>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -200,10 +202,73 @@ void make_roots(const variable_list &tensors, const variable_list &grads,
 
 } // namespace
 
+namespace {
+
+// Note [Deep re-entrant backward]
+// backward() called from a hook or a custom Function's backward runs a
+// whole engine inside the outer one, on the same stack: 10,000 levels
+// overflow it. As libtorch, a backward started deeper than
+// kMaxReentrantDepth moves to a new thread, with the caller's thread-local
+// state (grad mode, dispatch keys, modes, saved-tensor hooks), and the
+// caller waits for it; that thread counts its depth from 0 again. Errors
+// reach the caller as they would on its own thread.
+constexpr int kMaxReentrantDepth = 32;
+thread_local int tls_backward_depth = 0;
+
+variable_list run_backward_here(const variable_list &tensors,
+                                const variable_list &grad_tensors,
+                                bool keep_graph, bool create_graph,
+                                const variable_list &inputs, bool accumulate,
+                                bool allow_unused);
+
+} // namespace
+
 variable_list run_backward(const variable_list &tensors,
                            const variable_list &grad_tensors, bool keep_graph,
                            bool create_graph, const variable_list &inputs,
                            bool accumulate, bool allow_unused) {
+  if (tls_backward_depth < kMaxReentrantDepth) {
+    ++tls_backward_depth;
+    struct Leave {
+      ~Leave() { --tls_backward_depth; }
+    } leave;
+    return run_backward_here(tensors, grad_tensors, keep_graph, create_graph,
+                             inputs, accumulate, allow_unused);
+  }
+  ThreadLocalState state;
+  variable_list result;
+  std::exception_ptr error;
+  std::thread worker;
+  try {
+    worker = std::thread([&] {
+      ThreadLocalState::set(state);
+      try {
+        result = run_backward(tensors, grad_tensors, keep_graph, create_graph,
+                              inputs, accumulate, allow_unused);
+      } catch (...) {
+        error = std::current_exception();
+      }
+    });
+  } catch (const std::system_error &e) {
+    throw Error(detail::str(
+        "backward: a re-entrant backward (called from a hook or a custom "
+        "Function) nested this deep runs on a new thread, and none could be "
+        "started (",
+        e.what(), "); nest backward calls less deeply"));
+  }
+  worker.join();
+  if (error)
+    std::rethrow_exception(error);
+  return result;
+}
+
+namespace {
+
+variable_list run_backward_here(const variable_list &tensors,
+                                const variable_list &grad_tensors,
+                                bool keep_graph, bool create_graph,
+                                const variable_list &inputs, bool accumulate,
+                                bool allow_unused) {
   edge_list roots;
   variable_list root_grads;
   make_roots(tensors, grad_tensors, roots, root_grads);
@@ -270,6 +335,8 @@ variable_list run_backward(const variable_list &tensors,
   }
   return {};
 }
+
+} // namespace
 
 void backward(const variable_list &tensors, const variable_list &grad_tensors,
               std::optional<bool> retain_graph, bool create_graph,

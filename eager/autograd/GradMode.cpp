@@ -1,4 +1,5 @@
 #include "eager/autograd/GradMode.h"
+#include "eager/autograd/ThreadLocalState.h"
 
 namespace ember {
 
@@ -21,5 +22,10 @@ InferenceMode::~InferenceMode() {
   tls_grad_enabled = prev_grad_;
 }
 bool InferenceMode::is_enabled() { return tls_inference; }
+
+namespace detail {
+bool get_inference_mode() { return tls_inference; }
+void set_inference_mode(bool enabled) { tls_inference = enabled; }
+} // namespace detail
 
 } // namespace ember

@@ -1,5 +1,6 @@
 #include "eager/autograd/SavedVariable.h"
 
+#include "eager/autograd/ThreadLocalState.h"
 #include "eager/autograd/Variable.h"
 
 #include <sstream>
@@ -33,6 +34,20 @@ disable_saved_tensors_hooks::~disable_saved_tensors_hooks() {
   tls_hooks_disabled_below = depth_;
 }
 } // namespace graph
+
+} // namespace ember::autograd
+
+namespace ember::detail {
+SavedHooksState get_saved_hooks() {
+  return {autograd::tls_hooks, autograd::tls_hooks_disabled_below};
+}
+void set_saved_hooks(SavedHooksState state) {
+  autograd::tls_hooks = std::move(state.hooks);
+  autograd::tls_hooks_disabled_below = state.disabled_below;
+}
+} // namespace ember::detail
+
+namespace ember::autograd {
 
 SavedVariable::SavedVariable(const Tensor &t, bool is_output) {
   if (!t.defined())

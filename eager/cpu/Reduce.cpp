@@ -56,17 +56,25 @@ template <class C, bool IsMax> C minmax_identity() {
                  : std::numeric_limits<C>::max();
 }
 
-/// amax / amin: NaN wins (as PyTorch).
+/// amax / amin: NaN wins (as PyTorch), and -0 < +0 (IEEE 754-2019's
+/// maximum, as compiled reductions and pw::maximum): the sign of a zero
+/// result does not depend on the order the lanes meet.
 template <class T, bool IsMax> struct MinMaxReducer {
   using C = compute_t<T>;
   using acc = C;
   T *out;
   acc init() const { return minmax_identity<C, IsMax>(); }
   static C pick(C a, C v) {
-    if constexpr (IsMax)
-      return (v > a || is_nan(v)) ? v : a;
-    else
-      return (v < a || is_nan(v)) ? v : a;
+    if constexpr (std::is_floating_point_v<C>) {
+      if constexpr (IsMax)
+        return (v > a || is_nan(v) || (v == a && std::signbit(a))) ? v : a;
+      else
+        return (v < a || is_nan(v) || (v == a && std::signbit(v))) ? v : a;
+    } else if constexpr (IsMax) {
+      return v > a ? v : a;
+    } else {
+      return v < a ? v : a;
+    }
   }
   acc step(acc a, T x, int64_t, int64_t) const { return pick(a, C(x)); }
   acc combine(acc a, acc b) const { return pick(a, b); }

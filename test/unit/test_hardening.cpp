@@ -435,8 +435,8 @@ TEST(Hardening, HalfTanhGeluGradientAtLargeInputs) {
   // for large -x, not NaN.
   for (ScalarType dt : {kHalf, kBFloat16}) {
     Tensor x = tensor({300.0f, -300.0f, 1.0f}).to(dt).requires_grad_();
-    nn::functional::gelu(x, nn::functional::GELUFuncOptions().approximate(
-                                "tanh"))
+    nn::functional::gelu(x,
+                         nn::functional::GELUFuncOptions().approximate("tanh"))
         .sum()
         .backward();
     Tensor g = x.grad().to(kFloat);
@@ -444,4 +444,115 @@ TEST(Hardening, HalfTanhGeluGradientAtLargeInputs) {
     EXPECT_EQ(g[1].item<float>(), 0.0f) << dt;
     EXPECT_NEAR(g[2].item<float>(), 1.0830, 0.01) << dt;
   }
+}
+
+// --- compiled == eager at the edges ------------------------------------------
+
+TEST(Hardening, SignedZeroExtremaDoNotDependOnOrder) {
+  // IEEE 754-2019 maximum/minimum: -0 < +0, eagerly (any lane order) and in
+  // compiled reductions (llvm.maximum).
+  NoGradGuard no_grad;
+  auto cmax = compile([](const Tensor &t) { return (t * 1).amax(); });
+  auto cmin = compile([](const Tensor &t) { return (t * 1).amin(); });
+  Tensor many = full({1000}, -0.0f); // one +0 where vector lanes meet it
+  many[537].fill_(0.0);
+  for (Tensor t : {tensor({-0.0f, 0.0f, -0.0f}), tensor({0.0f, -0.0f}),
+                   tensor({-0.0, 0.0}), many}) {
+    EXPECT_FALSE(std::signbit(t.amax().item<double>())) << t;
+    EXPECT_FALSE(std::signbit(cmax(t).item<double>())) << t;
+    EXPECT_TRUE(std::signbit(t.amin().item<double>())) << t;
+    EXPECT_TRUE(std::signbit(cmin(t).item<double>())) << t;
+  }
+  Tensor a = tensor({-0.0f, 0.0f}), b = tensor({0.0f, -0.0f});
+  for (const Tensor &m : {maximum(a, b), maximum(b, a)})
+    EXPECT_FALSE(std::signbit(m[0].item<float>()) ||
+                 std::signbit(m[1].item<float>()));
+  for (const Tensor &m : {minimum(a, b), minimum(b, a)})
+    EXPECT_TRUE(std::signbit(m[0].item<float>()) &&
+                std::signbit(m[1].item<float>()));
+}
+
+TEST(Hardening, WritingThroughSelfOverlappingStridesRaises) {
+  // as_strided({2, 2}, {1, 1}) reaches element 1 twice: eagerly add_ would
+  // add 2 to it, a compiled kernel 1. Both raise (Note [Internal overlap]).
+  Tensor b = arange(6).to(kFloat);
+  EXPECT_TRUE(raises(
+      [&] {
+        b.as_strided({2, 2}, {1, 1}).add_(1);
+      },
+      "refers to a single memory location"));
+  EXPECT_TRUE(raises(
+      [&] {
+        b.as_strided({2, 2}, {1, 1}).fill_(1);
+      },
+      "refers to a single memory location"));
+  EXPECT_TRUE(equal(b, arange(6).to(kFloat))); // nothing was written
+  NoGradGuard no_grad;
+  auto f = compile([](const Tensor &t) {
+    t.as_strided({2, 2}, {1, 1}).add_(1);
+    return t * 1;
+  });
+  EXPECT_TRUE(
+      raises([&] { f(b.clone()); }, "refers to a single memory location"));
+  // Strides that interleave without meeting are fine: offsets 0 2 4 3 5 7.
+  Tensor c = zeros({8});
+  c.as_strided({3, 2}, {2, 3}).add_(1);
+  EXPECT_TRUE(
+      equal(c, tensor({1.0f, 0.0f, 1.0f, 1.0f, 1.0f, 1.0f, 0.0f, 1.0f})));
+  Tensor e = zeros({8});
+  auto g = compile([](const Tensor &t) {
+    t.as_strided({3, 2}, {2, 3}).add_(1);
+    return t * 1;
+  });
+  EXPECT_TRUE(equal(g(e), c));
+}
+
+// --- Note [Deep re-entrant backward] ----------------------------------------
+
+TEST(Hardening, DeepReentrantBackwardDoesNotOverflowTheStack) {
+  // Each level's hook runs the next level's backward inside the engine:
+  // 10,000 levels deep on one stack overflowed it.
+  constexpr int kDepth = 10000;
+  int reached = 0;
+  std::function<void(int)> level = [&](int depth) {
+    AutoGradMode grad_on(true); // hooks run with grad off, as in PyTorch
+    Tensor x = ones({2}).requires_grad_();
+    Tensor y = x * 3;
+    y.register_hook([&, depth](const Tensor &g) {
+      reached = std::max(reached, kDepth - depth);
+      if (depth > 0)
+        level(depth - 1);
+      return g;
+    });
+    y.sum().backward();
+    EXPECT_TRUE(equal(x.grad(), full({2}, 3.0f)));
+  };
+  level(kDepth);
+  EXPECT_EQ(reached, kDepth);
+}
+
+TEST(Hardening, DeepReentrantBackwardKeepsTheThreadsState) {
+  // Past the depth where backward moves to a new thread, the saved-tensor
+  // hooks still apply and an error reaches the outermost caller.
+  int packed = 0;
+  autograd::graph::saved_tensors_hooks hooks(
+      [&](const Tensor &t) -> std::any {
+        ++packed;
+        return t;
+      },
+      [](const std::any &a) { return std::any_cast<Tensor>(a); });
+  std::function<void(int)> level = [&](int depth) {
+    AutoGradMode grad_on(true);
+    Tensor x = ones({2}).requires_grad_();
+    Tensor y = x * x; // saves x twice, through the hooks
+    y.register_hook([&, depth](const Tensor &g) {
+      if (depth == 0)
+        throw ValueError("raised at the bottom");
+      level(depth - 1);
+      return g;
+    });
+    y.sum().backward();
+  };
+  EXPECT_TRUE(raises([&] { level(100); }, "raised at the bottom"));
+  EXPECT_EQ(packed, 2 * 101);
 }
