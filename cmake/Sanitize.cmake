@@ -89,7 +89,10 @@ function(ember_add_test name src)
   target_link_libraries(${name} PRIVATE ember GTest::gtest GTest::gtest_main
                         ${_t_LINK})
   target_compile_options(${name} PRIVATE -O1)
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60)
+  # EMBER_VERIFY_PASSES: the tests verify the IR after every compiler pass
+  # (Note [Verifying once] in frontend/Lowering.cpp).
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
+    PROPERTIES ENVIRONMENT "EMBER_VERIFY_PASSES=1")
   set_property(GLOBAL APPEND PROPERTY EMBER_PLAIN_TARGETS ${name})
   if(NOT EMBER_SANITIZE)
     return()
@@ -111,7 +114,7 @@ function(ember_add_test name src)
   # checks that ember raises (ASan would abort instead).
   gtest_discover_tests(${name}_san DISCOVERY_TIMEOUT 60 TEST_SUFFIX " (san)"
     PROPERTIES LABELS sanitized
-    ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1;UBSAN_OPTIONS=print_stacktrace=1")
+    ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1;UBSAN_OPTIONS=print_stacktrace=1;EMBER_VERIFY_PASSES=1")
   set_property(GLOBAL APPEND PROPERTY EMBER_SANITIZED_TARGETS ${name}_san)
 endfunction()
 

@@ -7,6 +7,7 @@
 #include "ir/Import.h"
 #include "ir/Queries.h"
 #include "passes/Passes.h"
+#include "runtime/Env.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassInstrumentation.h"
@@ -78,6 +79,14 @@ Lowered lower(const ir::Trace &trace, const LowerOptions &options) {
   if (options.opt_level > 0) {
     codegen::register_fusion_targets();
     mlir::PassManager pm(&ctx);
+    // Note [Verifying once]
+    // MLIR verifies the whole module after every pass by default: on a
+    // large graph that is most of the compile time (each ember op's verifier
+    // runs its shape rule on fake tensors). compile() verifies the module it
+    // built and the module the pipeline made; EMBER_VERIFY_PASSES=1 (set for
+    // the tests, and ember-opt always) verifies after every pass.
+    bool verify_each = env::get("EMBER_VERIFY_PASSES").value_or("") == "1";
+    pm.enableVerifier(verify_each);
     passes::build_pipeline(pm, options.opt_level, options.inplace_buffers);
     pm.addInstrumentation(std::make_unique<PassRecorder>(out.pass_runs, *module,
                                                          options.keep_pass_ir));
@@ -90,6 +99,8 @@ Lowered lower(const ir::Trace &trace, const LowerOptions &options) {
     EMBER_CHECK(mlir::succeeded(pm.run(*module)),
                 "compile: the passes failed on ", trace.name,
                 " (a bug in ember):\n", diagnostics);
+    if (!verify_each)
+      ir::verify_module(*module);
   }
   out.ir_optimized = ir::print_module(*module, false);
   out.passes_seconds = since(t0);

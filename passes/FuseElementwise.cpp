@@ -124,7 +124,10 @@ void outline(llvm::ArrayRef<Operation *> ops) {
 }
 
 struct Group {
-  llvm::SmallVector<Operation *> ops; // program order
+  // A std::vector: swapping two is O(1) (llvm::SmallVector::swap copies the
+  // elements when one of them is small, as a new group's is: a chain paid
+  // for a copy of the whole group per op).
+  std::vector<Operation *> ops; // program order
   Domain domain;
   bool sealed = false; // an op outside it reads one of its values
   int merged_into = -1;
@@ -215,7 +218,7 @@ struct FuseElementwise : impl::FuseElementwiseBase<FuseElementwise> {
           m.domain = d;
           if (p.ops.size() > m.ops.size())
             std::swap(m.ops, p.ops);
-          m.ops.append(p.ops.begin(), p.ops.end());
+          m.ops.insert(m.ops.end(), p.ops.begin(), p.ops.end());
           p.ops.clear();
           p.merged_into = mine;
         };
@@ -224,11 +227,16 @@ struct FuseElementwise : impl::FuseElementwiseBase<FuseElementwise> {
         // when both are in the group (one at a time, the other would be a
         // kernel input, read right-aligned: Note [Reduction fusion]).
         llvm::SmallVector<int> open;
+        size_t all_size = 1;
         for (int g : candidates)
           if (int r = find(g); r != mine && !groups[size_t(r)].sealed &&
-                               !llvm::is_contained(open, r))
+                               !llvm::is_contained(open, r)) {
             open.push_back(r);
+            all_size += groups[size_t(r)].ops.size();
+          }
         std::optional<Domain> all = groups[size_t(mine)].domain;
+        if (all_size > size_t(maxOps)) // Note [Fusion size]
+          all.reset();
         for (int g : open)
           if (all)
             all = Domain::merge(*all, groups[size_t(g)].domain);
@@ -250,7 +258,8 @@ struct FuseElementwise : impl::FuseElementwiseBase<FuseElementwise> {
           if (g == mine)
             continue;
           Group &p = groups[size_t(g)];
-          if (p.sealed)
+          if (p.sealed ||
+              groups[size_t(mine)].ops.size() + p.ops.size() > size_t(maxOps))
             continue;
           std::optional<Domain> d =
               Domain::merge(groups[size_t(mine)].domain, p.domain);

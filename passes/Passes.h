@@ -14,6 +14,15 @@
 
 namespace ember::passes {
 
+/// Note [Fusion size]
+/// One fusion holds at most this many ops (ember-fuse-elementwise's
+/// `max-ops`); a longer chain becomes several kernels. LLVM's backend is
+/// super-linear in the size of a loop body (its machine scheduler builds
+/// register pressure per region): one kernel of a 50k-op chain took 15 s to
+/// compile, 4k-op kernels compile at a constant cost per op. A cut costs one
+/// more pass over the data per 4k ops, which no real chain notices.
+inline constexpr int64_t kMaxFusionOps = 4096;
+
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"
 

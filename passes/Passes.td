@@ -59,7 +59,8 @@ def FuseElementwise : Pass<"ember-fuse-elementwise", "mlir::func::FuncOp"> {
     Which ops take part is the `target` code generator's answer, per op
     (Note [Per-op capability] in passes/FusionTarget.h): an op it does not
     compute stays outside and runs eagerly, and the ops around it still
-    fuse. `target=any` fuses every op that has a domain.
+    fuse. `target=any` fuses every op that has a domain. A fusion holds at
+    most `max-ops` ops (Note [Fusion size]).
 
     ```mlir
     // before
@@ -77,7 +78,10 @@ def FuseElementwise : Pass<"ember-fuse-elementwise", "mlir::func::FuncOp"> {
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
            "the code generator whose per-op capability decides what fuses "
-           "(cpu, any)">
+           "(cpu, any)">,
+    Option<"maxOps", "max-ops", "int64_t", /*default=*/"kMaxFusionOps",
+           "the most ops one fusion holds (Note [Fusion size]); a longer "
+           "chain is cut into several fusions">
   ];
   let dependentDialects = ["::ember::ir::EmberDialect"];
 }

@@ -29,7 +29,10 @@ namespace ember::env {
     "the map of kernels to source ops (.kernels.txt).")                        \
   _(EMBER_CACHE_DIR,                                                           \
     "Folder of the on-disk kernel cache (default: $XDG_CACHE_HOME/ember, "     \
-    "else ~/.cache/ember); empty turns the disk cache off.")
+    "else ~/.cache/ember); empty turns the disk cache off.")                   \
+  _(EMBER_VERIFY_PASSES,                                                       \
+    "1: compile() verifies the module after every pass, as mlir-opt does "     \
+    "(the tests set it); otherwise before and after the pipeline only.")
 
 struct Var {
   const char *name;
