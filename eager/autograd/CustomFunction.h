@@ -30,6 +30,10 @@
 
 namespace ember::autograd {
 
+/// The tensors a custom Function's backward receives and returns
+/// (libtorch's torch::autograd::tensor_list).
+using tensor_list = variable_list;
+
 struct AutogradContext {
   AutogradContext() = default;
   AutogradContext(const AutogradContext &) = delete;

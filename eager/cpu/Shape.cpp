@@ -396,12 +396,4 @@ bool equal(const Tensor &self, const Tensor &other) {
   return eq;
 }
 
-Tensor pad(const Tensor &self, IntArrayRef pad, std::string_view mode,
-           std::optional<double> value) {
-  EMBER_CHECK_VALUE(mode == "constant", "pad: mode '", mode,
-                    "' is not supported; ember pads with mode='constant' "
-                    "(reflect, replicate and circular are not available)");
-  return ember::constant_pad_nd(self, pad, value.value_or(0.0));
-}
-
 } // namespace ember::native

@@ -66,11 +66,9 @@ Tensor leaky_relu(const Tensor &input, const LeakyReLUFuncOptions &options) {
 }
 
 Tensor elu(const Tensor &input, const ELUFuncOptions &options) {
-  Tensor out =
-      ember::where(input > 0, input, ember::expm1(input) * options.alpha());
   if (options.inplace())
-    return input.copy_(out);
-  return out;
+    return ember::elu_(input, options.alpha());
+  return ember::elu(input, options.alpha());
 }
 
 Tensor gelu(const Tensor &input, const GELUFuncOptions &options) {
@@ -141,6 +139,25 @@ Tensor dropout(const Tensor &input, double p, bool training) {
   return dropout(input, DropoutFuncOptions(p).training(training));
 }
 
+Tensor dropout2d(const Tensor &input, const Dropout2dFuncOptions &options) {
+  EMBER_CHECK_VALUE(input.dim() == 3 || input.dim() == 4,
+                    "dropout2d: expected a 4-D (N, C, H, W) input or a 3-D "
+                    "(C, H, W) one, but got an input of shape ",
+                    input.sizes());
+  // ember::feature_dropout draws per (dim 0, dim 1): unbatched input gains
+  // a batch dim.
+  bool batched = input.dim() == 4;
+  Tensor x = batched ? input : input.unsqueeze(0);
+  double p = options.p();
+  bool train = options.training();
+  if (options.inplace()) {
+    ember::feature_dropout_(x, p, train);
+    return input;
+  }
+  Tensor out = ember::feature_dropout(x, p, train);
+  return batched ? out : out.squeeze(0);
+}
+
 // Note [Embedding padding_idx]
 // padding_idx only changes the gradient: the rows looked up for padding_idx
 // are returned as they are but receive no gradient. The output is
@@ -154,6 +171,11 @@ Tensor embedding(const Tensor &input, const Tensor &weight,
                    toString(input.dtype()), " instead (embedding)");
   EMBER_CHECK_VALUE(weight.dim() == 2, "'weight' must be 2-D, but got a ",
                     weight.dim(), "-d weight of shape ", weight.sizes());
+  // A sparse gradient would hold the same values as the dense one ember
+  // computes; scaling by frequency would change them.
+  if (options.scale_grad_by_freq())
+    throw NotImplementedError(
+        "embedding: scale_grad_by_freq=true is not implemented in ember");
   int64_t num = weight.size(0);
   std::optional<int64_t> padding_idx = options.padding_idx();
   if (padding_idx) {
@@ -455,7 +477,7 @@ Tensor scaled_dot_product_attention(const Tensor &query, const Tensor &key,
     attn = ember::where(none, zeros({}, attn.options()), attn);
   }
   if (dropout_p > 0)
-    attn = dropout(attn, dropout_p, true);
+    attn = functional::dropout(attn, dropout_p, true);
   return ember::matmul(attn, value);
 }
 

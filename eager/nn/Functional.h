@@ -132,6 +132,13 @@ struct DropoutFuncOptions {
 Tensor dropout(const Tensor &input, const DropoutFuncOptions &options = {});
 Tensor dropout(const Tensor &input, double p, bool training = true);
 
+/// Options of F::dropout2d (as libtorch, those of F::dropout).
+using Dropout2dFuncOptions = DropoutFuncOptions;
+/// Channel dropout of (N, C, H, W) or unbatched (C, H, W) input: while
+/// training, each (n, c) feature map is zeroed with probability p, the others
+/// are scaled by 1/(1-p) (ember::feature_dropout); the identity otherwise.
+Tensor dropout2d(const Tensor &input, const Dropout2dFuncOptions &options = {});
+
 /// Options of F::embedding. max_norm renormalises (in place, without
 /// recording gradients) the rows that are looked up to at most max_norm in
 /// the norm_type norm; padding_idx's row receives no gradient.
@@ -139,7 +146,9 @@ struct EmbeddingFuncOptions {
   EMBER_ARG(std::optional<int64_t>, padding_idx) = std::nullopt;
   EMBER_ARG(std::optional<double>, max_norm) = std::nullopt;
   EMBER_ARG(double, norm_type) = 2.0;
+  /// Not implemented (true raises).
   EMBER_ARG(bool, scale_grad_by_freq) = false;
+  /// The gradient is dense either way (ember has no sparse tensors).
   EMBER_ARG(bool, sparse) = false;
 };
 /// weight[input]: rows of weight (num_embeddings, dim) for integer indices

@@ -1,5 +1,6 @@
 // nn::functional losses, as compositions of ember ops (see Functional.h).
 #include "eager/Factory.h"
+#include "eager/generated/NativeFunctions.h"
 #include "eager/nn/Functional.h"
 
 #include <cmath>
@@ -279,3 +280,19 @@ Tensor binary_cross_entropy_with_logits(
 }
 
 } // namespace ember::nn::functional
+
+namespace ember::native {
+
+// ATen's kl_div (ops.yaml; ember has no F::kl_div yet): pointwise
+// target * (log(target) - input) for log-probabilities `input`, 0 where
+// target is 0 (xlogy); with log_target, exp(target) * (target - input).
+Tensor kl_div(const Tensor &self, const Tensor &target, int64_t reduction,
+              bool log_target) {
+  Tensor loss = log_target
+                    ? ember::exp(target) * (target - self)
+                    : target * ember::log(target.masked_fill(target == 0, 1)) -
+                          target * self;
+  return nn::functional::reduce(loss, Reduction::from_int(reduction));
+}
+
+} // namespace ember::native

@@ -8,6 +8,7 @@
 ///   ember::nn::init::xavier_uniform_(w, ember::nn::init::calculate_gain(
 ///                                           ember::kTanh));
 
+#include "eager/Enum.h"
 #include "eager/Tensor.h"
 
 #include <cstdint>
@@ -18,25 +19,19 @@
 namespace ember {
 
 namespace enumtype {
-#define EMBER_INIT_ENUM_TAG(Name, str)                                         \
-  struct Name {                                                                \
-    static constexpr std::string_view name() { return str; }                   \
-    bool operator==(const Name &) const = default;                             \
-  };
-EMBER_INIT_ENUM_TAG(kFanIn, "fan_in")
-EMBER_INIT_ENUM_TAG(kFanOut, "fan_out")
-EMBER_INIT_ENUM_TAG(kLinear, "linear")
-EMBER_INIT_ENUM_TAG(kConv1D, "conv1d")
-EMBER_INIT_ENUM_TAG(kConv2D, "conv2d")
-EMBER_INIT_ENUM_TAG(kConv3D, "conv3d")
-EMBER_INIT_ENUM_TAG(kConvTranspose1D, "conv_transpose1d")
-EMBER_INIT_ENUM_TAG(kConvTranspose2D, "conv_transpose2d")
-EMBER_INIT_ENUM_TAG(kConvTranspose3D, "conv_transpose3d")
-EMBER_INIT_ENUM_TAG(kSigmoid, "sigmoid")
-EMBER_INIT_ENUM_TAG(kTanh, "tanh")
-EMBER_INIT_ENUM_TAG(kReLU, "relu")
-EMBER_INIT_ENUM_TAG(kLeakyReLU, "leaky_relu")
-#undef EMBER_INIT_ENUM_TAG
+EMBER_ENUM_TAG(kFanIn, "fan_in")
+EMBER_ENUM_TAG(kFanOut, "fan_out")
+EMBER_ENUM_TAG(kLinear, "linear")
+EMBER_ENUM_TAG(kConv1D, "conv1d")
+EMBER_ENUM_TAG(kConv2D, "conv2d")
+EMBER_ENUM_TAG(kConv3D, "conv3d")
+EMBER_ENUM_TAG(kConvTranspose1D, "conv_transpose1d")
+EMBER_ENUM_TAG(kConvTranspose2D, "conv_transpose2d")
+EMBER_ENUM_TAG(kConvTranspose3D, "conv_transpose3d")
+EMBER_ENUM_TAG(kSigmoid, "sigmoid")
+EMBER_ENUM_TAG(kTanh, "tanh")
+EMBER_ENUM_TAG(kReLU, "relu")
+EMBER_ENUM_TAG(kLeakyReLU, "leaky_relu")
 } // namespace enumtype
 
 /// Fan modes of the Kaiming initialisations.

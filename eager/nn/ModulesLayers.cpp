@@ -77,25 +77,33 @@ Tensor FlattenImpl::forward(const Tensor &input) {
 // --- Dropout
 // -------------------------------------------------------------------
 
-DropoutImpl::DropoutImpl(const DropoutOptions &options_) : options(options_) {
-  reset();
-}
-
-void DropoutImpl::reset() {
+void check_dropout_options(const DropoutOptions &options) {
   EMBER_CHECK_VALUE(options.p() >= 0 && options.p() <= 1,
                     "dropout probability has to be between 0 and 1, but got ",
                     options.p());
 }
 
-void DropoutImpl::pretty_print(std::ostream &stream) const {
-  stream << std::boolalpha << "ember::nn::Dropout(p=" << options.p()
+void print_dropout(std::ostream &stream, const char *name,
+                   const DropoutOptions &options) {
+  stream << std::boolalpha << "ember::nn::" << name << "(p=" << options.p()
          << ", inplace=" << options.inplace() << ")";
 }
 
+namespace {
+F::DropoutFuncOptions dropoutFuncOptions(const DropoutOptions &options,
+                                         bool training) {
+  return F::DropoutFuncOptions(options.p())
+      .training(training)
+      .inplace(options.inplace());
+}
+} // namespace
+
 Tensor DropoutImpl::forward(const Tensor &input) {
-  return F::dropout(input, F::DropoutFuncOptions(options.p())
-                               .training(is_training())
-                               .inplace(options.inplace()));
+  return F::dropout(input, dropoutFuncOptions(options, is_training()));
+}
+
+Tensor Dropout2dImpl::forward(const Tensor &input) {
+  return F::dropout2d(input, dropoutFuncOptions(options, is_training()));
 }
 
 // --- Embedding

@@ -103,19 +103,53 @@ struct DropoutOptions {
   EMBER_ARG(bool, inplace) = false;
 };
 
-/// Zeroes elements with probability p and scales the others by 1 / (1 - p)
-/// in training mode; the identity in evaluation mode (torch::nn::Dropout).
-class DropoutImpl : public Cloneable<DropoutImpl> {
+/// Options of Dropout2d (as libtorch, those of Dropout).
+using Dropout2dOptions = DropoutOptions;
+
+/// Checks a dropout module's p (reset()) and prints it as
+/// `ember::nn::<name>(p=0.5, inplace=false)`.
+void check_dropout_options(const DropoutOptions &options);
+void print_dropout(std::ostream &stream, const char *name,
+                   const DropoutOptions &options);
+
+/// What the dropout modules share (libtorch's _DropoutNd): the options,
+/// their check, the constructors and the printed form. Derived names itself
+/// (kName), inherits the constructors and implements forward.
+template <class Derived> class DropoutNdImpl : public Cloneable<Derived> {
 public:
-  explicit DropoutImpl(double p) : DropoutImpl(DropoutOptions(p)) {}
-  explicit DropoutImpl(const DropoutOptions &options = {});
-  void reset() override;
-  void pretty_print(std::ostream &stream) const override;
-  Tensor forward(const Tensor &input);
+  explicit DropoutNdImpl(double p) : DropoutNdImpl(DropoutOptions(p)) {}
+  explicit DropoutNdImpl(const DropoutOptions &options_ = {})
+      : options(options_) {
+    check_dropout_options(options);
+  }
+  void reset() override { check_dropout_options(options); }
+  void pretty_print(std::ostream &stream) const override {
+    print_dropout(stream, Derived::kName, options);
+  }
 
   DropoutOptions options;
 };
+
+/// Zeroes elements with probability p and scales the others by 1 / (1 - p)
+/// in training mode; the identity in evaluation mode (torch::nn::Dropout).
+class DropoutImpl : public DropoutNdImpl<DropoutImpl> {
+public:
+  static constexpr const char *kName = "Dropout";
+  using DropoutNdImpl::DropoutNdImpl;
+  Tensor forward(const Tensor &input);
+};
 EMBER_MODULE(Dropout);
+
+/// Zeroes whole channels of (N, C, H, W) or (C, H, W) input with probability
+/// p and scales the others by 1 / (1 - p) in training mode (F::dropout2d);
+/// the identity in evaluation mode (torch::nn::Dropout2d).
+class Dropout2dImpl : public DropoutNdImpl<Dropout2dImpl> {
+public:
+  static constexpr const char *kName = "Dropout2d";
+  using DropoutNdImpl::DropoutNdImpl;
+  Tensor forward(const Tensor &input);
+};
+EMBER_MODULE(Dropout2d);
 
 // =============================================================================
 // Embedding

@@ -7,13 +7,13 @@
 ///    returns *this and a getter `name()` (libtorch's TORCH_ARG).
 ///  - ExpandingArray<D>: D integers given as one int (repeated) or as a
 ///    braced list of D (kernel_size(3) or kernel_size({3, 5})).
-///  - Enum tags: ember::kMean, ember::kSum, ember::kNone (loss reductions),
-///    ember::kConstant, kReflect, kReplicate, kCircular (pad modes),
-///    ember::kValid, kSame (convolution padding), and the Reduction type that
-///    accepts the reduction tags; ConvPadding<D> and PadMode for the padding
-///    options of convolutions and F::pad.
+///  - Enum tags (ember::kMean, kSum, kNone, kConstant, ..., and the
+///    Reduction type that accepts the reduction tags) come from
+///    eager/Enum.h; ConvPadding<D> and PadMode for the padding options of
+///    convolutions and F::pad are here.
 
 #include "eager/ArrayRef.h"
+#include "eager/Enum.h"
 #include "runtime/Error.h"
 
 #include <algorithm>
@@ -98,76 +98,6 @@ std::ostream &operator<<(std::ostream &os, const ExpandingArray<D> &a) {
   for (size_t i = 0; i < D; ++i)
     os << (i ? ", " : "") << a[i];
   return os << ']';
-}
-
-/// Tag types of ember's enum-like option values (torch::enumtype).
-namespace enumtype {
-#define EMBER_ENUM_TAG(Name, str)                                              \
-  struct Name {                                                                \
-    static constexpr std::string_view name() { return str; }                   \
-    bool operator==(const Name &) const = default;                             \
-  };
-EMBER_ENUM_TAG(kNone, "none")
-EMBER_ENUM_TAG(kMean, "mean")
-EMBER_ENUM_TAG(kSum, "sum")
-EMBER_ENUM_TAG(kConstant, "constant")
-EMBER_ENUM_TAG(kReflect, "reflect")
-EMBER_ENUM_TAG(kReplicate, "replicate")
-EMBER_ENUM_TAG(kCircular, "circular")
-EMBER_ENUM_TAG(kValid, "valid")
-EMBER_ENUM_TAG(kSame, "same")
-#undef EMBER_ENUM_TAG
-} // namespace enumtype
-
-/// Reduction tags: `F::mse_loss(a, b, F::MSELossFuncOptions(ember::kSum))`.
-inline constexpr enumtype::kNone kNone{};
-inline constexpr enumtype::kMean kMean{};
-inline constexpr enumtype::kSum kSum{};
-/// Pad mode tags (F::PadFuncOptions::mode).
-inline constexpr enumtype::kConstant kConstant{};
-inline constexpr enumtype::kReflect kReflect{};
-inline constexpr enumtype::kReplicate kReplicate{};
-inline constexpr enumtype::kCircular kCircular{};
-/// Convolution padding tags (F::Conv2dFuncOptions::padding).
-inline constexpr enumtype::kValid kValid{};
-inline constexpr enumtype::kSame kSame{};
-
-/// How a loss reduces its per-element values: none, mean or sum. Built from
-/// ember::kNone / kMean / kSum (as libtorch's reduction_t variant) or from the
-/// strings "none" / "mean" / "sum" (as Python's reduction=).
-class Reduction {
-public:
-  enum Kind : uint8_t { None, Mean, Sum };
-  constexpr Reduction(enumtype::kNone) : kind_(None) {}
-  constexpr Reduction(enumtype::kMean) : kind_(Mean) {}
-  constexpr Reduction(enumtype::kSum) : kind_(Sum) {}
-  constexpr Reduction(Kind k) : kind_(k) {}
-  Reduction(std::string_view s) : kind_(parse(s)) {}
-  Reduction(const char *s) : kind_(parse(s)) {}
-
-  constexpr Kind kind() const { return kind_; }
-  constexpr bool operator==(const Reduction &o) const = default;
-  std::string_view name() const {
-    return kind_ == None ? "none" : kind_ == Mean ? "mean" : "sum";
-  }
-
-private:
-  static Kind parse(std::string_view s) {
-    if (s == "none")
-      return None;
-    if (s == "mean")
-      return Mean;
-    if (s == "sum")
-      return Sum;
-    throw ValueError(detail::str(
-        s, " is not a valid value for reduction; expected 'none', 'mean' or "
-           "'sum' (ember::kNone, ember::kMean, ember::kSum)"));
-  }
-  Kind kind_;
-};
-
-inline std::ostream &operator<<(std::ostream &os, const Reduction &r) {
-  return os << r.name();
 }
 
 /// Constructors of a loss options struct from its reduction, so that

@@ -1801,7 +1801,8 @@ const std::vector<OpTableEntry> &op_table_entries() {
       OpTableEntry &e = out.back();
       if (line.rfind("  pointwise:", 0) == 0) {
         e.pointwise = true;
-        e.inplace = has(line, "inplace: true");
+        e.inplace =
+            has(line, "inplace: true") || has(line, "inplace: function");
         e.scalar_overload = has(line, "scalar_overload: true");
       } else if (line.rfind("  reduction:", 0) == 0) {
         e.reduction = true;
