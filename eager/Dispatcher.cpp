@@ -341,8 +341,9 @@ const KernelFunction &OperatorHandle::lookup(DispatchKeySet ks) const {
 void OperatorHandle::noKernel(DispatchKeySet ks) const {
   if (ks.empty())
     throw Error("'" + name_ +
-                "' was called without any tensor argument to choose a device "
-                "from; pass at least one tensor.");
+                "' was called without a defined tensor argument to choose a "
+                "device from (an undefined Tensor, or an empty list of "
+                "tensors); pass at least one defined tensor.");
   std::string available;
   for (int k = 0; k < kNumDispatchKeys; ++k)
     if (kernels_[k].valid())

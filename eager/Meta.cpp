@@ -453,8 +453,9 @@ Result infer(const OperatorHandle &op, const Stack &args) {
     // As the dispatcher: a call needs a tensor to choose a device from.
     if (__builtin_expect(ember::detail::keysOfStack(args).empty(), 0))
       throw Error("'" + op.name() +
-                  "' was called without any tensor argument to choose a "
-                  "device from; pass at least one tensor.");
+                  "' was called without a defined tensor argument to choose "
+                  "a device from (an undefined Tensor, or an empty list of "
+                  "tensors); pass at least one defined tensor.");
     return it->second(op, args);
   }
   if (std::shared_ptr<FakeFn> fn = findCustom(op))

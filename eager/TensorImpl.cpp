@@ -8,7 +8,12 @@ DimVector contiguous_strides(IntArrayRef sizes) {
   int64_t s = 1;
   for (int64_t i = int64_t(sizes.size()) - 1; i >= 0; --i) {
     st[size_t(i)] = s;
-    s *= std::max<int64_t>(sizes[size_t(i)], 1);
+    // An empty tensor's strides can overflow although it has no element
+    // (sizes [2^62, 4, 0]): raise, as PyTorch, rather than store a
+    // negative stride.
+    EMBER_CHECK(i == 0 || !__builtin_mul_overflow(
+                              s, std::max<int64_t>(sizes[size_t(i)], 1), &s),
+                "Stride calculation overflowed for sizes ", sizes);
   }
   return st;
 }

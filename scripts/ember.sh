@@ -141,13 +141,15 @@ run_tests() {
 
 # fuzz [PROGRAMS] [SEEDS...]: the differential fuzzers (test/e2e/e2e_fuzz*:
 # compiled vs eager) over PROGRAMS programs for each seed (default 5000
-# and seeds 11 12 13 14: 20,000 programs each), two seeds at a time. Not part
-# of `test` (which runs 1000 programs of each); run by hand before changing
-# the compiler's semantics.
+# and seeds 11 12 13 14: 20,000 programs each), two seeds at a time, and the
+# size-arithmetic fuzzer (test/unit/test_size_fuzz.cpp) over 20 x PROGRAMS
+# cases per seed under ASan + UBSan (test_size_fuzz_san). Not part of `test`
+# (which runs 1000 programs of each and 4000 size cases); run by hand before
+# changing the compiler's semantics or the size arithmetic.
 run_fuzz() {
   install_packages
   configure
-  ninja_quiet e2e_fuzz e2e_fuzz_state
+  ninja_quiet e2e_fuzz e2e_fuzz_state test_size_fuzz_san
   local n="${1:-5000}"
   shift || true
   local seeds=("$@")
@@ -168,6 +170,14 @@ run_fuzz() {
       fi
     done
     for p in "${pids[@]}"; do wait "$p" || failed=1; done
+  done
+  for seed in "${seeds[@]}"; do
+    FUZZ_PROGRAMS="$((n * 20))" FUZZ_SEED="$seed" \
+      ASAN_OPTIONS=allocator_may_return_null=1 \
+      build/test/unit/test_size_fuzz_san --gtest_filter='*OnDemand*' \
+      >"build/fuzz-size-$seed.log" 2>&1 &&
+      grep "size fuzz" "build/fuzz-size-$seed.log" ||
+      { echo "size fuzz seed $seed: FAILED (build/fuzz-size-$seed.log)"; failed=1; }
   done
   echo "== fuzz: $(($(date +%s) - t0)) s"
   [ "$failed" -eq 0 ] || exit 1

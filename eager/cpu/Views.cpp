@@ -216,7 +216,7 @@ Tensor t(const Tensor &self) {
 
 Tensor permute(const Tensor &self, IntArrayRef dims) {
   EMBER_CHECK(int64_t(dims.size()) == self.dim(),
-              "permute(sparse_coo): number of dimensions in the tensor input "
+              "permute(): number of dimensions in the tensor input "
               "does not match the length of the desired ordering of "
               "dimensions i.e. input.dim() = ",
               self.dim(), " is not equal to len(dims) = ", dims.size());
@@ -313,8 +313,14 @@ Tensor slice(const Tensor &self, int64_t dim, std::optional<int64_t> start,
   s = std::clamp<int64_t>(s, 0, size);
   e = std::clamp<int64_t>(e, s, size);
   DimVector sz(self.sizes()), st(self.strides());
-  sz[size_t(d)] = (e - s + step - 1) / step;
-  st[size_t(d)] = self.stride(d) * step;
+  // (e - s + step - 1) / step overflows for a step near INT64_MAX; and
+  // the stride only matters past the first element, where stride * step
+  // fits (the elements lie in the storage).
+  sz[size_t(d)] = e == s ? 0 : 1 + (e - s - 1) / step;
+  if (sz[size_t(d)] > 1)
+    EMBER_CHECK(!__builtin_mul_overflow(self.stride(d), step, &st[size_t(d)]),
+                "slice: stride ", self.stride(d), " times step ", step,
+                " overflows int64");
   return makeView(self, sz, st, self.storage_offset() + s * self.stride(d));
 }
 

@@ -556,3 +556,35 @@ TEST(Hardening, DeepReentrantBackwardKeepsTheThreadsState) {
   EXPECT_TRUE(raises([&] { level(100); }, "raised at the bottom"));
   EXPECT_EQ(packed, 2 * 101);
 }
+
+TEST(Hardening, EmptyTensorStridesDoNotOverflow) {
+  // Found by test_size_fuzz: repeat({2, 2^62 - 1, 0, 4}) made an empty
+  // tensor whose contiguous strides wrapped negative.
+  const int64_t big = (int64_t(1) << 62) - 1;
+  EXPECT_TRUE(raises(
+      [&] {
+        ones({1}).repeat({2, big, 0, 4});
+      },
+      "Stride calculation overflowed"));
+  EXPECT_TRUE(raises(
+      [&] {
+        empty({2, big, 0, 4});
+      },
+      "Stride calculation overflowed"));
+  Tensor e = empty({int64_t(1) << 40, 0, 3});
+  EXPECT_EQ(e.numel(), 0);
+  EXPECT_EQ(e.stride(0), 3);
+}
+
+TEST(Hardening, SliceWithAHugeStep) {
+  // Found by test_size_fuzz: the length (e - s + step - 1) / step and the
+  // stride * step overflowed for steps near INT64_MAX.
+  Tensor x = arange(24).view({4, 6});
+  Tensor s = x.slice(1, -4, 3, INT64_MAX - 1);
+  EXPECT_EQ(s.sizes(), IntArrayRef({4, 1}));
+  EXPECT_EQ(s[3][0].item<int64_t>(), 20);
+  Tensor t = x.slice(1, 0, 6, INT64_MAX);
+  EXPECT_EQ(t.sizes(), IntArrayRef({4, 1}));
+  EXPECT_TRUE(equal(x.slice(1, 1, 6, 2),
+                    x.index({indexing::Slice(), indexing::Slice(1, 6, 2)})));
+}
