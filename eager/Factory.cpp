@@ -171,6 +171,10 @@ Tensor linspace(const Scalar &start, const Scalar &end, int64_t steps,
   double step = steps > 1 ? (e - s) / double(steps - 1) : 0;
   dispatch_group(t.dtype(), DtypeGroup::NoBool, "linspace", [&]<class T>() {
     T *p = t.data_ptr<T>();
+    if (steps > 0) { // the ends must fit the dtype, as arange's
+      (void)Scalar(s).template checked_to<T>();
+      (void)Scalar(e).template checked_to<T>();
+    }
     // Symmetric evaluation (as PyTorch): the second half counts back from
     // the end, so both endpoints are exact.
     int64_t half = steps / 2;

@@ -582,6 +582,9 @@ void check_index_add(const Tensor &self, int64_t dim, const Tensor &index,
                      const Tensor &source, const Scalar &alpha) {
   int64_t d = maybe_wrap_dim(dim, self.dim());
   check_integral_scalar("index_add_", "alpha", alpha, self.dtype());
+  if (self.dtype() != kBool) // alpha must fit the dtype (c10's check)
+    dispatch_dtype(self.dtype(), "index_add_",
+                   [&]<class T>() { (void)alpha.checked_to<T>(); });
   EMBER_CHECK_INDEX(index.dim() <= 1,
                     "index_add_(): Index is supposed to be "
                     "a vector (got a ",

@@ -4,6 +4,7 @@
 // FunctionalLoss.cpp.
 #include "eager/nn/Functional.h"
 
+#include "eager/Dtype.h"
 #include "eager/Factory.h"
 #include "eager/Indexing.h"
 #include "eager/WrapDim.h"
@@ -59,6 +60,12 @@ Tensor relu6(const Tensor &input, const ReLU6FuncOptions &options) {
 }
 
 Tensor leaky_relu(const Tensor &input, const LeakyReLUFuncOptions &options) {
+  // As PyTorch's kernel, the slope must fit the input's dtype (1e39 would
+  // be inf for float32, and 0 * inf NaN).
+  if (isFloatingType(input.dtype()))
+    dispatch_dtype(input.dtype(), "leaky_relu", [&]<class T>() {
+      (void)Scalar(options.negative_slope()).checked_to<T>();
+    });
   Tensor out = ember::where(input > 0, input, input * options.negative_slope());
   if (options.inplace())
     return input.copy_(out);

@@ -1,5 +1,6 @@
 // nn::functional losses, as compositions of ember ops (see Functional.h).
 #include "eager/Factory.h"
+#include "eager/autograd/CustomFunction.h"
 #include "eager/generated/NativeFunctions.h"
 #include "eager/nn/Functional.h"
 
@@ -239,6 +240,35 @@ Tensor cross_entropy(const Tensor &input, const Tensor &target,
   return out;
 }
 
+namespace {
+// -(y log x + (1 - y) log(1 - x)), each log clamped at -100 (as PyTorch, so
+// that 0 * log(0) stays finite), with PyTorch's gradient (x - y) /
+// max(x (1 - x), 1e-12): differentiating the clamped logs instead gives
+// 0 * inf = NaN where a probability is exactly 0 or 1, as a saturated
+// sigmoid's often is.
+struct BinaryCrossEntropyBackward
+    : autograd::Function<BinaryCrossEntropyBackward> {
+  static Tensor forward(autograd::AutogradContext *ctx, const Tensor &x,
+                        const Tensor &y) {
+    ctx->save_for_backward({x, y});
+    return (y - 1) * ember::clamp_min(ember::log1p(-x), -100) -
+           y * ember::clamp_min(ember::log(x), -100);
+  }
+  static autograd::variable_list backward(autograd::AutogradContext *ctx,
+                                          autograd::variable_list grads) {
+    autograd::variable_list s = ctx->get_saved_variables();
+    const Tensor &x = s[0], &y = s[1];
+    Tensor gx, gy;
+    if (ctx->needs_input_grad(0))
+      gx = grads[0] * (x - y) / ember::clamp_min(x * (1 - x), 1e-12);
+    if (ctx->needs_input_grad(1))
+      gy = grads[0] * (ember::clamp_min(ember::log1p(-x), -100) -
+                       ember::clamp_min(ember::log(x), -100));
+    return {gx, gy};
+  }
+};
+} // namespace
+
 Tensor binary_cross_entropy(const Tensor &input, const Tensor &target,
                             const BinaryCrossEntropyFuncOptions &options) {
   checkSameSize("binary_cross_entropy:", input, target);
@@ -251,10 +281,7 @@ Tensor binary_cross_entropy(const Tensor &input, const Tensor &target,
     EMBER_CHECK_VALUE(inRange.all().item<bool>(),
                       "all elements of input should be between 0 and 1");
   }
-  // PyTorch clamps each log at -100 so that 0 * log(0) stays finite.
-  Tensor logx = ember::clamp_min(ember::log(input), -100);
-  Tensor log1mx = ember::clamp_min(ember::log1p(-input), -100);
-  Tensor loss = (target - 1) * log1mx - target * logx;
+  Tensor loss = BinaryCrossEntropyBackward::apply(input, target);
   if (options.weight().defined())
     loss = loss * options.weight();
   return reduce(loss, options.reduction());

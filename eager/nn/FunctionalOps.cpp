@@ -3,6 +3,7 @@
 // torch::conv2d(x, w, b, stride, padding), torch::max_pool2d(x, 2), ...)
 // with ATen's signatures. Each converts its arguments to the options of its
 // nn::functional form and calls it: the math is there, once.
+#include "eager/Dtype.h"
 #include "eager/Factory.h"
 #include "eager/generated/NativeFunctions.h"
 #include "eager/nn/Functional.h"
@@ -84,6 +85,11 @@ const Tensor &leaky_relu_(const Tensor &self, const Scalar &negative_slope) {
 Tensor elu(const Tensor &self, const Scalar &alpha, const Scalar &scale,
            const Scalar &input_scale) {
   double s = scale.toDouble(), is = input_scale.toDouble();
+  if (isFloatingType(self.dtype())) // as leaky_relu's slope
+    dispatch_dtype(self.dtype(), "elu", [&]<class T>() {
+      for (const Scalar *v : {&alpha, &scale, &input_scale})
+        (void)v->checked_to<T>();
+    });
   Tensor negative =
       ember::expm1(is == 1 ? self : self * is) * (alpha.toDouble() * s);
   return ember::where(self > 0, s == 1 ? self : self * s, negative);

@@ -588,3 +588,49 @@ TEST(Hardening, SliceWithAHugeStep) {
   EXPECT_TRUE(equal(x.slice(1, 1, 6, 2),
                     x.index({indexing::Slice(), indexing::Slice(1, 6, 2)})));
 }
+
+// --- findings of the independent probe ---------------------------------------
+
+TEST(Hardening, BinaryCrossEntropyGradientAtZeroAndOne) {
+  // PyTorch's gradient (x - y) / max(x (1 - x), 1e-12), not 0 * inf = NaN
+  // through the clamped logs, where a probability is exactly 0 or 1.
+  Tensor x = tensor({0.0, 1.0, 0.0, 0.3}, kDouble).requires_grad_();
+  Tensor y = tensor({1.0, 0.0, 0.0, 1.0}, kDouble);
+  Tensor loss = nn::functional::binary_cross_entropy(
+      x, y, nn::functional::BinaryCrossEntropyFuncOptions(kSum));
+  loss.backward();
+  Tensor g = x.grad();
+  EXPECT_DOUBLE_EQ(g[0].item<double>(), -1e12);
+  EXPECT_DOUBLE_EQ(g[1].item<double>(), 1e12);
+  EXPECT_DOUBLE_EQ(g[2].item<double>(), 0.0);
+  EXPECT_NEAR(g[3].item<double>(), -1 / 0.3, 1e-12);
+  EXPECT_DOUBLE_EQ(loss.item<double>(), 200 - std::log(0.3));
+  // And the gradient of the target, and through the top-level form.
+  Tensor p = tensor({0.2, 0.9}, kDouble).requires_grad_(),
+         t = tensor({0.5, 1.0}, kDouble).requires_grad_();
+  ember::binary_cross_entropy(p, t).backward();
+  EXPECT_NEAR(t.grad()[0].item<double>(), 0.5 * (std::log(0.8) - std::log(0.2)),
+              1e-12);
+  EXPECT_NEAR(p.grad()[1].item<double>(), 0.5 * (0.9 - 1) / (0.9 * 0.1), 1e-12);
+}
+
+TEST(Hardening, MoreScalarArgumentsMustFit) {
+  Tensor u = zeros({4}, kByte);
+  EXPECT_TRUE(raises(
+      [&] {
+        u.index_add_(0, tensor({int64_t(0), 1}), ones({2}, kByte), 256);
+      },
+      "without overflow"));
+  EXPECT_TRUE(raises(
+      [] {
+        leaky_relu(tensor({0.0f, -0.5f}), 1e39);
+      },
+      "without overflow"));
+  EXPECT_TRUE(raises([] { elu(tensor({0.0f}), 1e39); }, "without overflow"));
+  EXPECT_TRUE(raises([] { linspace(0, 300, 3, TensorOptions(kByte)); },
+                     "without overflow"));
+  EXPECT_TRUE(raises([] { linspace(0, 1e5, 3, TensorOptions(kHalf)); },
+                     "without overflow"));
+  EXPECT_EQ(leaky_relu(tensor({-2.0f}), 0.5)[0].item<float>(), -1.0f);
+  EXPECT_EQ(linspace(0, 250, 3, TensorOptions(kByte))[2].item<int64_t>(), 250);
+}
