@@ -153,6 +153,7 @@ struct FuseElementwise : impl::FuseElementwiseBase<FuseElementwise> {
     Block &block = getOperation().getBody().front();
     std::vector<Group> groups;
     llvm::DenseMap<Operation *, int> group_of;
+    llvm::DenseMap<Value, llvm::SmallVector<int, 2>> readers;
     // The group g was merged into, with path compression: a chain merges
     // each group into the next op's, and without it every lookup of an
     // early op walked the whole chain (cubic time in the chain's length,
@@ -186,26 +187,35 @@ struct FuseElementwise : impl::FuseElementwiseBase<FuseElementwise> {
       }
       // Horizontal: earlier groups that read one of this op's operands
       // (of the domain's full size: sharing it saves a pass over memory).
+      // Each value keeps the groups of the earlier ops that read it, kept
+      // to their open roots as they merge and seal: scanning every user of
+      // a value that every fourth op of a chain reads was quadratic.
       llvm::SmallVector<int> siblings;
       if (own)
         for (Value v : op.getOperands()) {
           if (numel(shape_of(v)) != numel(own->full) || numel(own->full) < 2)
             continue;
-          for (Operation *user : v.getUsers()) {
-            auto it = group_of.find(user);
-            if (user == &op || it == group_of.end())
-              continue;
-            int g = find(it->second);
+          auto it = readers.find(v);
+          if (it == readers.end())
+            continue;
+          llvm::SmallVector<int, 2> open;
+          for (int g : it->second)
+            if (int r = find(g);
+                !groups[size_t(r)].sealed && !llvm::is_contained(open, r))
+              open.push_back(r);
+          it->second = open;
+          for (int g : open)
             if (!llvm::is_contained(producers, g) &&
                 !llvm::is_contained(siblings, g))
               siblings.push_back(g);
-          }
         }
       int mine = -1;
       if (own) {
         mine = int(groups.size());
         groups.push_back(Group{{&op}, *own});
         group_of[&op] = mine;
+        for (Value v : op.getOperands())
+          readers[v].push_back(mine);
         llvm::SmallVector<int> candidates;
         for (int g : producers)
           candidates.push_back(g);
