@@ -101,13 +101,18 @@ std::string str(const std::vector<int64_t> &v) {
   return os.str();
 }
 
+/// a * b for |a| <= 2^63 and b an int64, saturated at 2^63 in magnitude (a
+/// "does not fit int64" marker that later products cannot overflow).
+i128 sat_mul(i128 a, i128 b) {
+  constexpr i128 kCap = i128(1) << 63;
+  i128 r = a * b; // |r| <= 2^126
+  return r > kCap ? kCap : r < -kCap ? -kCap : r;
+}
+
 i128 product(IntArrayRef s) {
   i128 n = 1;
-  for (int64_t x : s) {
-    n *= x;
-    if (n > (i128(1) << 64) || n < -(i128(1) << 64))
-      return i128(1) << 64; // "overflows"
-  }
+  for (int64_t x : s)
+    n = sat_mul(n, x);
   return n;
 }
 
@@ -245,7 +250,7 @@ Outcome run_case(Case &c) {
         i128 e = i128(s[i]) * reps[i];
         fits = fits && e >= 0 && e <= INT64_MAX;
         out.push_back(int64_t(e));
-        n *= fits ? e : 1;
+        n = sat_mul(n, fits ? e : 1);
       }
       if (fits && n > kMaxTouched && n < (i128(1) << 63))
         return o;
@@ -269,7 +274,7 @@ Outcome run_case(Case &c) {
         s[d] = int64_t(e);
       }
       for (int64_t v : s)
-        n *= fits ? v : 1;
+        n = sat_mul(n, fits ? v : 1);
       if (fits && n > kMaxTouched && n < (i128(1) << 63))
         return o;
       if (fits && n < (i128(1) << 63))
