@@ -122,7 +122,11 @@ Tensor repeat(const Tensor &self, IntArrayRef repeats) {
     inter.push_back(s);
     expanded.push_back(repeats[i]);
     expanded.push_back(s);
-    target.push_back(repeats[i] * s);
+    int64_t size;
+    EMBER_CHECK(!__builtin_mul_overflow(repeats[i], s, &size),
+                "repeat: ", repeats[i], " repeats of a dimension of size ", s,
+                " overflow int64");
+    target.push_back(size);
   }
   Tensor out = self.reshape(inter).expand(expanded).reshape(target);
   if (out.is_alias_of(self)) // every repeat is 1: still a new tensor

@@ -73,7 +73,9 @@ DimVector infer_view_size(IntArrayRef shape, int64_t numel) {
       infer = i;
     } else {
       EMBER_CHECK(shape[i] >= 0, "invalid shape dimension ", shape[i]);
-      known *= shape[i];
+      EMBER_CHECK(!__builtin_mul_overflow(known, shape[i], &known), "shape '",
+                  shape, "' is invalid for input of size ", numel,
+                  " (its size overflows int64)");
     }
   }
   if (infer) {
@@ -331,15 +333,22 @@ Tensor diagonal(const Tensor &self, int64_t offset, int64_t dim1,
   EMBER_CHECK(a != b, "diagonal dimensions cannot be identical ", dim1, ", ",
               dim2);
   int64_t len, off = self.storage_offset();
+  // An offset past the matrix (up to INT64_MIN/MAX) gives an empty
+  // diagonal; only an offset inside it moves the start, where offset *
+  // stride lies within the storage.
   if (offset >= 0) {
-    len = std::max<int64_t>(std::min(self.size(a), self.size(b) - offset), 0);
-    off += offset * self.stride(b);
+    len = offset >= self.size(b)
+              ? 0
+              : std::min(self.size(a), self.size(b) - offset);
+    if (len > 0)
+      off += offset * self.stride(b);
   } else {
-    len = std::max<int64_t>(std::min(self.size(a) + offset, self.size(b)), 0);
-    off -= offset * self.stride(a);
+    len = offset <= -self.size(a)
+              ? 0
+              : std::min(self.size(a) + offset, self.size(b));
+    if (len > 0)
+      off -= offset * self.stride(a);
   }
-  if (len == 0)
-    off = self.storage_offset();
   DimVector sz, st;
   for (int64_t d = 0; d < self.dim(); ++d)
     if (d != a && d != b) {

@@ -634,3 +634,39 @@ TEST(Hardening, MoreScalarArgumentsMustFit) {
   EXPECT_EQ(leaky_relu(tensor({-2.0f}), 0.5)[0].item<float>(), -1.0f);
   EXPECT_EQ(linspace(0, 250, 3, TensorOptions(kByte))[2].item<int64_t>(), 250);
 }
+
+TEST(Hardening, ViewShapeProductDoesNotOverflow) {
+  // Found by test_size_fuzz under UBSan: the product of the known sizes of
+  // a view overflowed (INT64_MAX - 1 times 3 * 2^32).
+  Tensor x = randn({2, 3});
+  EXPECT_TRUE(raises(
+      [&] {
+        x.view({INT64_MAX - 1, int64_t(3) << 32, -1});
+      },
+      "is invalid for input of size"));
+  EXPECT_TRUE(raises(
+      [&] {
+        x.reshape({INT64_MAX - 1, int64_t(3) << 32});
+      },
+      "is invalid for input of size"));
+}
+
+TEST(Hardening, RepeatSizesDoNotOverflow) {
+  // Found by test_size_fuzz under UBSan: INT64_MAX - 1 repeats of a size 3.
+  EXPECT_TRUE(raises(
+      [] {
+        randn({2, 3}).repeat({1, INT64_MAX - 1});
+      },
+      "overflow"));
+}
+
+TEST(Hardening, DiagonalOffsetsAtTheInt64Limits) {
+  // Found by test_size_fuzz under UBSan: offset * stride and size - offset
+  // overflowed for offsets far outside the matrix.
+  Tensor x = arange(12).view({3, 4});
+  for (int64_t off :
+       {INT64_MAX, INT64_MIN, int64_t(1) << 62, int64_t(4), int64_t(-3)})
+    EXPECT_EQ(x.diagonal(off).numel(), 0) << off;
+  EXPECT_TRUE(equal(x.diagonal(1), tensor({int64_t(1), 6, 11})));
+  EXPECT_TRUE(equal(x.diagonal(-2), tensor({int64_t(8)})));
+}
