@@ -555,7 +555,8 @@ void InputArchive::load_from(const std::string &filename,
   try {
     load_from(file, device);
   } catch (const Error &e) {
-    throw Error(ember::detail::str("while loading '", filename, "': ", e.what()));
+    throw Error(
+        ember::detail::str("while loading '", filename, "': ", e.what()));
   }
   EMBER_CHECK(file.peek() == std::char_traits<char>::eof(), "Corrupt archive '",
               filename, "': trailing bytes after the data");

@@ -503,10 +503,10 @@ TEST(IrBuilder, RoundTripOfDialectOps) {
            {h}));
   // In-place: add_ returns the new value of w, written back after the graph.
   int w2 = value(t, {3});
-  t.nodes.push_back(
-      node("ember::add_.Tensor",
-           {Arg::of_value(w), Arg::of_value(two), Arg::of_attr(Scalar(int64_t(2)))},
-           {w2}));
+  t.nodes.push_back(node(
+      "ember::add_.Tensor",
+      {Arg::of_value(w), Arg::of_value(two), Arg::of_attr(Scalar(int64_t(2)))},
+      {w2}));
   t.outputs = {s, s2, mv, mi, h, sel, put};
   t.mutations = {{1, w2}};
 
