@@ -18,11 +18,48 @@
 # Every translation unit is thus compiled once per configuration that needs
 # it. The plain tests build at -O1 for the same reason (the library under
 # test keeps the build type's flags).
+#
+# Note [ThreadSanitizer]
+# EMBER_SANITIZE=thread is the other supported configuration (TSan cannot
+# be combined with ASan). Its tests run with
+#   TSAN_OPTIONS=suppressions=test/tsan.supp:halt_on_error=0:
+#     second_deadlock_stack=1:report_signal_unsafe=0:
+#     allocator_may_return_null=1
+# set for them by ctest, in front of any TSAN_OPTIONS of the caller's own
+# (the caller's settings win, e.g. log_path=... to keep one report file per
+# process). A report makes the process exit with status 66 at its end, so a
+# racy test fails. The suppressions are for reports that third-party code
+# TSan cannot see into makes (test/tsan.supp says which and why). The MLIR
+# layers (and the kernels they compile) are not instrumented either, so TSan
+# sees none of their accesses: races there are not found, but make no false
+# reports; their locks are still seen (pthread calls are intercepted).
 if(EMBER_SANITIZE)
+  if("thread" IN_LIST EMBER_SANITIZE AND
+     ("address" IN_LIST EMBER_SANITIZE OR "leak" IN_LIST EMBER_SANITIZE))
+    message(FATAL_ERROR "EMBER_SANITIZE: thread cannot be combined with "
+                        "address or leak")
+  endif()
   string(REPLACE ";" "," _san "${EMBER_SANITIZE}")
   set(EMBER_SANITIZE_FLAGS -fsanitize=${_san} -fno-omit-frame-pointer
       -fno-sanitize-recover=all -g1)
   set(EMBER_SANITIZE_LINK_FLAGS -fsanitize=${_san})
+  # What the sanitized tests run with (ember_add_test).
+  set(EMBER_SANITIZE_TEST_ENV "EMBER_VERIFY_PASSES=1")
+  set(EMBER_SANITIZE_TEST_ENV_MODIFICATION)
+  if("address" IN_LIST EMBER_SANITIZE)
+    # allocator_may_return_null: the out-of-memory test asks for 1 PiB and
+    # checks that ember raises (ASan would abort instead).
+    list(APPEND EMBER_SANITIZE_TEST_ENV
+         "ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1")
+  endif()
+  if("undefined" IN_LIST EMBER_SANITIZE)
+    list(APPEND EMBER_SANITIZE_TEST_ENV "UBSAN_OPTIONS=print_stacktrace=1")
+  endif()
+  if("thread" IN_LIST EMBER_SANITIZE)
+    # Prepended: flags given later in TSAN_OPTIONS (the caller's) win.
+    list(APPEND EMBER_SANITIZE_TEST_ENV_MODIFICATION
+         "TSAN_OPTIONS=string_prepend:suppressions=${CMAKE_SOURCE_DIR}/test/tsan.supp:halt_on_error=0:second_deadlock_stack=1:report_signal_unsafe=0:allocator_may_return_null=1:")
+  endif()
 endif()
 
 # _ember_copy_properties(FROM TO PROP...): the sanitized copy of a target
@@ -110,11 +147,20 @@ function(ember_add_test name src)
   target_link_libraries(${name}_san PRIVATE ember_san GTest::gtest
                         GTest::gtest_main ${_san_link})
   target_compile_options(${name}_san PRIVATE ${EMBER_SANITIZE_FLAGS} -O0)
-  # allocator_may_return_null: the out-of-memory test asks for 1 PiB and
-  # checks that ember raises (ASan would abort instead).
   gtest_discover_tests(${name}_san DISCOVERY_TIMEOUT 60 TEST_SUFFIX " (san)"
-    PROPERTIES LABELS sanitized
-    ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1;UBSAN_OPTIONS=print_stacktrace=1;EMBER_VERIFY_PASSES=1")
+    TEST_LIST ${name}_san_TESTS PROPERTIES LABELS sanitized)
+  # gtest_discover_tests passes every element of a list-valued property as
+  # an argument of its own (ENVIRONMENT "A=1;B=2" set A=1 and a property
+  # named B=2), so the environment is set by a script that ctest reads
+  # after the discovered tests.
+  set(_env ${CMAKE_CURRENT_BINARY_DIR}/${name}_san_environment.cmake)
+  file(WRITE ${_env} "if(DEFINED ${name}_san_TESTS)
+  set_tests_properties(\${${name}_san_TESTS} PROPERTIES
+    ENVIRONMENT [==[${EMBER_SANITIZE_TEST_ENV}]==]
+    ENVIRONMENT_MODIFICATION [==[${EMBER_SANITIZE_TEST_ENV_MODIFICATION}]==])
+endif()
+")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${_env})
   set_property(GLOBAL APPEND PROPERTY EMBER_SANITIZED_TARGETS ${name}_san)
 endfunction()
 

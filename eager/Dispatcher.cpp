@@ -403,6 +403,7 @@ OperatorHandle &Dispatcher::registerSchema(const std::string &schema,
                                            const std::string &default_ns) {
   FunctionSchema fs = FunctionSchema::parse(schema, default_ns);
   std::string name = fs.qualified_name();
+  std::lock_guard<std::mutex> lock(mu_); // Note [Registry lock]
   EMBER_CHECK(!ops_.count(name), "op ", name, " is already defined (schema: ",
               ops_.count(name) ? ops_.at(name)->schema().str() : "",
               "); choose another name or "
@@ -414,13 +415,19 @@ OperatorHandle &Dispatcher::registerSchema(const std::string &schema,
   return ref;
 }
 
-OperatorHandle *Dispatcher::findOp(const std::string &name) const {
+OperatorHandle *Dispatcher::findOpLocked(const std::string &name) const {
   auto it = ops_.find(name);
   return it == ops_.end() ? nullptr : it->second.get();
 }
 
+OperatorHandle *Dispatcher::findOp(const std::string &name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return findOpLocked(name);
+}
+
 OperatorHandle &Dispatcher::findSchemaOrThrow(const std::string &name) const {
-  if (auto *op = findOp(name))
+  std::unique_lock<std::mutex> lock(mu_);
+  if (auto *op = findOpLocked(name))
     return *op;
   // "ns::name" without overload: accept when there is exactly one.
   OperatorHandle *only = nullptr;
@@ -434,6 +441,7 @@ OperatorHandle &Dispatcher::findSchemaOrThrow(const std::string &name) const {
       overloads += (overloads.empty() ? "" : ", ") + op->name();
     }
   }
+  lock.unlock();
   if (count == 1)
     return *only;
   if (count > 1)
@@ -446,6 +454,7 @@ OperatorHandle &Dispatcher::findSchemaOrThrow(const std::string &name) const {
 }
 
 std::vector<const OperatorHandle *> Dispatcher::allOps() const {
+  std::lock_guard<std::mutex> lock(mu_);
   return {order_.begin(), order_.end()};
 }
 

@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -377,6 +378,17 @@ public:
   }
 
 private:
+  OperatorHandle *findOpLocked(const std::string &qualified_name) const;
+
+  // Note [Registry lock]
+  // Ops may be defined (Library::def) on one thread while others look ops
+  // up by name (find_op, call_op), so the registry's map and list are read
+  // and written under mu_. The handles they own never move, so a handle
+  // found under the lock stays valid without it. A handle's kernel table
+  // and the fallbacks are not locked: kernels are registered before the op
+  // is called (as in PyTorch), and the fallbacks once, before any call can
+  // reach their key.
+  mutable std::mutex mu_;
   std::unordered_map<std::string, std::unique_ptr<OperatorHandle>> ops_;
   std::vector<OperatorHandle *> order_;
   KernelFunction fallbacks_[kNumDispatchKeys];

@@ -21,6 +21,8 @@ struct GeneratorImpl : intrusive_ptr_target {
   // Box-Muller produces normals in pairs; the second is kept for the next call.
   bool has_next_normal_ = false;
   double next_normal_ = 0;
+  /// Guards the members above: copies of a Generator share them, and may be
+  /// used on several threads (reads of the seed included).
   std::mutex mutex;
 };
 
@@ -44,7 +46,10 @@ public:
     std::lock_guard<std::mutex> g(impl_->mutex);
     impl_->set_seed(seed);
   }
-  uint64_t current_seed() const { return impl_->seed_; }
+  uint64_t current_seed() const {
+    std::lock_guard<std::mutex> g(impl_->mutex);
+    return impl_->seed_;
+  }
   /// The state, to restore later with set_state (checkpoint replays
   /// dropout masks this way).
   GeneratorState get_state() const {

@@ -26,16 +26,21 @@ constexpr int kMaxThreads = 1024;
 // never compete with BLAS threads or the caller). A job is a range split in
 // `nchunks` equal chunks; workers and the caller claim chunks with an atomic
 // counter. The first exception thrown by a chunk is rethrown in the caller.
+// Any thread may call run() or resize(): runMu_ lets one job or one resize
+// in at a time (a resize waits for the running job, as the next job does),
+// and the size, which parallel_for reads before it asks for a job, is an
+// atomic.
 class ThreadPool {
 public:
   explicit ThreadPool(int n) { resize(n); }
   ~ThreadPool() { stop(); }
 
-  int size() const { return nthreads_; }
+  int size() const { return nthreads_.load(std::memory_order_relaxed); }
 
   /// Restarts with n threads (the caller's among them). When the system
   /// cannot start that many, the pool goes back to its old size and raises.
   void resize(int n) {
+    std::lock_guard<std::mutex> runGuard(runMu_);
     int old = nthreads_;
     stop();
     nthreads_ = n;
@@ -138,7 +143,7 @@ private:
     workers_.clear();
   }
 
-  int nthreads_ = 1;
+  std::atomic<int> nthreads_{1};
   std::vector<std::thread> workers_;
   std::mutex mu_, runMu_;
   std::condition_variable cv_, doneCv_;

@@ -42,6 +42,7 @@ variable_list AccumulateGrad::apply(variable_list &&grads) {
   Tensor g = std::move(grads.at(0));
   if (!g.defined())
     return {};
+  std::lock_guard<std::mutex> lock(mutex_); // Note [Concurrent accumulation]
   Tensor &dst = variable.mutable_grad();
   if (GradMode::is_enabled()) {
     // create_graph: keep the gradient's own history (out of place).

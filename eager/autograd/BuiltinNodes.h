@@ -4,6 +4,8 @@
 
 #include "eager/autograd/Node.h"
 
+#include <mutex>
+
 namespace ember::autograd {
 
 /// Accumulates the incoming gradient into a leaf's grad().
@@ -15,6 +17,10 @@ struct AccumulateGrad final : Node {
   void run_grad_hooks(variable_list &grads) const override;
   bool has_grad_hooks() const override;
   Tensor variable;
+
+private:
+  /// Held while adding into variable's grad (Note [Concurrent accumulation]).
+  std::mutex mutex_;
 };
 
 /// The start of a backward pass: returns the root gradients.

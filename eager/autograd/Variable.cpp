@@ -166,8 +166,21 @@ const std::shared_ptr<Node> &grad_fn_of(const Tensor &t) {
   return m->grad_fn_;
 }
 
+// Note [Concurrent accumulation]
+// As in PyTorch, threads may run forward and backward at once on graphs that
+// share leaves (Hogwild-style training, one model used by several threads).
+// A leaf's AccumulateGrad is found or made under the mutex of the leaf's
+// meta, so every graph that uses the leaf while its node lives gets that one
+// node (without the lock, the weak_ptr was read while being written, and
+// two nodes could be made); the node adds into the leaf's grad under a mutex
+// of its own, so two backward passes never update it at once. Two mutexes,
+// as in PyTorch: under create_graph, the addition records a node, and the
+// gradient being added may be the leaf itself, whose accumulator it then
+// looks up. Reading or resetting .grad() while a backward runs is for the
+// caller to order, as in PyTorch.
 std::shared_ptr<Node> grad_accumulator(const Tensor &t) {
   AutogradMeta *m = materialize_meta(t);
+  std::lock_guard<std::mutex> lock(m->mutex_);
   if (auto acc = m->grad_accumulator_.lock())
     return acc;
   auto acc = std::make_shared<AccumulateGrad>(t);

@@ -4,6 +4,8 @@
 
 #include "eager/autograd/Node.h"
 
+#include <mutex>
+
 namespace ember::autograd {
 
 struct AutogradMeta final : AutogradMetaInterface {
@@ -28,6 +30,9 @@ struct AutogradMeta final : AutogradMetaInterface {
 
   /// Hooks on a leaf (run by its AccumulateGrad): id and function.
   std::vector<std::pair<unsigned, GradHook>> leaf_hooks_;
+  /// Leaves: held while grad_accumulator_ is read or set (Note [Concurrent
+  /// accumulation]).
+  std::mutex mutex_;
 
   AutogradMeta() = default;
   ~AutogradMeta() override;

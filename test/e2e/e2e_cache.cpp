@@ -1,12 +1,14 @@
 // Compiled vs eager: guards and the compile cache (recompiles on shape,
 // rank, dtype, stride, non-tensor arguments and grad mode, with their
 // reasons), the recompile limit, replay mode, nested compiled functions,
-// tuple/vector returns, explain().
+// tuple/vector returns, explain(), threads compiling and calling at once.
 #include "E2EUtil.h"
 
 #include <cmath>
 #include <iostream>
+#include <latch>
 #include <sstream>
+#include <thread>
 
 using namespace ember;
 using ember::test::contains;
@@ -35,6 +37,37 @@ TEST(E2ECache, HitsAndMissesOverManyCalls) {
   EXPECT_EQ(e.graphs[0].name, "mlp_head_graph0");
   EXPECT_EQ(e.graphs[0].inputs, 2);
   EXPECT_EQ(e.graphs[0].outputs, 1);
+}
+
+TEST(E2ECache, ThreadsCompileAndCallAtOnce) {
+  // Two threads compile functions of their own and call a shared one, with
+  // new shapes (recompiles) while the other thread compiles: compiles share
+  // the MLIR context and the kernel cache, a shared function's cache is
+  // held by one call at a time (TSan checks).
+  auto shared_fn = [](const Tensor &x) { return (x * 2 + 1).relu().sum(-1); };
+  auto shared = compile(shared_fn, CompileOptions().name("shared"));
+  constexpr int kCalls = 6;
+  std::latch start(2); // both threads run from the first compile on
+  auto worker = [&](int id) {
+    auto own_fn = [id](const Tensor &x) { return x.exp() * double(id + 1); };
+    auto own = compile(own_fn);
+    start.arrive_and_wait();
+    for (int i = 0; i < kCalls; ++i) {
+      Tensor x = random({2 + i % 3, 5}, kFloat, uint64_t(160 + 10 * id + i));
+      EXPECT_TRUE(same(own(x), own_fn(x))) << "thread " << id << " call " << i;
+      EXPECT_TRUE(same(shared(x), shared_fn(x)))
+          << "thread " << id << " call " << i;
+    }
+    EXPECT_EQ(own.explain().calls, kCalls);
+    EXPECT_EQ(own.explain().cache_misses, 3);
+  };
+  std::thread t1(worker, 0), t2(worker, 1);
+  t1.join();
+  t2.join();
+  auto e = shared.explain();
+  EXPECT_EQ(e.calls, 2 * kCalls);
+  EXPECT_EQ(e.cache_misses, 3);
+  EXPECT_EQ(e.cache_hits, 2 * kCalls - 3);
 }
 
 TEST(E2ECache, RecompileOnShapeAndRank) {

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <latch>
+#include <thread>
+
 using namespace ember;
 using namespace ember::autograd;
 using ember::test::close;
@@ -64,6 +67,28 @@ TEST(Autograd, AccumulatesAcrossBackwardCalls) {
   EXPECT_DOUBLE_EQ(val(x.grad()), 6);
   y.backward();
   EXPECT_DOUBLE_EQ(val(x.grad()), 12);
+}
+
+TEST(Autograd, BackwardOnTwoThreadsAccumulatesIntoSharedLeaves) {
+  // As in PyTorch, threads may run forward and backward at once on graphs
+  // that share leaves (Hogwild training): each gets the leaf's one
+  // AccumulateGrad, and the gradients add up under the leaf's lock.
+  Tensor w = ones({64}).requires_grad_();
+  Tensor b = zeros({64}).requires_grad_();
+  constexpr int kSteps = 50;
+  std::latch start(2);
+  auto train = [&] {
+    start.arrive_and_wait();
+    for (int i = 0; i < kSteps; ++i) {
+      Tensor x = full({64}, 2.0);
+      ((w * x + b) * 3).sum().backward();
+    }
+  };
+  std::thread t1(train), t2(train);
+  t1.join();
+  t2.join();
+  EXPECT_TRUE(equal(w.grad(), full({64}, 2.0 * kSteps * 6)));
+  EXPECT_TRUE(equal(b.grad(), full({64}, 2.0 * kSteps * 3)));
 }
 
 TEST(Autograd, SecondBackwardWithoutRetainGraphRaises) {

@@ -2,6 +2,8 @@
 // redispatch, results replaced by a mode) and custom ops (torch.library).
 #include "TestUtil.h"
 
+#include <thread>
+
 using namespace ember;
 using namespace ember::test;
 
@@ -197,6 +199,36 @@ TEST(Dispatch, CustomOpsAreCallableAndSeenByModes) {
                      "wrong signature");
   EXPECT_EMBER_ERROR((find_op<Tensor(const Tensor &, double)>("mylib::nope")),
                      "no op named 'mylib::nope'");
+}
+
+namespace {
+Tensor same_cpu(const Tensor &x) { return x; }
+} // namespace
+
+TEST(Dispatch, OpsDefinedWhileAnotherThreadFindsOps) {
+  // The registry is shared by every thread: a library may define ops while
+  // another thread looks ops up by name (TSan checks the registry's lock).
+  static Library lib("threadlib");
+  constexpr int kOps = 100;
+  std::thread definer([] {
+    static bool once = [] {
+      for (int i = 0; i < kOps; ++i)
+        lib.def("op" + std::to_string(i) + "(Tensor x) -> Tensor", &same_cpu);
+      return true;
+    }();
+    (void)once;
+  });
+  Tensor x = arange(3, kFloat);
+  for (int i = 0; i < kOps; ++i) {
+    auto add = find_op<Tensor(const Tensor &, const Tensor &, const Scalar &)>(
+        "ember::add.Tensor");
+    EXPECT_TRUE(close(add.call(x, x, 1), x * 2));
+    EXPECT_GE(Dispatcher::singleton().allOps().size(), 1u);
+  }
+  definer.join();
+  for (int i = 0; i < kOps; ++i)
+    EXPECT_TRUE(close(
+        call_op("threadlib::op" + std::to_string(i), {x})[0].toTensor(), x));
 }
 
 TEST(Dispatch, MissingBackendKernelErrors) {

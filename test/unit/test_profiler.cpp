@@ -10,6 +10,7 @@
 #include "eager/profiler/Profiler.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -824,6 +825,31 @@ TEST(Profiler, EventsFromSeveralThreads) {
     }
   }
   EXPECT_EQ(threads.size(), 2u);
+}
+
+TEST(Profiler, SessionsStartAndStopWhileAnotherThreadRuns) {
+  // A thread keeps running ops (and allocating) while the main thread
+  // starts and stops sessions: its buffer is created, closed and read under
+  // their locks (TSan checks); what it records lands in some session.
+  Tensor a = randn({16});
+  std::atomic<bool> done{false};
+  std::thread worker([&] {
+    while (!done) {
+      record_function scope("worker");
+      Tensor b = add(a, a);
+    }
+  });
+  int64_t muls = 0;
+  for (int i = 0; i < 20; ++i) {
+    profile prof({ProfilerActivity::CPU}, false, /*profile_memory=*/true);
+    prof.start();
+    Tensor c = mul(a, a);
+    prof.stop();
+    muls += prof.key_averages().find("ember::mul").count;
+  }
+  done = true;
+  worker.join();
+  EXPECT_EQ(muls, 20);
 }
 
 TEST(Profiler, Misuse) {

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <thread>
 
 using namespace ember;
 using namespace ember::test;
@@ -131,6 +132,52 @@ TEST(Runtime, ThreadPoolCoversTheRangeOnceAndPropagatesErrors) {
   EXPECT_EQ(sum.load(), 4000);
   set_num_threads(saved);
   EXPECT_EMBER_ERROR(set_num_threads(0), "positive number of threads");
+}
+
+TEST(Runtime, ThreadPoolServesSeveralCallersWhileItIsResized) {
+  // Two threads run parallel_for on the one pool while two others resize
+  // it and read its size: jobs and resizes take turns (two resizes at once
+  // joined the same workers), and the size is an atomic (TSan checks).
+  int saved = get_num_threads();
+  std::atomic<int64_t> covered{0};
+  auto caller = [&] {
+    for (int r = 0; r < 100; ++r)
+      parallel_for(0, 10000, 100,
+                   [&](int64_t b, int64_t e) { covered += e - b; });
+  };
+  std::thread c1(caller), c2(caller);
+  auto resizer = [] {
+    for (int r = 0; r < 30; ++r) {
+      set_num_threads(1 + r % 3);
+      EXPECT_GE(get_num_threads(), 1);
+    }
+  };
+  std::thread r1(resizer), r2(resizer);
+  c1.join();
+  c2.join();
+  r1.join();
+  r2.join();
+  EXPECT_EQ(covered.load(), 2 * 100 * 10000);
+  set_num_threads(saved);
+}
+
+TEST(Runtime, GeneratorSeedReadWhileAnotherThreadSeeds) {
+  // A generator is shared by the threads that hold it: its seed is read and
+  // written under its lock.
+  Generator g(1);
+  std::thread seeder([&] {
+    for (uint64_t s = 0; s < 1000; ++s)
+      g.set_current_seed(s);
+  });
+  uint64_t last = 0;
+  for (int i = 0; i < 1000; ++i) {
+    last = std::max(last, g.current_seed());
+    Tensor r = rand({4}, g);
+    EXPECT_EQ(r.numel(), 4);
+  }
+  seeder.join();
+  EXPECT_EQ(g.current_seed(), 999u);
+  EXPECT_LE(last, 999u);
 }
 
 TEST(Runtime, EnvironmentRegistryRejectsUnknownNames) {
