@@ -86,3 +86,19 @@ func.func @plain(%x: tensor<4x8xf32>) -> tensor<4xf32> {
   %0 = ember.sum.dim_IntList %x {dim = array<i64: 1>} : (tensor<4x8xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// Ops without a decomposition stay as they are, whatever their form: an
+// eager_call returning a bool and an op with a data-dependent shape have no
+// trace form, and the pass once tried to import them and failed on the
+// whole function (found by ember-opt-fuzz).
+// CHECK-LABEL: func.func @no_decomposition
+// CHECK-NEXT: %[[E:.*]] = ember.eager_call "ember::equal"(%arg0, %arg0)
+// CHECK-NEXT: %[[N:.*]] = ember.nonzero %arg0
+// CHECK-NEXT: return %[[E]], %[[N]]
+func.func @no_decomposition(%x: tensor<3xf32>) -> (i1, tensor<?x1xi64>) {
+  %e = ember.eager_call "ember::equal"(%x, %x) {args = [#ember.operand<0>, #ember.operand<1>]} : (tensor<3xf32>, tensor<3xf32>) -> i1
+  %n = ember.nonzero %x : (tensor<3xf32>) -> tensor<?x1xi64>
+  return %e, %n : i1, tensor<?x1xi64>
+}
