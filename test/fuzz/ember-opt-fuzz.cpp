@@ -56,12 +56,6 @@
 #include <string>
 #include <vector>
 
-// Note [Fuzzing ember-opt]: LLVM's headers poison BumpPtrAllocator slabs
-// under ASan and Debian's MLIR does not unpoison them.
-extern "C" const char *__asan_default_options() {
-  return "allow_user_poisoning=0";
-}
-
 namespace {
 using namespace ember;
 
