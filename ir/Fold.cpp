@@ -78,15 +78,12 @@ namespace {
 // identities (not their in-place forms) implement IdentityOpInterface
 // (ir/EmberBase.td): ir/gen_dialect.py writes their getIdentities().
 
-/// A wrapped number's value (Note [Wrapped numbers fold to scalars]): ops
-/// promote it as a C++ number, so no op that eager computes as a tensor
-/// (a view of it, x + 0 of it) is that value: folding one into it would
-/// change how the ops reading it promote (atan(squeeze(2.0)) is f64, atan
-/// of the number 2.0 is f32).
-bool wrapped_number(Value v) {
-  auto c = v.getDefiningOp<ConstantOp>();
-  return c && c.getWrappedNumber();
-}
+// Note [Not a wrapped number]
+// A wrapped number promotes as a C++ number, so no op that eager computes
+// as a tensor (a view of it, x + 0 of it) is that value: folding one into
+// it would change how the ops reading it promote (atan(squeeze(2.0)) is
+// f64, atan of the number 2.0 is f32). For the same reason ember-decompose
+// leaves whole an op that reads one (passes/Decompose.cpp).
 
 /// `a` and `b` as elements of `dtype`, bit for bit.
 bool same_in(ScalarType dtype, const Scalar &a, const Scalar &b) {
@@ -106,7 +103,7 @@ OpFoldResult fold_identity(Operation *op, const OperatorHandle &h,
   Operation *def = op->getOperand(0).getDefiningOp();
   if (!def || def->hasTrait<OpTrait::View>() ||
       !(table_op(def) || llvm::isa<ConstantOp>(def)) ||
-      wrapped_number(op->getOperand(0)))
+      is_wrapped_number(op->getOperand(0))) // Note [Not a wrapped number]
     return {};
   ScalarType dtype = value_type(op->getResult(0).getType()).dtype;
   const FunctionSchema &s = h.schema();
@@ -161,7 +158,7 @@ OpFoldResult fold_view_chain(Operation *op) {
     root = d->getOperand(0);
   }
   if (chain.empty() || root.getType() != op->getResult(0).getType() ||
-      wrapped_number(root))
+      is_wrapped_number(root)) // Note [Not a wrapped number]
     return {};
   ValueType t = value_type(root.getType());
   Tensor base = meta::fake(t.sizes, t.dtype, t.device), cur = base;
