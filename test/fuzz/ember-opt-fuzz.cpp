@@ -31,6 +31,7 @@
 #include "codegen/Kernel.h"
 #include "codegen/Lower.h"
 #include "ir/Dialect.h"
+#include "ir/Domain.h"
 #include "ir/Types.h"
 #include "passes/Passes.h"
 
@@ -81,8 +82,8 @@ struct LastPass : mlir::PassInstrumentation {
 // Random bytes rarely make a module that parses and verifies, and the
 // passes see only those. So the target also builds modules from the bytes
 // (FuzzedDataProvider): a func.func with a few tensor arguments (ranks 0-4,
-// small dims with 0 and 1 often, rarely huge ones; every dtype; rarely on
-// cuda), constants (wrapped numbers and small dense tensors of edge values:
+// small dims with 0 and 1 often, rarely huge ones, most broadcasting
+// against one base shape; every dtype; rarely on cuda), constants (wrapped numbers and small dense tensors of edge values:
 // 0, -1, the extremes, NaN, inf) and a few ops of the op table, each with
 // operands picked among the values so far and attributes of its schema's
 // types chosen from edge values (or left at their defaults); the result
@@ -100,6 +101,8 @@ public:
   std::string text() {
     mlir::Location loc = b_.getUnknownLoc();
     mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(loc);
+    for (int i = in_.ConsumeIntegralInRange(0, 4); i > 0; --i)
+      base_.push_back(dim());
     llvm::SmallVector<mlir::Type> args;
     int nargs = in_.ConsumeIntegralInRange(1, 3);
     for (int i = 0; i < nargs; ++i)
@@ -210,11 +213,23 @@ private:
     return choose({kFloat, kFloat, kDouble, kHalf, kBFloat16, kLong, kInt,
                    kShort, kChar, kByte, kBool});
   }
+  /// Most shapes broadcast against the function's base shape (a suffix of
+  /// it, some dims 1), so that ops mostly accept their operands.
+  std::vector<int64_t> shape(int max_rank) {
+    std::vector<int64_t> out;
+    if (in_.ConsumeIntegralInRange(0, 3) != 0) {
+      size_t rank = in_.ConsumeIntegralInRange<size_t>(0, base_.size());
+      for (size_t i = base_.size() - rank; i < base_.size(); ++i)
+        out.push_back(in_.ConsumeIntegralInRange(0, 3) == 0 ? 1 : base_[i]);
+      return out;
+    }
+    for (int i = in_.ConsumeIntegralInRange(0, max_rank); i > 0; --i)
+      out.push_back(dim());
+    return out;
+  }
   mlir::RankedTensorType tensor_type() {
     ir::ValueType t;
-    int rank = in_.ConsumeIntegralInRange(0, 4);
-    for (int i = 0; i < rank; ++i)
-      t.sizes.push_back(dim());
+    t.sizes = shape(4);
     t.dtype = dtype();
     if (in_.ConsumeIntegralInRange(0, 31) == 0)
       t.device = Device("cuda:0");
@@ -257,9 +272,9 @@ private:
       return;
     }
     ir::ValueType t;
-    int rank = in_.ConsumeIntegralInRange(0, 2);
-    for (int i = 0; i < rank; ++i)
-      t.sizes.push_back(choose<int64_t>({0, 1, 2, 3, 4}));
+    t.sizes = shape(2);
+    if (ir::Domain::numel(t.sizes) > 16 || ir::Domain::numel(t.sizes) < 0)
+      t.sizes = {choose<int64_t>({0, 1, 2, 3, 4})};
     t.dtype = dtype();
     auto type = ir::tensor_type(&ctx_, t);
     llvm::SmallVector<mlir::Attribute> elements;
@@ -431,6 +446,7 @@ private:
   FuzzedDataProvider &in_;
   mlir::OpBuilder b_;
   std::vector<mlir::Value> values_;
+  std::vector<int64_t> base_; ///< the function's base shape
   // The table's ops (names, not OperationNames: those die with a context).
   static inline std::vector<std::pair<std::string, const OperatorHandle *>>
       ops_;
