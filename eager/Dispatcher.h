@@ -216,9 +216,10 @@ private:
     EMBER_CHECK(s.size() == sizeof...(Args), "boxed call with ", s.size(),
                 " arguments to a kernel that takes ", sizeof...(Args));
     // Unbox every argument first: IntArrayRef / TensorList views point into
-    // the stack, which must stay alive until the kernel returns.
-    std::tuple<detail::bare_t<Args>...> args(
-        detail::Unbox<detail::bare_t<Args>>::get(s[I])...);
+    // the stack, which must stay alive until the kernel returns. (Braces:
+    // with parentheses clang reads a function declaration.)
+    std::tuple<detail::bare_t<Args>...> args{
+        detail::Unbox<detail::bare_t<Args>>::get(s[I])...};
     if constexpr (std::is_void_v<Ret>) {
       std::apply(fn, args);
       s.clear();

@@ -315,7 +315,7 @@ Result view_rule(const OperatorHandle &op, const Stack &s) {
   EMBER_CHECK(self.defined(), op.name(), ": self is an undefined tensor");
   Stack stack(s);
   // Nor through a user mode: the kernel is a detail of shape inference.
-  ExcludeDispatchKeyGuard noMode(DispatchKeySet(DispatchKey::Mode));
+  ExcludeDispatchKeyGuard noMode{DispatchKeySet(DispatchKey::Mode)};
   op.redispatchBoxed(DispatchKeySet(self.device().is_cuda() ? DispatchKey::CUDA
                                                             : DispatchKey::CPU),
                      stack);

@@ -145,6 +145,11 @@ LogicalResult DeviceAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   }
 }
 
+bool is_wrapped_number(Value v) {
+  auto c = v.getDefiningOp<ConstantOp>();
+  return c && c.getWrappedNumber();
+}
+
 bool isScalarAttr(Attribute attr) {
   if (auto i = llvm::dyn_cast_or_null<IntegerAttr>(attr))
     return i.getType().isSignlessInteger(64) ||

@@ -161,6 +161,10 @@ void register_upstream_passes();
 enum class ArgKind { Tensor, OptionalTensor, TensorList, Attribute, Generator };
 ArgKind arg_kind(const Argument &a);
 
+/// True for a value that `ember.constant {wrapped_number}` defines: a C++
+/// number in an op, which promotes as a number, not as a 0-dim tensor.
+bool is_wrapped_number(mlir::Value v);
+
 /// The dispatcher op that a dialect op of the op table stands for
 /// (ember.add.Tensor -> ember::add.Tensor); null for any other op.
 const OperatorHandle *table_op(mlir::Operation *op);

@@ -78,6 +78,13 @@ namespace {
 // identities (not their in-place forms) implement IdentityOpInterface
 // (ir/EmberBase.td): ir/gen_dialect.py writes their getIdentities().
 
+// Note [Not a wrapped number]
+// A wrapped number promotes as a C++ number, so no op that eager computes
+// as a tensor (a view of it, x + 0 of it) is that value: folding one into
+// it would change how the ops reading it promote (atan(squeeze(2.0)) is
+// f64, atan of the number 2.0 is f32). For the same reason ember-decompose
+// leaves whole an op that reads one (passes/Decompose.cpp).
+
 /// `a` and `b` as elements of `dtype`, bit for bit.
 bool same_in(ScalarType dtype, const Scalar &a, const Scalar &b) {
   Tensor x = scalar_tensor(a, TensorOptions(dtype));
@@ -95,7 +102,8 @@ OpFoldResult fold_identity(Operation *op, const OperatorHandle &h,
     return {};
   Operation *def = op->getOperand(0).getDefiningOp();
   if (!def || def->hasTrait<OpTrait::View>() ||
-      !(table_op(def) || llvm::isa<ConstantOp>(def)))
+      !(table_op(def) || llvm::isa<ConstantOp>(def)) ||
+      is_wrapped_number(op->getOperand(0))) // Note [Not a wrapped number]
     return {};
   ScalarType dtype = value_type(op->getResult(0).getType()).dtype;
   const FunctionSchema &s = h.schema();
@@ -149,7 +157,8 @@ OpFoldResult fold_view_chain(Operation *op) {
     chain.push_back(d);
     root = d->getOperand(0);
   }
-  if (chain.empty() || root.getType() != op->getResult(0).getType())
+  if (chain.empty() || root.getType() != op->getResult(0).getType() ||
+      is_wrapped_number(root)) // Note [Not a wrapped number]
     return {};
   ValueType t = value_type(root.getType());
   Tensor base = meta::fake(t.sizes, t.dtype, t.device), cur = base;

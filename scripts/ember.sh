@@ -4,6 +4,10 @@
 #   scripts/ember.sh demo   install what is missing, build, run the demo
 #   scripts/ember.sh fuzz   the differential fuzzers, 20,000 programs each
 #                           (run by hand; `fuzz N SEED...` for others)
+#   scripts/ember.sh fuzz-opt [RUNS]
+#                           libFuzzer on ember-opt's parse, verify and
+#                           level-2 pipeline (build-fuzz/, clang), RUNS
+#                           inputs (default 1,000,000)
 #   scripts/ember.sh test   install what is missing, build, run every test:
 #                           unit tests, the lit tests (check-ember), every
 #                           test again under ASan+UBSan, and a downstream
@@ -183,6 +187,47 @@ run_fuzz() {
   [ "$failed" -eq 0 ] || exit 1
 }
 
+# fuzz-opt [RUNS] [libFuzzer flags...]: ember-opt-fuzz (Note [Fuzzing
+# ember-opt] in cmake/Fuzz.cmake) for RUNS inputs (default 1,000,000), one
+# process, seed 1 unless a -seed= flag says otherwise. Its own tree,
+# build-fuzz/ (clang, EMBER_FUZZ=ON); seeds: test/lit's cases and the op
+# examples (test/fuzz/make_corpus.py), the regression corpus
+# (test/fuzz/regressions) and what earlier runs kept in
+# build-fuzz/fuzz/corpus. A crash is written to build-fuzz/fuzz/artifacts/;
+# minimise it with `build-fuzz/bin/ember-opt-fuzz -minimize_crash=1
+# -runs=100000 FILE`, fix it, and add the input to test/fuzz/regressions.
+run_fuzz_opt() {
+  PACKAGES+=(clang-19 libclang-rt-19-dev)
+  install_packages
+  if [ ! -f build-fuzz/build.ninja ] ||
+    ! grep -q '^EMBER_FUZZ:BOOL=ON$' build-fuzz/CMakeCache.txt; then
+    CC=clang-19 CXX=clang++-19 cmake -S "$ROOT" -B build-fuzz -G Ninja \
+      -DCMAKE_BUILD_TYPE=Release -DEMBER_FUZZ=ON >/dev/null
+  fi
+  echo "== building ember-opt-fuzz (build-fuzz/)"
+  local log
+  log=$(mktemp)
+  if ! ninja -C build-fuzz -j"$JOBS" ember-opt-fuzz ember_ir_gen >"$log" 2>&1; then
+    grep -vE '^\[[0-9]+/[0-9]+\] ' "$log" || true
+    rm -f "$log"
+    return 1
+  fi
+  rm -f "$log"
+  local dir=build-fuzz/fuzz
+  python3 test/fuzz/make_corpus.py --out "$dir" \
+    --examples build-fuzz/gen/ir/EmberOpExamples.mlir
+  mkdir -p "$dir/corpus" "$dir/artifacts"
+  local runs="${1:-1000000}"
+  shift || true
+  local seed=-seed=1
+  for f in "$@"; do [[ "$f" == -seed=* ]] && seed=; done
+  echo "== ember-opt-fuzz: $runs inputs"
+  build-fuzz/bin/ember-opt-fuzz "$dir/corpus" "$dir/seeds" test/fuzz/regressions \
+    -dict="$dir/ember.dict" -max_len=4096 -timeout=20 -rss_limit_mb=4096 \
+    -runs="$runs" -print_final_stats=1 -artifact_prefix="$dir/artifacts/" \
+    $seed "$@"
+}
+
 case "${1:-}" in
 demo) run_demo ;;
 test) run_tests ;;
@@ -190,8 +235,12 @@ fuzz)
   shift
   run_fuzz "$@"
   ;;
+fuzz-opt)
+  shift
+  run_fuzz_opt "$@"
+  ;;
 *)
-  echo "usage: $0 demo|test|fuzz [PROGRAMS] [SEEDS...]" >&2
+  echo "usage: $0 demo|test|fuzz [PROGRAMS] [SEEDS...]|fuzz-opt [RUNS]" >&2
   exit 2
   ;;
 esac

@@ -145,6 +145,11 @@ LayerNormShape layer_norm_shape(const Tensor &input,
                            "], but got input of size", input.sizes()));
   }
   const bool w = weight && weight->defined(), b = bias && bias->defined();
+  for (const std::optional<Tensor> *t : {&weight, &bias})
+    EMBER_CHECK(!*t || !(*t)->defined() || (*t)->device() == input.device(),
+                "layer_norm: expected all tensors to be on the same device, "
+                "but found at least two devices, ",
+                input.device(), " and ", (*t)->device());
   EMBER_CHECK_VALUE(!w || weight->sizes() == normalized_shape,
                     "Expected weight to be of same shape as normalized_shape, "
                     "but got weight of shape ",
@@ -205,6 +210,10 @@ void check_softmax_backward(const Tensor &grad_output, const Tensor &output,
   EMBER_CHECK_VALUE(grad_output.sizes() == output.sizes(), op,
                     ": expected grad_output of the output's shape ",
                     output.sizes(), ", but got ", grad_output.sizes());
+  EMBER_CHECK(grad_output.device() == output.device(), op,
+              ": expected all tensors to be on the same device, but found at "
+              "least two devices, ",
+              grad_output.device(), " and ", output.device());
   EMBER_CHECK_TYPE(isFloatingType(output.dtype()) &&
                        isFloatingType(grad_output.dtype()) &&
                        isFloatingType(input_dtype),

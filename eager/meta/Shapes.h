@@ -30,14 +30,14 @@ ScalarType softmax_dtype(ScalarType self, std::optional<ScalarType> dtype,
                          const char *op);
 /// var (and std): floating inputs only.
 /// _softmax_backward_data / _log_softmax_backward_data: grad_output and
-/// output of one shape, floating, and a floating input_dtype.
+/// output of one shape and device, floating, and a floating input_dtype.
 void check_softmax_backward(const Tensor &grad_output, const Tensor &output,
                             ScalarType input_dtype, const char *op);
 void check_var(ScalarType self);
 /// native_layer_norm: input [*, normalized_shape] (floating), weight and
-/// bias (optional) of normalized_shape. M rows of N elements; mean and rstd
-/// have stat_sizes (the leading dims, then a 1 per normalized dim) and the
-/// compute dtype (float for float16 / bfloat16).
+/// bias (optional) of normalized_shape on the input's device. M rows of N
+/// elements; mean and rstd have stat_sizes (the leading dims, then a 1 per
+/// normalized dim) and the compute dtype (float for float16 / bfloat16).
 struct LayerNormShape {
   int64_t M = 1, N = 1;
   DimVector stat_sizes;

@@ -86,3 +86,27 @@ func.func @view_of_view(%x: tensor<3x4xf32>) -> tensor<2x6xf32> {
   %b = ember.view %a {size = array<i64: 2, 6>} : (tensor<12xf32>) -> tensor<2x6xf32>
   return %b : tensor<2x6xf32>
 }
+
+// -----
+
+// A view of a wrapped number, or one plus zero, is a tensor: the ops reading
+// it promote it as a tensor (atan of a f64 tensor is f64, of the number
+// 2.0 f32), so it never folds to the number itself; the constant folder
+// folds it to a plain constant instead. (Found by ember-opt-fuzz: the
+// module no longer verified after canonicalize.)
+// CHECK-LABEL: func.func @wrapped_number_root
+// CHECK-NEXT: %[[A:.*]] = ember.constant dense<1.1071487177940904> : tensor<f64>
+// CHECK-NEXT: %[[E:.*]] = ember.constant dense<2.000000e+00> : tensor<f64>
+// CHECK-NEXT: %[[F:.*]] = ember.fmod.Tensor %[[E]], %arg0 : (tensor<f64>, tensor<i64>) -> tensor<f64>
+// CHECK-NEXT: return %[[A]], %[[F]], %[[A]]
+func.func @wrapped_number_root(%i: tensor<i64>) -> (tensor<f64>, tensor<f64>, tensor<f64>) {
+  %w = ember.constant {wrapped_number} dense<2.000000e+00> : tensor<f64>
+  %s = ember.squeeze %w : (tensor<f64>) -> tensor<f64>
+  %a = ember.atan %s : (tensor<f64>) -> tensor<f64>
+  %e = ember.expand %w {implicit = true, size = array<i64>} : (tensor<f64>) -> tensor<f64>
+  %f = ember.fmod.Tensor %e, %i : (tensor<f64>, tensor<i64>) -> tensor<f64>
+  %nz = ember.constant dense<-0.000000e+00> : tensor<f64>
+  %p = ember.add.Tensor %w, %nz : (tensor<f64>, tensor<f64>) -> tensor<f64>
+  %t = ember.atan %p : (tensor<f64>) -> tensor<f64>
+  return %a, %f, %t : tensor<f64>, tensor<f64>, tensor<f64>
+}

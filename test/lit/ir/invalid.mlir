@@ -206,3 +206,23 @@ func.func @none_positions(%t: tensor<4x3xf32>, %i: tensor<2xi64>) -> tensor<4x2x
   %0 = "ember.index.Tensor"(%t, %i) {indices_none = array<i64: 5>} : (tensor<4x3xf32>, tensor<2xi64>) -> tensor<4x2xf32>
   return %0 : tensor<4x2xf32>
 }
+
+// -----
+
+// softmax's backward takes grad_output and output on one device (the
+// verifier once accepted these, and ember-decompose then failed on the
+// decomposition's other result type; found by ember-opt-fuzz).
+func.func @softmax_backward_devices(%g: tensor<f64>, %y: tensor<f32, #ember.device<"cuda:0">>) -> tensor<f32, #ember.device<"cuda:0">> {
+  // expected-error @+1 {{'ember._log_softmax_backward_data' op _log_softmax_backward_data: expected all tensors to be on the same device, but found at least two devices, cpu and cuda:0}}
+  %0 = ember._log_softmax_backward_data %g, %y {dim = 0 : i64, input_dtype = f32} : (tensor<f64>, tensor<f32, #ember.device<"cuda:0">>) -> tensor<f32, #ember.device<"cuda:0">>
+  return %0 : tensor<f32, #ember.device<"cuda:0">>
+}
+
+// -----
+
+// layer_norm's weight and bias live on the input's device.
+func.func @layer_norm_devices(%x: tensor<2x4xf32>, %w: tensor<4xf32, #ember.device<"cuda:0">>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'ember.native_layer_norm' op layer_norm: expected all tensors to be on the same device, but found at least two devices, cpu and cuda:0}}
+  %0, %1, %2 = ember.native_layer_norm %x, %w, %w {eps = 1.000000e-05 : f64, normalized_shape = array<i64: 4>} : (tensor<2x4xf32>, tensor<4xf32, #ember.device<"cuda:0">>, tensor<4xf32, #ember.device<"cuda:0">>) -> (tensor<2x4xf32>, tensor<2x1xf32>, tensor<2x1xf32>)
+  return %0 : tensor<2x4xf32>
+}

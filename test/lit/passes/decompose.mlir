@@ -86,3 +86,35 @@ func.func @plain(%x: tensor<4x8xf32>) -> tensor<4xf32> {
   %0 = ember.sum.dim_IntList %x {dim = array<i64: 1>} : (tensor<4x8xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// Ops without a decomposition stay as they are, whatever their form: an
+// eager_call returning a bool and an op with a data-dependent shape have no
+// trace form, and the pass once tried to import them and failed on the
+// whole function (found by ember-opt-fuzz).
+// CHECK-LABEL: func.func @no_decomposition
+// CHECK-NEXT: %[[E:.*]] = ember.eager_call "ember::equal"(%arg0, %arg0)
+// CHECK-NEXT: %[[N:.*]] = ember.nonzero %arg0
+// CHECK-NEXT: return %[[E]], %[[N]]
+func.func @no_decomposition(%x: tensor<3xf32>) -> (i1, tensor<?x1xi64>) {
+  %e = ember.eager_call "ember::equal"(%x, %x) {args = [#ember.operand<0>, #ember.operand<1>]} : (tensor<3xf32>, tensor<3xf32>) -> i1
+  %n = ember.nonzero %x : (tensor<3xf32>) -> tensor<?x1xi64>
+  return %e, %n : i1, tensor<?x1xi64>
+}
+
+// -----
+
+// An op reading a wrapped number stays whole: its decomposition would promote
+// the number as the ops it calls do (exp of the number 2.0 is f32), not as
+// the kernel computes (f64), and the types it recorded did not verify once
+// the number was back in place (found by ember-opt-fuzz).
+// CHECK-LABEL: func.func @wrapped_number_operand
+// CHECK-NEXT: %[[W:.*]] = ember.constant {wrapped_number}
+// CHECK-NEXT: %[[R:.*]] = ember._log_softmax_backward_data %arg0, %[[W]]
+// CHECK-NEXT: return %[[R]]
+func.func @wrapped_number_operand(%g: tensor<f64>) -> tensor<f64> {
+  %w = ember.constant {wrapped_number} dense<2.000000e+00> : tensor<f64>
+  %r = ember._log_softmax_backward_data %g, %w {dim = 0 : i64, input_dtype = f64} : (tensor<f64>, tensor<f64>) -> tensor<f64>
+  return %r : tensor<f64>
+}
