@@ -79,7 +79,12 @@ public:
     return outs;
   }
 
-  std::string name() const override { return "cpu " + compiled_.name; }
+  /// A split reduction's two kernels are both named (Note [Split
+  /// reductions]): "cpu <partial> + <combine>".
+  std::string name() const override {
+    return "cpu " + compiled_.name +
+           (compiled_.combine ? " + " + compiled_.combine->name : "");
+  }
 
 private:
   /// What a variant changes: each input's strides over the iteration

@@ -65,6 +65,11 @@ public:
   void *data() const {
     if (__builtin_expect(key_set_.has(DispatchKey::Capture), 0))
       sync_capture("reading a tensor's data");
+    // An empty view's offset need not lie inside its storage (nothing is
+    // read through it; it may be near INT64_MAX), so its address is the
+    // storage's, as c10 gives nullptr for an empty tensor's data.
+    if (numel_ == 0)
+      return storage_.data();
     return static_cast<char *>(storage_.data()) +
            storage_offset_ * int64_t(itemsize());
   }

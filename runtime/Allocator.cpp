@@ -174,7 +174,6 @@ public:
       stats_.allocated_bytes_peak = stats_.allocated_bytes;
     if (stats_.active_blocks > stats_.active_blocks_peak)
       stats_.active_blocks_peak = stats_.active_blocks;
-    stats_.segments_peak = stats_.segments;
   }
 
   void empty_cache() {
@@ -199,6 +198,7 @@ public:
     stats_.allocated_bytes_peak = stats_.allocated_bytes;
     stats_.reserved_bytes_peak = stats_.reserved_bytes;
     stats_.active_blocks_peak = stats_.active_blocks;
+    stats_.segments_peak = stats_.segments;
   }
 };
 

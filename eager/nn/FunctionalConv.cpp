@@ -21,12 +21,20 @@ std::string dimsStr(const std::array<int64_t, 2> &v, size_t D) {
   return os.str();
 }
 
-/// Sliding windows along one dim, without ceil_mode (may be < 1).
-int64_t windows(int64_t size, int64_t k, int64_t d, int64_t p, int64_t s) {
-  int64_t span = d * (k - 1) + 1;
-  if (size + 2 * p < span)
+/// Sliding windows along one dim (may be < 1), as PyTorch's
+/// pooling_output_shape: with `ceil`, a last partial window counts when it
+/// starts inside the input or its left padding. In 128-bit arithmetic, so
+/// that sizes near INT64_MAX give a count, not an overflow.
+int64_t windows(int64_t size, int64_t k, int64_t d, int64_t p, int64_t s,
+                bool ceil = false) {
+  __int128 span = __int128(d) * (k - 1) + 1;
+  __int128 num = __int128(size) + 2 * __int128(p) - span + (ceil ? s - 1 : 0);
+  __int128 n = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1; // floor
+  if (n < 0)
     return 0;
-  return (size + 2 * p - span) / s + 1;
+  if (ceil && (n - 1) * s >= __int128(size) + p)
+    --n;
+  return int64_t(std::min<__int128>(n, std::numeric_limits<int64_t>::max()));
 }
 
 /// A D-d (D = 1 or 2) window geometry lifted to 2-d: 1-d problems become
@@ -177,7 +185,7 @@ Tensor convNd(const char *name, const Tensor &input, const Tensor &weight,
 /// lifted to 4-d (N, C, H, W) and the output size.
 template <size_t D>
 Tensor checkPool(const char *name, const Tensor &input, const Geometry2d &g,
-                 std::array<int64_t, 2> &outSize) {
+                 bool ceil, std::array<int64_t, 2> &outSize) {
   int64_t nd = input.dim();
   bool ok = nd == int64_t(D) + 1 || nd == int64_t(D) + 2;
   for (int64_t d = nd - int64_t(D) - 1; ok && d < nd; ++d)
@@ -208,8 +216,9 @@ Tensor checkPool(const char *name, const Tensor &input, const Geometry2d &g,
   if (D == 1)
     x = x.unsqueeze(2);
   int64_t H = x.size(2), W = x.size(3);
-  outSize = {windows(H, g.kernel[0], g.dilation[0], g.padding[0], g.stride[0]),
-             windows(W, g.kernel[1], g.dilation[1], g.padding[1], g.stride[1])};
+  outSize = {
+      windows(H, g.kernel[0], g.dilation[0], g.padding[0], g.stride[0], ceil),
+      windows(W, g.kernel[1], g.dilation[1], g.padding[1], g.stride[1], ceil)};
   if (outSize[0] < 1 || outSize[1] < 1) {
     // PyTorch's format: "(CxHxW)" (or "(CxL)").
     auto planes = [&](int64_t h, int64_t w) {
@@ -232,12 +241,47 @@ template <size_t D> Tensor unlift(Tensor out, const Tensor &input) {
   return input.dim() == int64_t(D) + 2 ? out : out.squeeze(0);
 }
 
-void checkNoCeil(const char *name, bool ceil_mode) {
-  if (ceil_mode)
-    throw NotImplementedError(detail::str(
-        name, ": ceil_mode=true is not implemented in ember; use "
-              "ceil_mode=false, or pad the input on the right with "
-              "F::pad so that the last partial window becomes whole"));
+// Note [Pooling with ceil_mode]
+// With ceil_mode a last window may hang over the input's right (bottom)
+// edge, past its padding. The input is extended there by `fill` (the
+// lowest value for max pooling, 0 for average pooling) so that _im2col,
+// whose padding is symmetric, takes every window; the average's divisor
+// counts only positions inside the input and its padding (PyTorch's
+// avg_pool2d), as the windows of a plane of ones extended by zeros.
+
+/// `x` (N, C, H, W) extended on the right and bottom so that `os` windows
+/// of `g` fit; unchanged without ceil_mode's overhang.
+Tensor extendForWindows(const Tensor &x, const Geometry2d &g,
+                        const std::array<int64_t, 2> &os, const Scalar &fill) {
+  std::array<int64_t, 2> extra{};
+  for (size_t i = 0; i < 2; ++i) {
+    int64_t span = g.dilation[i] * (g.kernel[i] - 1) + 1;
+    int64_t need = (os[i] - 1) * g.stride[i] + span; // padded extent
+    extra[i] =
+        std::max<int64_t>(0, need - x.size(2 + int64_t(i)) - 2 * g.padding[i]);
+  }
+  if (extra[0] == 0 && extra[1] == 0)
+    return x;
+  return ember::constant_pad_nd(x, {0, extra[1], 0, extra[0]}, fill);
+}
+
+/// The lowest value of `t` (-inf for floating types): max pooling's fill.
+Scalar lowestOf(ScalarType t) {
+  switch (t) {
+  case kByte:
+  case kBool:
+    return 0;
+  case kChar:
+    return std::numeric_limits<int8_t>::lowest();
+  case kShort:
+    return std::numeric_limits<int16_t>::lowest();
+  case kInt:
+    return std::numeric_limits<int32_t>::lowest();
+  case kLong:
+    return std::numeric_limits<int64_t>::lowest();
+  default:
+    return -std::numeric_limits<double>::infinity();
+  }
 }
 
 // Note [Max pooling through im2col]
@@ -249,14 +293,14 @@ template <size_t D>
 std::tuple<Tensor, Tensor> maxPoolNd(const char *name, const Tensor &input,
                                      const MaxPoolFuncOptions<D> &o,
                                      bool wantIndices) {
-  checkNoCeil(name, o.ceil_mode());
   Geometry2d g =
       lift<D>(o.kernel_size(), o.stride(), o.padding(), o.dilation());
   std::array<int64_t, 2> os{};
-  Tensor x = checkPool<D>(name, input, g, os);
+  Tensor x = checkPool<D>(name, input, g, o.ceil_mode(), os);
   int64_t N = x.size(0), C = x.size(1), K = g.kernel[0] * g.kernel[1];
   int64_t L = os[0] * os[1];
-  Tensor cols = ember::_im2col(x, g.kernel, g.dilation, g.padding, g.stride,
+  Tensor cols = ember::_im2col(extendForWindows(x, g, os, lowestOf(x.dtype())),
+                               g.kernel, g.dilation, g.padding, g.stride,
                                -std::numeric_limits<double>::infinity());
   auto [values, arg] = ember::max(cols.view({N, C, K, L}), 2);
   Tensor out = unlift<D>(values.view({N, C, os[0], os[1]}), input);
@@ -278,7 +322,6 @@ std::tuple<Tensor, Tensor> maxPoolNd(const char *name, const Tensor &input,
 template <size_t D>
 Tensor avgPoolNd(const char *name, const Tensor &input,
                  const AvgPoolFuncOptions<D> &o) {
-  checkNoCeil(name, o.ceil_mode());
   EMBER_CHECK_TYPE(isFloatingType(input.dtype()), name,
                    ": expected a floating input, but got a tensor of dtype ",
                    toString(input.dtype()),
@@ -288,26 +331,31 @@ Tensor avgPoolNd(const char *name, const Tensor &input,
   ExpandingArray<D> one(1);
   Geometry2d g = lift<D>(o.kernel_size(), o.stride(), o.padding(), one);
   std::array<int64_t, 2> os{};
-  Tensor x = checkPool<D>(name, input, g, os);
+  Tensor x = checkPool<D>(name, input, g, o.ceil_mode(), os);
   int64_t N = x.size(0), C = x.size(1), K = g.kernel[0] * g.kernel[1];
   int64_t L = os[0] * os[1];
-  Tensor windowsOf =
-      ember::_im2col(x, g.kernel, g.dilation, g.padding, g.stride, 0)
-          .view({N, C, K, L});
+  Tensor windowsOf = ember::_im2col(extendForWindows(x, g, os, 0), g.kernel,
+                                    g.dilation, g.padding, g.stride, 0)
+                         .view({N, C, K, L});
   Tensor out;
   if (o.divisor_override()) {
     out = windowsOf.sum({2}) / double(*o.divisor_override());
-  } else if (o.count_include_pad()) {
-    // Without ceil_mode every window lies inside the padded input: the
-    // divisor is the full window size.
+  } else if (o.count_include_pad() && !o.ceil_mode()) {
+    // Every window lies inside the padded input: the full window size.
     out = windowsOf.mean({2});
   } else {
-    // The divisor of each window is its count of real (non-padding)
-    // positions: the same windows taken over a plane of ones.
-    Tensor ones_ = ones({1, 1, x.size(2), x.size(3)}, x.options());
-    Tensor count =
-        ember::_im2col(ones_, g.kernel, g.dilation, g.padding, g.stride, 0)
-            .sum({1});
+    // Note [Pooling with ceil_mode]: each window's count of positions
+    // inside the input (and its padding, with count_include_pad).
+    bool pad = o.count_include_pad();
+    Tensor plane = ones({1, 1, x.size(2) + (pad ? 2 * g.padding[0] : 0),
+                         x.size(3) + (pad ? 2 * g.padding[1] : 0)},
+                        x.options());
+    Geometry2d pg = g;
+    if (pad)
+      pg.padding = {0, 0};
+    Tensor count = ember::_im2col(extendForWindows(plane, pg, os, 0), pg.kernel,
+                                  pg.dilation, pg.padding, pg.stride, 0)
+                       .sum({1});
     out = windowsOf.sum({2}) / count;
   }
   return unlift<D>(out.view({N, C, os[0], os[1]}), input);

@@ -283,3 +283,18 @@ TEST(E2EFusion, SplitReductionsEqualEager) {
   expect_same([](const Tensor &p) { return p.sum(); },
               {random({257, 301}, kFloat, 49)});
 }
+
+TEST(E2EFusion, SplitReductionNamesBothKernels) {
+  // explain() and the debug directory name a split reduction's partial and
+  // combine kernels, which are two symbols (Note [Split reductions]).
+  NoGradGuard no_grad;
+  auto f = compile([](const Tensor &x) { return (x.exp() * 2).sum(); });
+  Tensor x = random({1 << 20}, kFloat, 50);
+  EXPECT_TRUE(allclose(f(x), (x.exp() * 2).sum(), 1e-5, 1e-3));
+  auto e = f.explain();
+  ASSERT_EQ(e.graphs.size(), 1u);
+  ASSERT_EQ(e.graphs[0].kernel_list.size(), 1u);
+  const std::string &name = e.graphs[0].kernel_list[0].name;
+  EXPECT_NE(name.find("ember_kernel_"), std::string::npos) << name;
+  EXPECT_NE(name.find(" + ember_kernel_"), std::string::npos) << name;
+}

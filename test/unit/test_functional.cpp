@@ -395,7 +395,19 @@ namespace {
 struct PoolCase {
   Shape x;
   int64_t kh, kw, sh, sw, ph, pw, dh = 1, dw = 1;
+  bool ceil = false;
 };
+
+/// PyTorch's pooling_output_shape: with ceil_mode a last partial window
+/// counts when it starts inside the input or its left padding.
+int64_t poolOut(int64_t size, int64_t k, int64_t s, int64_t p, int64_t d,
+                bool ceil) {
+  int64_t num = size + 2 * p - d * (k - 1) - 1 + (ceil ? s - 1 : 0);
+  int64_t n = num / s + 1; // num >= 0 in these cases
+  if (ceil && (n - 1) * s >= size + p)
+    --n;
+  return n;
+}
 
 /// Direct max / average pooling over explicit windows, in double.
 /// mode 0: max; 1: avg counting padding; 2: avg over real positions;
@@ -404,9 +416,14 @@ Tensor refPool(const Tensor &x, const PoolCase &c, int mode,
                double divisor = 1) {
   Arr4 X(x);
   int64_t N = X.s[0], C = X.s[1], H = X.s[2], W = X.s[3];
-  int64_t OH = (H + 2 * c.ph - c.dh * (c.kh - 1) - 1) / c.sh + 1;
-  int64_t OW = (W + 2 * c.pw - c.dw * (c.kw - 1) - 1) / c.sw + 1;
+  int64_t OH = poolOut(H, c.kh, c.sh, c.ph, c.dh, c.ceil);
+  int64_t OW = poolOut(W, c.kw, c.sw, c.pw, c.dw, c.ceil);
   return ref({N, C, OH, OW}, [&](const Shape &i) {
+    // avg_pool2d's window size counting padding, clipped at the padded
+    // input's end (a ceil_mode window may hang over it).
+    int64_t h0 = i[2] * c.sh - c.ph, w0 = i[3] * c.sw - c.pw;
+    int64_t padded = (std::min(h0 + c.kh, H + c.ph) - h0) *
+                     (std::min(w0 + c.kw, W + c.pw) - w0);
     double best = -kInf, sum = 0;
     int64_t real = 0;
     bool nan = false;
@@ -425,7 +442,7 @@ Tensor refPool(const Tensor &x, const PoolCase &c, int mode,
     if (mode == 0)
       return nan ? std::nan("") : best;
     if (mode == 1)
-      return sum / double(c.kh * c.kw);
+      return sum / double(padded);
     if (mode == 2)
       return sum / double(real);
     return sum / divisor;
@@ -439,6 +456,11 @@ TEST(MaxPool2d, MatchesDirectWindows) {
       {{1, 2, 7, 7}, 3, 3, 2, 2, 1, 1},
       {{2, 2, 9, 8}, 3, 2, 1, 2, 1, 1, 2, 1},
       {{1, 1, 5, 5}, 1, 3, 1, 1, 0, 1},
+      // ceil_mode: a last window over the edge (7 -> 4 windows, not 3), one
+      // that would start in the right padding (dropped), dilation.
+      {{2, 3, 7, 7}, 2, 2, 2, 2, 0, 0, 1, 1, true},
+      {{1, 2, 6, 5}, 3, 3, 2, 2, 1, 1, 1, 1, true},
+      {{1, 2, 9, 10}, 3, 2, 3, 3, 1, 1, 2, 1, true},
   };
   uint64_t seed = 50;
   for (const PoolCase &c : cases) {
@@ -447,7 +469,8 @@ TEST(MaxPool2d, MatchesDirectWindows) {
     auto o = F::MaxPool2dFuncOptions({c.kh, c.kw})
                  .stride({c.sh, c.sw})
                  .padding({c.ph, c.pw})
-                 .dilation({c.dh, c.dw});
+                 .dilation({c.dh, c.dw})
+                 .ceil_mode(c.ceil);
     EXPECT_TRUE(close(F::max_pool2d(x, o), want, 0, 0));
     EXPECT_TRUE(close(F::max_pool2d(noncontiguous(x), o), want, 0, 0));
     EXPECT_TRUE(close(F::max_pool2d(x[0], o), want[0], 0, 0));
@@ -476,15 +499,6 @@ TEST(MaxPool2d, MatchesDirectWindows) {
 
 TEST(MaxPool2d, Errors) {
   Tensor x = random({1, 2, 4, 4});
-  EXPECT_EMBER_ERROR(
-      F::max_pool2d(x, F::MaxPool2dFuncOptions(2).ceil_mode(true)),
-      "ceil_mode=true is not implemented");
-  try {
-    F::max_pool2d(x, F::MaxPool2dFuncOptions(2).ceil_mode(true));
-  } catch (const NotImplementedError &) {
-  } catch (...) {
-    ADD_FAILURE() << "ceil_mode=true must raise NotImplementedError";
-  }
   EXPECT_EMBER_ERROR(F::max_pool2d(x, F::MaxPool2dFuncOptions(3).padding(2)),
                      "pad should be at most half of effective kernel size");
   EXPECT_EMBER_ERROR(
@@ -504,13 +518,17 @@ TEST(AvgPool2d, MatchesDirectWindows) {
       {{2, 3, 6, 7}, 2, 2, 2, 2, 0, 0},
       {{1, 2, 7, 7}, 3, 3, 2, 2, 1, 1},
       {{2, 2, 9, 8}, 3, 2, 1, 2, 1, 1},
+      {{2, 3, 7, 7}, 2, 2, 2, 2, 0, 0, 1, 1, true},
+      {{1, 2, 6, 5}, 3, 3, 2, 2, 1, 1, 1, 1, true},
+      {{1, 2, 8, 9}, 3, 2, 3, 3, 1, 1, 1, 1, true},
   };
   uint64_t seed = 70;
   for (const PoolCase &c : cases) {
     Tensor x = random(c.x, kFloat, seed++);
     auto o = F::AvgPool2dFuncOptions({c.kh, c.kw})
                  .stride({c.sh, c.sw})
-                 .padding({c.ph, c.pw});
+                 .padding({c.ph, c.pw})
+                 .ceil_mode(c.ceil);
     EXPECT_TRUE(close(F::avg_pool2d(x, o), refPool(x, c, 1), 1e-5, 1e-6));
     EXPECT_TRUE(close(F::avg_pool2d(noncontiguous(x), o), refPool(x, c, 1),
                       1e-5, 1e-6));
@@ -531,9 +549,49 @@ TEST(AvgPool2d, MatchesDirectWindows) {
       F::avg_pool2d(random({1, 1, 4, 4}),
                     F::AvgPool2dFuncOptions(2).divisor_override(0)),
       "divisor must be not zero");
-  EXPECT_EMBER_ERROR(F::avg_pool2d(random({1, 1, 4, 4}),
-                                   F::AvgPool2dFuncOptions(2).ceil_mode(true)),
-                     "ceil_mode=true is not implemented");
+}
+
+TEST(Pool2d, CeilModeGradients) {
+  using autograd::gradcheck;
+  using autograd::variable_list;
+  // Note [Pooling with ceil_mode]: the overhanging windows take no gradient
+  // from outside the input (the extension is not a parameter).
+  Tensor x = random({1, 2, 7, 6}, kDouble, 90).requires_grad_();
+  EXPECT_TRUE(gradcheck(
+      [](const variable_list &in) {
+        return variable_list{F::max_pool2d(
+            in[0], F::MaxPool2dFuncOptions(2).stride({2, 3}).ceil_mode(true))};
+      },
+      {x}));
+  for (bool pad : {true, false})
+    EXPECT_TRUE(gradcheck(
+        [pad](const variable_list &in) {
+          return variable_list{
+              F::avg_pool2d(in[0], F::AvgPool2dFuncOptions(3)
+                                       .stride(2)
+                                       .padding(1)
+                                       .ceil_mode(true)
+                                       .count_include_pad(pad))};
+        },
+        {x}));
+  // PyTorch 2.x's values: F.avg_pool2d(torch.arange(42.).view(1, 1, 7, 6),
+  // 3, 2, 1, ceil_mode=True), whose last column divides by 6 (3 rows, the
+  // columns 5 and 6 of the padded input).
+  Tensor a = arange(42, TensorOptions(kDouble)).view({1, 1, 7, 6});
+  Tensor want = tensor({14.0 / 9, 30.0 / 9, 42.0 / 9, 16.0 / 6, 75.0 / 9, 14.0,
+                        16.0, 51.0 / 6, 147.0 / 9, 26.0, 28.0, 87.0 / 6,
+                        134.0 / 9, 210.0 / 9, 222.0 / 9, 76.0 / 6},
+                       kDouble)
+                    .view({1, 1, 4, 4});
+  EXPECT_TRUE(close(
+      F::avg_pool2d(
+          a, F::AvgPool2dFuncOptions(3).stride(2).padding(1).ceil_mode(true)),
+      want, 1e-12, 1e-12));
+  // A 1-d input shorter than the kernel takes one overhanging window.
+  Tensor s = tensor({1.0, 3.0}, kDouble).view({1, 1, 2});
+  EXPECT_TRUE(close(
+      F::max_pool1d(s, F::MaxPool1dFuncOptions(3).stride(2).ceil_mode(true)),
+      tensor({3.0}, kDouble).view({1, 1, 1}), 0, 0));
 }
 
 TEST(Pool1d, MaxAndAvg) {

@@ -670,3 +670,16 @@ TEST(Hardening, DiagonalOffsetsAtTheInt64Limits) {
   EXPECT_TRUE(equal(x.diagonal(1), tensor({int64_t(1), 6, 11})));
   EXPECT_TRUE(equal(x.diagonal(-2), tensor({int64_t(8)})));
 }
+
+// Found by test_size_fuzz (seed 2) under UBSan: an empty view may carry an
+// offset far beyond its storage, and its data address multiplied that
+// offset by the item size in int64.
+TEST(Hardening, EmptyViewWithAHugeOffsetHasAnAddress) {
+  Tensor base = randn({4});
+  Tensor v = base.as_strided({0}, {1}, int64_t(1) << 62);
+  EXPECT_EQ(v.numel(), 0);
+  EXPECT_EQ(v.storage_offset(), int64_t(1) << 62);
+  EXPECT_EQ(v.data_ptr(), base.storage().data());
+  EXPECT_EQ(v.clone().numel(), 0);
+  EXPECT_EQ((v + 1).numel(), 0);
+}

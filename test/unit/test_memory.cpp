@@ -215,3 +215,20 @@ TEST(Memory, CudaFunctionsNeedAGpu) {
   EXPECT_EMBER_ERROR(memory_allocated(Device("cuda:0")), msg);
   EXPECT_EMBER_ERROR(memory_stats(Device(kCUDA, 1)), msg);
 }
+
+// The segment peak only falls at reset_peak_memory_stats: a block taken
+// from the cache used to set it to the current count.
+TEST(Memory, SegmentPeakKeepsItsMaximum) {
+  empty_cache();
+  int64_t base = memory_stats().at("segment.all.current");
+  { Tensor a = empty({1000}), b = empty({3000}), c = empty({7000}); }
+  empty_cache();
+  Tensor d = empty({1000}); // a fresh segment
+  Tensor e = empty({1000}); // and another
+  auto s = memory_stats();
+  EXPECT_EQ(s.at("segment.all.current"), base + 2);
+  EXPECT_GE(s.at("segment.all.peak"), base + 3);
+  reset_peak_memory_stats();
+  s = memory_stats();
+  EXPECT_EQ(s.at("segment.all.peak"), s.at("segment.all.current"));
+}

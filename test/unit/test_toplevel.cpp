@@ -420,8 +420,9 @@ TEST(TopLevel, PoolingMatchesFunctional) {
   EXPECT_TRUE(
       same(ember::avg_pool1d(x1, 4, 2, 1),
            F::avg_pool1d(x1, F::AvgPool1dFuncOptions(4).stride(2).padding(1))));
-  EXPECT_THROW(ember::max_pool2d(x, 2, {}, 0, 1, /*ceil_mode=*/true),
-               NotImplementedError);
+  EXPECT_TRUE(
+      same(ember::max_pool2d(x, 2, {}, 0, 1, /*ceil_mode=*/true),
+           F::max_pool2d(x, F::MaxPool2dFuncOptions(2).ceil_mode(true))));
 }
 
 TEST(TopLevel, Im2colCol2imMatchUnfoldFold) {
