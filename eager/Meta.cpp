@@ -201,6 +201,11 @@ PointwiseMeta pointwise(const PointwiseSpec &spec,
     result = result_type(
         ArrayRef<const Tensor *>(promoted.data(), promoted.size()),
         ArrayRef<const Scalar *>(promoting.data(), promoting.size()));
+    // `dtypes` of an op that computes in float restricts its inputs: silu
+    // or softplus of an integer tensor raises, as PyTorch's (sigmoid, whose
+    // group is all, promotes it).
+    if (spec.promote == Promote::Float && !in_group(result, spec.dtypes))
+      throw_unsupported_dtype(spec.name, result);
     if (spec.promote == Promote::Float && !isFloatingType(result))
       result = get_default_dtype();
   }

@@ -1,6 +1,7 @@
 // Pointwise ops whose form depends on an argument's value (gelu's
 // approximation, div's rounding mode, clamp's optional bounds): they pick
 // the pointwise op to run.
+#include "eager/Dtype.h"
 #include "eager/Factory.h"
 #include "eager/TensorIterator.h"
 #include "eager/generated/Functions.h"
@@ -10,6 +11,9 @@
 namespace ember::native {
 
 Tensor gelu(const Tensor &self, std::string_view approximate) {
+  if (self.defined() &&
+      !isFloatingType(self.dtype())) // as PyTorch's (no promotion)
+    throw_unsupported_dtype("gelu", self.dtype());
   if (approximate == "none")
     return ember::_gelu_erf(self);
   if (approximate == "tanh")

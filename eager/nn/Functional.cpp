@@ -10,6 +10,7 @@
 #include "eager/WrapDim.h"
 #include "eager/autograd/GradMode.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -48,10 +49,26 @@ Tensor hardtanh(const Tensor &input, const HardtanhFuncOptions &options) {
                     "hardtanh: max_val (", options.max_val(),
                     ") must be greater than or equal to min_val (",
                     options.min_val(), ")");
+  EMBER_CHECK_TYPE(!input.defined() || input.dtype() != kBool,
+                   "Bool inputs not supported for hardtanh");
+  // An integer input keeps its dtype (PyTorch's hardtanh writes into a
+  // tensor like its input): the bounds are truncated, which for integer x
+  // gives trunc(clamp(x, lo, hi)).
+  Scalar lo = options.min_val(), hi = options.max_val();
+  if (input.defined() && !isFloatingType(input.dtype())) {
+    dispatch_dtype(input.dtype(), "hardtanh", [&]<class T>() {
+      auto bound = [](double v) {
+        double lowest = double(std::numeric_limits<T>::lowest());
+        double highest = double(std::numeric_limits<T>::max());
+        return Scalar(int64_t(std::clamp(std::trunc(v), lowest, highest)));
+      };
+      lo = bound(options.min_val());
+      hi = bound(options.max_val());
+    });
+  }
   if (options.inplace())
-    return input.clamp_(Scalar(options.min_val()), Scalar(options.max_val()));
-  return ember::clamp(input, Scalar(options.min_val()),
-                      Scalar(options.max_val()));
+    return input.clamp_(lo, hi);
+  return ember::clamp(input, lo, hi);
 }
 
 Tensor relu6(const Tensor &input, const ReLU6FuncOptions &options) {
@@ -60,12 +77,15 @@ Tensor relu6(const Tensor &input, const ReLU6FuncOptions &options) {
 }
 
 Tensor leaky_relu(const Tensor &input, const LeakyReLUFuncOptions &options) {
-  // As PyTorch's kernel, the slope must fit the input's dtype (1e39 would
-  // be inf for float32, and 0 * inf NaN).
-  if (isFloatingType(input.dtype()))
+  if (input.defined()) {
+    if (!isFloatingType(input.dtype())) // as PyTorch's (no promotion)
+      throw_unsupported_dtype("leaky_relu", input.dtype());
+    // As PyTorch's kernel, the slope must fit the input's dtype (1e39 would
+    // be inf for float32, and 0 * inf NaN).
     dispatch_dtype(input.dtype(), "leaky_relu", [&]<class T>() {
       (void)Scalar(options.negative_slope()).checked_to<T>();
     });
+  }
   Tensor out = ember::where(input > 0, input, input * options.negative_slope());
   if (options.inplace())
     return input.copy_(out);
@@ -89,6 +109,9 @@ Tensor softplus(const Tensor &input, const SoftplusFuncOptions &options) {
 }
 
 Tensor logsigmoid(const Tensor &input) {
+  if (input.defined() &&
+      !isFloatingType(input.dtype())) // as PyTorch's (no promotion)
+    throw_unsupported_dtype("log_sigmoid", input.dtype());
   // log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)): no overflow either way.
   return ember::clamp_max(input, 0) -
          ember::log1p(ember::exp(-ember::abs(input)));

@@ -85,11 +85,14 @@ const Tensor &leaky_relu_(const Tensor &self, const Scalar &negative_slope) {
 Tensor elu(const Tensor &self, const Scalar &alpha, const Scalar &scale,
            const Scalar &input_scale) {
   double s = scale.toDouble(), is = input_scale.toDouble();
-  if (isFloatingType(self.dtype())) // as leaky_relu's slope
-    dispatch_dtype(self.dtype(), "elu", [&]<class T>() {
+  if (self.defined()) {
+    if (!isFloatingType(self.dtype())) // as PyTorch's (no promotion)
+      throw_unsupported_dtype("elu", self.dtype());
+    dispatch_dtype(self.dtype(), "elu", [&]<class T>() { // as leaky_relu's
       for (const Scalar *v : {&alpha, &scale, &input_scale})
         (void)v->checked_to<T>();
     });
+  }
   Tensor negative =
       ember::expm1(is == 1 ? self : self * is) * (alpha.toDouble() * s);
   return ember::where(self > 0, s == 1 ? self : self * s, negative);

@@ -1,6 +1,7 @@
 // Bad input never crashes, corrupts memory or is silently wrong: regression
 // tests for the findings of the hardening issue, each of which crashed or gave
 // a wrong answer before its fix (run under ASan+UBSan as test_hardening_san).
+#include "TestUtil.h"
 #include <ember/ember.h>
 #include <gtest/gtest.h>
 
@@ -682,4 +683,41 @@ TEST(Hardening, EmptyViewWithAHugeOffsetHasAnAddress) {
   EXPECT_EQ(v.data_ptr(), base.storage().data());
   EXPECT_EQ(v.clone().numel(), 0);
   EXPECT_EQ((v + 1).numel(), 0);
+}
+
+// Activations of integer tensors as PyTorch's: relu6 and hardtanh keep the
+// dtype (they clamp), the others raise instead of promoting to float;
+// sigmoid and tanh promote (unary float ops).
+TEST(Hardening, IntegerActivationsFollowPyTorch) {
+  namespace F = nn::functional;
+  Tensor i = tensor({-2, 0, 3, 9}, kInt);
+  Tensor r6 = F::relu6(i);
+  EXPECT_EQ(r6.dtype(), kInt);
+  EXPECT_TRUE(equal(r6, tensor({0, 0, 3, 6}, kInt)));
+  Tensor ht = F::hardtanh(i);
+  EXPECT_EQ(ht.dtype(), kInt);
+  EXPECT_TRUE(equal(ht, tensor({-1, 0, 1, 1}, kInt)));
+  EXPECT_TRUE(
+      equal(F::hardtanh(i, F::HardtanhFuncOptions().min_val(-1.5).max_val(2.5)),
+            tensor({-1, 0, 2, 2}, kInt)));
+  EXPECT_TRUE(equal(ember::hardtanh(i.to(kByte), -1, 1),
+                    tensor({1, 0, 1, 1}, kByte))); // -2 wraps to 254 as uint8
+  Tensor in = i.clone();
+  F::relu6(in, F::ReLU6FuncOptions(true));
+  EXPECT_TRUE(equal(in, tensor({0, 0, 3, 6}, kInt)));
+  EXPECT_EMBER_ERROR(F::hardtanh(i > 0), "Bool inputs not supported");
+  EXPECT_EQ(sigmoid(i).dtype(), kFloat);
+  EXPECT_EQ(tanh(i).dtype(), kFloat);
+  const char *want = "is not implemented for dtype int32";
+  EXPECT_EMBER_ERROR(F::leaky_relu(i), want);
+  EXPECT_EMBER_ERROR(ember::leaky_relu(i), want);
+  EXPECT_EMBER_ERROR(F::elu(i), want);
+  EXPECT_EMBER_ERROR(F::gelu(i), "\"gelu\" is not implemented");
+  EXPECT_EMBER_ERROR(F::gelu(i, F::GELUFuncOptions().approximate("tanh")),
+                     "\"gelu\" is not implemented");
+  EXPECT_EMBER_ERROR(F::silu(i), "\"silu\" is not implemented");
+  EXPECT_EMBER_ERROR(F::softplus(i), "\"softplus\" is not implemented");
+  EXPECT_EMBER_ERROR(F::logsigmoid(i), want);
+  EXPECT_EMBER_ERROR(addcdiv(i, i, i), "\"addcdiv\" is not implemented");
+  EXPECT_EMBER_ERROR(F::leaky_relu(i > 0), "dtype bool");
 }
