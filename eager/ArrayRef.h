@@ -37,11 +37,15 @@ public:
   // so `f({1, 2})` is safe and `IntArrayRef a = {1, 2};` dangles (GCC warns
   // about the latter in general; the warning is silenced for this one
   // constructor, whose uses are calls).
+#if defined(__GNUC__) && !defined(__clang__) // clang has no such warning
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Winit-list-lifetime"
+#endif
   constexpr ArrayRef(const std::initializer_list<T> &l)
       : data_(l.begin() == l.end() ? nullptr : l.begin()), size_(l.size()) {}
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
   const T *data() const { return data_; }
   size_t size() const { return size_; }

@@ -101,7 +101,8 @@ void Optimizer::add_param_group(const OptimizerParamGroup &param_group) {
   OptimizerParamGroup group(param_group.params());
   if (param_group.has_options()) {
     const OptimizerOptions &o = param_group.options();
-    EMBER_CHECK_TYPE(typeid(o) == typeid(*defaults_),
+    const OptimizerOptions &defaults = *defaults_;
+    EMBER_CHECK_TYPE(typeid(o) == typeid(defaults),
                      "the options of a param group must have the same type "
                      "as the optimizer's defaults (SGDOptions for SGD, "
                      "AdamOptions for Adam, ...)");
