@@ -23,6 +23,7 @@
 #include "eager/meta/MetaSupport.h"
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -222,6 +223,20 @@ PointwiseMeta pointwise(const PointwiseSpec &spec,
         i < 4 && spec.scalar_names[i] ? spec.scalar_names[i] : "scalar";
     if ((spec.integral_scalars >> i) & 1u)
       check_integral_scalar(spec.name, name, *scalars[i], result);
+    if (((spec.bound_scalars >> i) & 1u) && isIntegralType(result, false) &&
+        scalars[i]->isIntegral(false))
+      dispatch_dtype(result, spec.name, [&]<class T>() {
+        if constexpr (std::is_integral_v<T>) {
+          int64_t v = scalars[i]->toLong(),
+                  lo = std::numeric_limits<T>::lowest(),
+                  hi = int64_t(std::numeric_limits<T>::max());
+          EMBER_CHECK_VALUE(
+              v >= lo && v <= hi, spec.name, ": ", name, " value ", v,
+              " is outside the range of ", toString(result), " [", lo, ", ", hi,
+              "]; clamp a wider dtype (.to(ember::kLong)) or pass "
+              "a bound inside the range");
+        }
+      });
     if (result != kBool)
       dispatch_dtype(result, spec.name, [&]<class T>() {
         try {

@@ -106,6 +106,9 @@ struct PointwiseSpec {
   /// integral dtype, and a bool only for bool results (PyTorch's alpha_check:
   /// a float alpha on integers would be truncated).
   unsigned integral_scalars = 0;
+  /// Bit i: Scalar argument i is a bound (clamp_min's min) that an integral
+  /// compute dtype must hold without wrapping around.
+  unsigned bound_scalars = 0;
   /// The Scalar arguments' names, for messages.
   const char *scalar_names[4] = {};
 };

@@ -8,6 +8,9 @@
 #include "eager/generated/NativeFunctions.h"
 #include "eager/meta/Shapes.h"
 
+#include <limits>
+#include <vector>
+
 namespace ember::native {
 
 Tensor gelu(const Tensor &self, std::string_view approximate) {
@@ -55,6 +58,24 @@ void checkClampBounds(bool hasMin, bool hasMax) {
   EMBER_CHECK(hasMin || hasMax, "torch.clamp: At least one of 'min' or 'max' ",
               "must not be None");
 }
+/// PyTorch's clamp of an integral dtype `t`: a bound beyond t's range on
+/// its own side (a min below the lowest value, a max above the highest)
+/// clamps nothing and is dropped. One beyond the other side reaches
+/// clamp_min/clamp_max, which raise (their `bound_scalars`).
+std::optional<Scalar> effectiveBound(const std::optional<Scalar> &b,
+                                     ScalarType t, bool isMin) {
+  if (!b || !isIntegralType(t, false) || !b->isIntegral(false))
+    return b;
+  bool beyond = false;
+  dispatch_dtype(t, "clamp", [&]<class T>() {
+    if constexpr (std::is_integral_v<T>) {
+      int64_t v = b->toLong();
+      beyond = isMin ? v < int64_t(std::numeric_limits<T>::lowest())
+                     : v > int64_t(std::numeric_limits<T>::max());
+    }
+  });
+  return beyond ? std::nullopt : b;
+}
 /// A Tensor? bound: given and defined.
 bool present(const std::optional<Tensor> &t) { return t && t->defined(); }
 } // namespace
@@ -62,15 +83,22 @@ bool present(const std::optional<Tensor> &t) { return t && t->defined(); }
 Tensor clamp(const Tensor &self, const std::optional<Scalar> &min,
              const std::optional<Scalar> &max) {
   checkClampBounds(min.has_value(), max.has_value());
-  if (min && max) {
-    // min then max, promoting with both bounds (as PyTorch's clamp).
-    const Tensor *ts[] = {&self};
-    const Scalar *ss[] = {&*min, &*max};
-    ScalarType t = result_type(ArrayRef<const Tensor *>(ts, 1),
-                               ArrayRef<const Scalar *>(ss, 2));
-    return ember::clamp_max(ember::clamp_min(self.to(t), *min), *max);
-  }
-  return min ? ember::clamp_min(self, *min) : ember::clamp_max(self, *max);
+  // The result's dtype, promoting with both bounds (as PyTorch's clamp).
+  const Tensor *ts[] = {&self};
+  std::vector<const Scalar *> ss;
+  for (const auto *b : {&min, &max})
+    if (b->has_value())
+      ss.push_back(&**b);
+  ScalarType t = result_type(ArrayRef<const Tensor *>(ts, 1),
+                             ArrayRef<const Scalar *>(ss.data(), ss.size()));
+  std::optional<Scalar> lo = effectiveBound(min, t, true),
+                        hi = effectiveBound(max, t, false);
+  if (!lo && !hi) // every bound beyond the dtype's range: a copy
+    return ember::clone(self.to(t));
+  Tensor r = self.to(t);
+  if (lo)
+    r = ember::clamp_min(r, *lo);
+  return hi ? ember::clamp_max(r, *hi) : r;
 }
 
 Tensor clamp_tensor(const Tensor &self, const std::optional<Tensor> &min,
@@ -88,10 +116,12 @@ Tensor clamp_tensor(const Tensor &self, const std::optional<Tensor> &min,
 const Tensor &clamp_(const Tensor &self, const std::optional<Scalar> &min,
                      const std::optional<Scalar> &max) {
   checkClampBounds(min.has_value(), max.has_value());
-  if (min)
-    self.clamp_min_(*min);
-  if (max)
-    self.clamp_max_(*max);
+  std::optional<Scalar> lo = effectiveBound(min, self.dtype(), true),
+                        hi = effectiveBound(max, self.dtype(), false);
+  if (lo)
+    self.clamp_min_(*lo);
+  if (hi)
+    self.clamp_max_(*hi);
   return self;
 }
 

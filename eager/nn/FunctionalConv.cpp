@@ -1,6 +1,7 @@
 // nn::functional convolution, pooling, unfold and fold: compositions of the
 // _im2col / _col2im primitives with matmul and reductions (see Functional.h).
 #include "eager/Factory.h"
+#include "eager/autograd/GradMode.h"
 #include "eager/nn/Functional.h"
 
 #include <array>
@@ -204,7 +205,10 @@ Tensor checkPool(const char *name, const Tensor &input, const Geometry2d &g,
     EMBER_CHECK_VALUE(g.dilation[i] > 0,
                       "dilation should be greater than zero, but got ",
                       dimsStr(g.dilation, D));
-    EMBER_CHECK_VALUE(g.padding[i] >= 0 && g.padding[i] <= g.kernel[i] / 2,
+    EMBER_CHECK_VALUE(
+        g.padding[i] >= 0,
+        "pad must be non-negative, but got pad=", dimsStr(g.padding, D));
+    EMBER_CHECK_VALUE(g.padding[i] <= g.kernel[i] / 2,
                       "pad should be at most half of effective kernel size, "
                       "but got pad=",
                       dimsStr(g.padding, D),
@@ -288,7 +292,11 @@ Scalar lowestOf(ScalarType t) {
 // The columns of _im2col with pad_value = -inf (the lowest value for integer
 // dtypes), viewed as (N, C, kh*kw, L), hold every window; max over dim 2
 // gives the pooled values, and max.dim's gradient goes to the maximum of each
-// window, then through _col2im back to the input position.
+// window, then through _col2im back to the input position. A window that
+// overlaps the padding holds the lowest value there, which ties with a real
+// lowest value (-inf; 0 of uint8): the index is then chosen among the real
+// positions only (the first holding the maximum, as PyTorch's kernel), and
+// the value gathered from it, so that its gradient reaches the input.
 template <size_t D>
 std::tuple<Tensor, Tensor> maxPoolNd(const char *name, const Tensor &input,
                                      const MaxPoolFuncOptions<D> &o,
@@ -299,10 +307,30 @@ std::tuple<Tensor, Tensor> maxPoolNd(const char *name, const Tensor &input,
   Tensor x = checkPool<D>(name, input, g, o.ceil_mode(), os);
   int64_t N = x.size(0), C = x.size(1), K = g.kernel[0] * g.kernel[1];
   int64_t L = os[0] * os[1];
-  Tensor cols = ember::_im2col(extendForWindows(x, g, os, lowestOf(x.dtype())),
-                               g.kernel, g.dilation, g.padding, g.stride,
-                               -std::numeric_limits<double>::infinity());
-  auto [values, arg] = ember::max(cols.view({N, C, K, L}), 2);
+  Tensor extended = extendForWindows(x, g, os, lowestOf(x.dtype()));
+  Tensor cols =
+      ember::_im2col(extended, g.kernel, g.dilation, g.padding, g.stride,
+                     -std::numeric_limits<double>::infinity())
+          .view({N, C, K, L});
+  Tensor values, arg;
+  bool padded = g.padding[0] > 0 || g.padding[1] > 0 || !extended.is_same(x);
+  if (!padded) {
+    std::tie(values, arg) = ember::max(cols, 2);
+  } else {
+    {
+      NoGradGuard no_grad;
+      Tensor plane = ones({1, 1, x.size(2), x.size(3)}, TensorOptions(kByte));
+      Tensor real = ember::_im2col(extendForWindows(plane, g, os, 0), g.kernel,
+                                   g.dilation, g.padding, g.stride, 0)
+                        .view({1, 1, K, L}) > 0;
+      Tensor top = std::get<0>(ember::max(cols, 2, /*keepdim=*/true));
+      Tensor hit = cols == top;
+      if (isFloatingType(cols.dtype()))
+        hit = hit | (cols.isnan() & top.isnan());
+      arg = (hit & real).to(kByte).argmax(2);
+    }
+    values = cols.gather(2, arg.unsqueeze(2)).squeeze(2);
+  }
   Tensor out = unlift<D>(values.view({N, C, os[0], os[1]}), input);
   if (!wantIndices)
     return {out, Tensor()};

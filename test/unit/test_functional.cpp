@@ -502,6 +502,9 @@ TEST(MaxPool2d, Errors) {
   EXPECT_EMBER_ERROR(F::max_pool2d(x, F::MaxPool2dFuncOptions(3).padding(2)),
                      "pad should be at most half of effective kernel size");
   EXPECT_EMBER_ERROR(
+      F::max_pool2d(x, F::MaxPool2dFuncOptions(3).padding({-1, 0})),
+      "pad must be non-negative, but got pad=");
+  EXPECT_EMBER_ERROR(
       F::max_pool2d(random({1, 3, 2, 2}), F::MaxPool2dFuncOptions(3)),
       "Given input size: (3x2x2). Calculated output size: "
       "(3x0x0). Output size is too small");

@@ -329,8 +329,11 @@ TEST(Hardening, ScalarArgumentsMustFitTheComputeDtype) {
   // As c10's checked Scalar::to<T>(): clamp bounds and masked_fill values
   // that the dtype cannot hold raise instead of wrapping.
   Tensor c = tensor({1, 2, 3}).to(kChar);
-  EXPECT_TRUE(raises([&] { c.clamp(std::nullopt, 300); }, "without overflow"));
-  EXPECT_TRUE(raises([&] { c.clamp_min(-1000); }, "argument min"));
+  // clamp drops a bound beyond the dtype on its own side (PyTorch's clamp;
+  // Hardening.ClampBoundsOutsideAnIntegerRange); clamp_min/clamp_max raise.
+  EXPECT_TRUE(equal(c.clamp(std::nullopt, 300), c));
+  EXPECT_TRUE(
+      raises([&] { c.clamp_min(-1000); }, "min value -1000 is outside"));
   Tensor m = tensor({true, false, true});
   EXPECT_TRUE(
       raises([&] { ones({3}, kByte).masked_fill(m, 256); }, "argument value"));
@@ -344,7 +347,7 @@ TEST(Hardening, ScalarArgumentsMustFitTheComputeDtype) {
   EXPECT_EQ(c.clamp_min(2.5).dtype(), kFloat);
   NoGradGuard no_grad;
   auto f = compile([](const Tensor &x) { return (x + 1).clamp_max(300); });
-  EXPECT_TRUE(raises([&] { f(c); }, "without overflow"));
+  EXPECT_TRUE(raises([&] { f(c); }, "max value 300 is outside the range"));
 }
 
 // --- int64 edges of arguments ----------------------------------------------
@@ -720,4 +723,54 @@ TEST(Hardening, IntegerActivationsFollowPyTorch) {
   EXPECT_EMBER_ERROR(F::logsigmoid(i), want);
   EXPECT_EMBER_ERROR(addcdiv(i, i, i), "\"addcdiv\" is not implemented");
   EXPECT_EMBER_ERROR(F::leaky_relu(i > 0), "dtype bool");
+}
+
+// Found by the probe: c10's conversion lets a negative bound wrap around
+// uint8 (-5 -> 251), so clamp(u8, -5, 100) gave [100, 100]. clamp drops a
+// bound beyond the dtype's range on its own side, as PyTorch's; the table
+// ops clamp_min/clamp_max raise for any bound outside the range.
+TEST(Hardening, ClampBoundsOutsideAnIntegerRange) {
+  Tensor u = tensor({1, 200}, kByte);
+  EXPECT_TRUE(equal(clamp(u, -5, 100), tensor({1, 100}, kByte)));
+  EXPECT_TRUE(equal(clamp(u, -1000, 1000), u));
+  EXPECT_FALSE(clamp(u, -1000, 1000).is_same(u));
+  EXPECT_TRUE(equal(clamp(u, std::nullopt, 1000), u));
+  Tensor c = tensor({1, 100, -100}, kChar);
+  EXPECT_TRUE(equal(clamp(c, -5, 200), tensor({1, 100, -5}, kChar)));
+  EXPECT_TRUE(equal(clamp(c, -200, 50), tensor({1, 50, -100}, kChar)));
+  Tensor v = u.clone();
+  v.clamp_(-5, 100);
+  EXPECT_TRUE(equal(v, tensor({1, 100}, kByte)));
+  EXPECT_EMBER_ERROR(clamp_max(u, -5), "outside the range of uint8 [0, 255]");
+  EXPECT_EMBER_ERROR(clamp(u, std::nullopt, -5), "outside the range");
+  EXPECT_EMBER_ERROR(clamp_min(u, -5), "outside the range");
+  EXPECT_EMBER_ERROR(clamp(c, 300, 400), "outside the range of int8");
+  // Compiled as eager: clamp is recorded as the ops it calls.
+  NoGradGuard no_grad;
+  auto f = compile([](const Tensor &x) { return clamp(x, -5, 100) + 1; });
+  EXPECT_TRUE(equal(f(u), tensor({2, 101}, kByte)));
+}
+
+// Found by the probe: a padding cell (the lowest value) tied with a real
+// -inf (or uint8 0) and won, so max pooling returned index -1 and dropped
+// the gradient.
+TEST(Hardening, MaxPoolPrefersRealPositionsOverPadding) {
+  namespace F = nn::functional;
+  auto opt = F::MaxPool2dFuncOptions({1, 2}).stride({1, 2}).padding({0, 1});
+  float inf = std::numeric_limits<float>::infinity();
+  Tensor b = tensor({-inf, 5.0f, 7.0f}).reshape({1, 1, 1, 3}).requires_grad_();
+  auto [o, i] = F::max_pool2d_with_indices(b, opt);
+  EXPECT_TRUE(equal(i, tensor({0, 2}, kLong).view({1, 1, 1, 2})));
+  EXPECT_TRUE(equal(o.detach(), tensor({-inf, 7.0f}).view({1, 1, 1, 2})));
+  o.sum().backward();
+  EXPECT_TRUE(equal(b.grad(), tensor({1.0f, 0.0f, 1.0f}).view({1, 1, 1, 3})));
+  auto [ou, iu] = F::max_pool2d_with_indices(
+      tensor({0, 5, 7}, kByte).view({1, 1, 1, 3}), opt);
+  EXPECT_TRUE(equal(iu, tensor({0, 2}, kLong).view({1, 1, 1, 2})));
+  EXPECT_TRUE(equal(ou, tensor({0, 7}, kByte).view({1, 1, 1, 2})));
+  // NaN still wins, and a real value above the padding is unaffected.
+  Tensor n = tensor({std::nanf(""), 5.0f, 7.0f}).view({1, 1, 3});
+  auto m = F::max_pool1d(n, F::MaxPool1dFuncOptions(2).stride(2).padding(1));
+  EXPECT_TRUE(std::isnan(m[0][0][0].item<float>()));
+  EXPECT_EQ(m[0][0][1].item<float>(), 7.0f);
 }

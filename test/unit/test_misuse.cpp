@@ -220,7 +220,8 @@ std::vector<Misuse> cases() {
       {"arithmetic", "sub of bools", [] { tensor({true}).sub(tensor({true})); },
        "bool"},
       {"arithmetic", "clamp bound beyond int8",
-       [] { ones({2}, kChar).clamp_max(300); }, "without overflow"},
+       [] { ones({2}, kChar).clamp_max(300); },
+       "max value 300 is outside the range of int8 [-128, 127]"},
       {"arithmetic", "item of a vector", [v] { v.item<float>(); },
        "3 elements cannot be converted"},
       // --- linear algebra
