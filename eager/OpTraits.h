@@ -10,4 +10,9 @@ namespace ember {
 /// device (_to_copy).
 bool is_conversion(const OperatorHandle &op);
 
+/// The schema argument whose last dim a contraction sums products over
+/// (ops.yaml `contraction:`: mm's self, addmm's mat1), or -1 for any other
+/// op. Such an op costs 2 * numel(result) * that size in FLOPs.
+int contraction_arg(const OperatorHandle &op);
+
 } // namespace ember

@@ -114,4 +114,47 @@ def PlanMemory : Pass<"ember-plan-memory", "mlir::func::FuncOp"> {
   let dependentDialects = ["::ember::ir::EmberDialect"];
 }
 
+def Remat : Pass<"ember-remat", "mlir::ModuleOp"> {
+  let summary = "partitions joint forward/backward functions: what to save for backward, what to recompute";
+  let description = [{
+    A joint function (one whose attribute `ember.forward_results = N` says
+    its first N results are the forward's; the rest are gradients, and the
+    arguments marked `{ember.tangent}` the gradients of the forward results)
+    is replaced by `<name>_forward`, which takes the other arguments (the
+    primals) and returns the forward results and then the saved tensors
+    (each marked `{ember.saved = "<op>"}`), and `<name>_backward`, which
+    takes the saved tensors and the tangents, recomputes the forward ops
+    listed in its `ember.recomputed` and returns the gradients (Note
+    [Partitioning the joint graph] in passes/Remat.cpp).
+
+    Without a budget the saved set is a minimum cut over bytes in which the
+    backward may recompute only what fusion keeps in registers (pointwise
+    chains the forward does not write to memory). With
+    `memory-budget=BYTES` it is the set with the least estimated recompute
+    cost (FLOPs; `ember.recompute_flops`) whose bytes fit
+    (`ember.saved_bytes`; primals are free), any op but a random one being
+    recomputable. Random ops are never recomputed.
+
+    ```mlir
+    // before
+    func.func @f(%x: tensor<4xf32>, %g: tensor<4xf32> {ember.tangent})
+        -> (tensor<4xf32>, tensor<4xf32>) attributes {ember.forward_results = 1} {
+      %y = ember.exp %x : (tensor<4xf32>) -> tensor<4xf32>
+      %d = ember.mul.Tensor %g, %y : ...
+      return %y, %d : ...
+    }
+    // after
+    func.func @f_forward(%x) -> (tensor<4xf32>, tensor<4xf32> {ember.saved = "ember.exp"})
+    func.func @f_backward(%y, %g) -> tensor<4xf32>
+    ```
+  }];
+  let options = [
+    Option<"memoryBudget", "memory-budget", "int64_t", /*default=*/"-1",
+           "the most bytes of saved tensors (primals are free); -1: the "
+           "minimum cut">
+  ];
+  let dependentDialects = ["::ember::ir::EmberDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 #endif // EMBER_PASSES

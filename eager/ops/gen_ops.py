@@ -276,7 +276,7 @@ class Op:
 FIELDS = {"func", "variants", "kernel", "cpu", "composite", "pointwise",
           "identity", "decompose", "conversion", "composes", "reduction",
           "derivative", "nondifferentiable_outputs", "example",
-          "cpp_no_default_args"}
+          "cpp_no_default_args", "contraction"}
 POINTWISE_FIELDS = {"expr", "promote", "dtypes", "bool_args", "promote_scalars",
                     "integral_scalars", "bound_scalars",
                     "nonzero_divisor", "inplace", "scalar_overload"}
@@ -501,6 +501,19 @@ def decomposition_files(ops, files):
     r.append("  };")
     r.append("  auto it = table.find(&op);")
     r.append("  return it == table.end() ? nullptr : &it->second;")
+    r.append("}\n")
+    r.append("int contraction_arg(const OperatorHandle &op) {")
+    for o in ops:
+        c_arg = o.entry.get("contraction")
+        if c_arg is None:
+            continue
+        pos = {a.name: i for i, a in enumerate(o.schema.args)}
+        if not o.dispatched or c_arg not in pos:
+            sys.exit(f"{o.schema.text}: contraction: {c_arg}? (a tensor argument "
+                     "of a dispatched op)")
+        r.append(f"  if (&op == &ops::{o.schema.cname}())")
+        r.append(f"    return {pos[c_arg]};")
+    r.append("  return -1;")
     r.append("}\n")
     r.append("bool is_conversion(const OperatorHandle &op) {")
     conv = [o for o in ops if o.dispatched and o.entry.get("conversion")]

@@ -1,0 +1,614 @@
+// ember-remat (passes/Passes.td): splits a joint forward/backward function
+// into a forward that also returns the tensors saved for backward and a
+// backward that recomputes the rest.
+#include "passes/Passes.h"
+
+#include "eager/OpTraits.h"
+#include "ir/Queries.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <queue>
+
+namespace ember::passes {
+
+#define GEN_PASS_DEF_REMAT
+#include "passes/Passes.h.inc"
+
+namespace {
+
+using namespace mlir;
+
+// Note [Partitioning the joint graph]
+// A joint function (AOTAutograd's) takes the primals and, marked
+// `{ember.tangent}`, the gradients of its forward results; it returns the
+// first `ember.forward_results` results (the forward's) and then the
+// gradients. An op is a *backward* op when it reads a tangent, directly or
+// through other ops; every other op is a *forward* op, which the forward
+// runs when a forward result needs it. The backward needs some forward
+// values (*needed*: read by a backward op, or returned as a gradient).
+// Each is either saved (returned by the forward, passed to the backward) or
+// recomputed by the backward from saved values; primals and constants are
+// free to save (the caller holds the primals anyway). Which forward ops the
+// backward recomputes follows from the saved set: every needed value that
+// is not saved, and transitively the operands of those ops that are not
+// saved either (the closure). Ops with effects are never recomputed: a
+// random op (a table op with a Generator argument, or a call captured as
+// ember.eager_call) would draw fresh numbers, not the forward's.
+//
+// Without a budget the saved set is a minimum cut over bytes (as
+// AOTAutograd's min-cut partitioner): each forward value is a node split
+// in two by an edge of its size in bytes, operands feed their users with
+// infinite capacity, primals and constants hang off the source at no cost,
+// needed values reach the sink. Only cheap ops may be recomputed there:
+// pointwise ops, views and conversions whose result the forward does not
+// materialize anyway (it is not a forward result and no matmul, reduction or
+// other kernel of the forward reads it) -- the chains that fusion keeps in
+// registers. A value the forward writes to memory regardless is saved
+// rather than recomputed: saving costs memory, recomputing also time.
+//
+// With `memory-budget` (bytes of saved values other than primals), the
+// saved set is the one with the least estimated recompute cost (FLOPs)
+// whose bytes fit, ties to fewer bytes: a knapsack over the forward values
+// with a cost, solved exactly by a depth-first search over the subsets that
+// fit (up to 20 candidates; views, whose recompute costs nothing, are not
+// candidates), greedily beyond (drop the saved value whose removal costs
+// the fewest FLOPs per byte freed until the rest fits). Any op but a random
+// one may then be recomputed, matmuls too when the budget forces it. A
+// smaller budget can only raise the cost and lower the saved bytes, so the
+// peak falls monotonically with the budget. A budget that no saved set
+// meets (the random values alone exceed it) gives the smallest set that
+// works, marked `ember.over_budget`.
+
+constexpr int64_t kInf = std::numeric_limits<int64_t>::max() / 4;
+/// The knapsack is solved exactly up to this many candidates.
+constexpr size_t kExactCandidates = 20;
+
+int64_t sat_add(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? kInf : std::min(r, kInf);
+}
+int64_t sat_mul(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? kInf : std::min(r, kInf);
+}
+
+int64_t numel_of(Value v) {
+  int64_t n = 1;
+  for (int64_t d : llvm::cast<RankedTensorType>(v.getType()).getShape())
+    n = sat_mul(n, d);
+  return n;
+}
+
+/// The bytes a value holds.
+int64_t bytes_of(Value v) {
+  if (!llvm::isa<RankedTensorType>(v.getType()))
+    return 8;
+  return sat_mul(numel_of(v),
+                 int64_t(elementSize(ir::value_type(v.getType()).dtype)));
+}
+
+/// An op with effects: random ops (a table op with a generator, or one
+/// captured as ember.eager_call, whose effects are unknown) and anything
+/// else not free of memory effects. Recomputing it would not give the
+/// forward's values.
+bool has_effects(Operation *op) { return !isMemoryEffectFree(op); }
+
+bool is_view(Operation *op) { return op->hasTrait<ir::OpTrait::View>(); }
+
+/// Pointwise ops, views, conversions and constants: what fusion keeps in
+/// registers, cheap to recompute.
+bool is_cheap(Operation *op) {
+  return llvm::isa<ir::ConstantOp>(op) ||
+         op->hasTrait<ir::OpTrait::Pointwise>() || is_view(op) ||
+         op->hasTrait<ir::OpTrait::Conversion>();
+}
+
+/// An estimate of the FLOPs of `op`: 2 * numel * K for a contraction,
+/// the operand's size for a reduction, nothing for views and constants,
+/// the result's size for the rest.
+int64_t flops_of(Operation *op) {
+  if (op->getNumResults() == 0 || llvm::isa<ir::ConstantOp>(op) || is_view(op))
+    return 0;
+  if (const OperatorHandle *h = ir::table_op(op)) {
+    int c = contraction_arg(*h);
+    if (c >= 0) {
+      auto groups = ir::operand_groups(h->schema(), op->getNumOperands(),
+                                       op->getAttrDictionary());
+      Value m = op->getOperand(groups[size_t(c)].begin);
+      auto shape = llvm::cast<RankedTensorType>(m.getType()).getShape();
+      int64_t k = shape.empty() ? 1 : shape.back();
+      return sat_mul(2, sat_mul(numel_of(op->getResult(0)), k));
+    }
+  }
+  if (op->hasTrait<ir::OpTrait::Reduction>() && op->getNumOperands() > 0)
+    return numel_of(op->getOperand(0));
+  int64_t n = 0;
+  for (Value r : op->getResults())
+    if (llvm::isa<RankedTensorType>(r.getType()))
+      n = sat_add(n, numel_of(r));
+  return n;
+}
+
+/// Maximum flow by Dinic's algorithm, and the source side of a minimum cut.
+class MaxFlow {
+public:
+  explicit MaxFlow(int n) : adj_(size_t(n)) {}
+  void add(int from, int to, int64_t cap) {
+    adj_[size_t(from)].push_back(int(edges_.size()));
+    edges_.push_back({to, cap});
+    adj_[size_t(to)].push_back(int(edges_.size()));
+    edges_.push_back({from, 0});
+  }
+  /// Runs the flow; returns per node whether it is on the source side.
+  std::vector<bool> min_cut(int s, int t) {
+    while (bfs(s, t)) {
+      it_.assign(adj_.size(), 0);
+      while (dfs(s, t, kInf) > 0) {
+      }
+    }
+    std::vector<bool> side(adj_.size(), false);
+    for (size_t i = 0; i < adj_.size(); ++i)
+      side[i] = level_[i] >= 0;
+    return side;
+  }
+
+private:
+  struct Edge {
+    int to;
+    int64_t cap;
+  };
+  bool bfs(int s, int t) {
+    level_.assign(adj_.size(), -1);
+    std::queue<int> q;
+    level_[size_t(s)] = 0;
+    q.push(s);
+    while (!q.empty()) {
+      int u = q.front();
+      q.pop();
+      for (int e : adj_[size_t(u)])
+        if (edges_[size_t(e)].cap > 0 &&
+            level_[size_t(edges_[size_t(e)].to)] < 0) {
+          level_[size_t(edges_[size_t(e)].to)] = level_[size_t(u)] + 1;
+          q.push(edges_[size_t(e)].to);
+        }
+    }
+    return level_[size_t(t)] >= 0;
+  }
+  int64_t dfs(int u, int t, int64_t f) {
+    if (u == t)
+      return f;
+    for (size_t &i = it_[size_t(u)]; i < adj_[size_t(u)].size(); ++i) {
+      int e = adj_[size_t(u)][i];
+      Edge &ed = edges_[size_t(e)];
+      if (ed.cap <= 0 || level_[size_t(ed.to)] != level_[size_t(u)] + 1)
+        continue;
+      int64_t got = dfs(ed.to, t, std::min(f, ed.cap));
+      if (got > 0) {
+        ed.cap -= got;
+        edges_[size_t(e ^ 1)].cap += got;
+        return got;
+      }
+    }
+    return 0;
+  }
+  std::vector<std::vector<int>> adj_;
+  std::vector<Edge> edges_;
+  std::vector<int> level_;
+  std::vector<size_t> it_;
+};
+
+/// One joint function, classified (Note [Partitioning the joint graph]).
+class Joint {
+public:
+  Joint(func::FuncOp fn, unsigned forward_results)
+      : fn_(fn), nfwd_(forward_results) {}
+
+  LogicalResult classify() {
+    Block &body = fn_.getBody().front();
+    for (BlockArgument a : body.getArguments())
+      if (fn_.getArgAttr(a.getArgNumber(), "ember.tangent"))
+        tangent_values_.insert(a);
+    for (Operation &op : body.without_terminator()) {
+      if (op.getNumRegions() != 0)
+        return op.emitError("ember-remat: ops with regions (fusions) are not "
+                            "partitioned; run ember-remat before "
+                            "ember-fuse-elementwise");
+      bool bw = llvm::any_of(op.getOperands(), [&](Value v) {
+        return tangent_values_.contains(v);
+      });
+      if (bw) {
+        backward_.push_back(&op);
+        for (Value r : op.getResults())
+          tangent_values_.insert(r);
+      } else {
+        forward_.push_back(&op);
+      }
+    }
+    Operation *ret = body.getTerminator();
+    if (ret->getNumOperands() < nfwd_)
+      return fn_.emitError("ember-remat: ember.forward_results (")
+             << nfwd_ << ") exceeds the " << ret->getNumOperands()
+             << " results";
+    for (unsigned i = 0; i < nfwd_; ++i)
+      if (tangent_values_.contains(ret->getOperand(i)))
+        return fn_.emitError("ember-remat: forward result ")
+               << i << " depends on a tangent";
+    // The forward values the backward reads.
+    auto need = [&](Value v) {
+      if (!tangent_values_.contains(v))
+        needed_.insert(v);
+    };
+    for (Operation *op : backward_)
+      for (Value v : op->getOperands())
+        need(v);
+    for (unsigned i = nfwd_; i < ret->getNumOperands(); ++i)
+      need(ret->getOperand(i));
+    // Materialized forward values (the default recomputes none of them).
+    for (unsigned i = 0; i < nfwd_; ++i)
+      materialized_.insert(ret->getOperand(i));
+    // (pointwise ops, views, conversions and reductions read their
+    // producers inside one kernel; anything else reads memory)
+    for (Operation *op : forward_)
+      if (!is_cheap(op) && !op->hasTrait<ir::OpTrait::Reduction>())
+        for (Value v : op->getOperands())
+          materialized_.insert(v);
+    return success();
+  }
+
+  /// The saved set by a minimum cut (no budget).
+  llvm::SetVector<Value> min_cut() {
+    // Nodes: 0 source, 1 sink, then per value (in, out).
+    llvm::DenseMap<Value, int> id;
+    llvm::SmallVector<Value> values;
+    auto node = [&](Value v) {
+      auto [it, fresh] = id.try_emplace(v, int(values.size()));
+      if (fresh)
+        values.push_back(v);
+      return it->second;
+    };
+    for (BlockArgument a : fn_.getArguments())
+      if (!tangent_values_.contains(a))
+        node(a);
+    for (Operation *op : forward_)
+      for (Value r : op->getResults())
+        node(r);
+    MaxFlow g(2 + 2 * int(values.size()));
+    auto in = [&](Value v) { return 2 + 2 * id.lookup(v); };
+    auto out = [&](Value v) { return 3 + 2 * id.lookup(v); };
+    for (Value v : values) {
+      Operation *d = v.getDefiningOp();
+      bool free = !d || llvm::isa<ir::ConstantOp>(d);
+      g.add(in(v), out(v), free ? 0 : bytes_of(v));
+      bool banned = !free && (!is_cheap(d) || has_effects(d) ||
+                              llvm::any_of(d->getResults(), [&](Value r) {
+                                return materialized_.contains(r);
+                              }));
+      if (free || banned)
+        g.add(0, in(v), kInf);
+      if (d)
+        for (Value o : d->getOperands())
+          g.add(out(o), in(v), kInf);
+      if (needed_.contains(v))
+        g.add(out(v), 1, kInf);
+    }
+    std::vector<bool> side = g.min_cut(0, 1);
+    llvm::SetVector<Value> saved;
+    for (Value v : values) {
+      Operation *d = v.getDefiningOp();
+      if (side[size_t(in(v))] && !side[size_t(out(v))] &&
+          !(d && llvm::isa<ir::ConstantOp>(d)))
+        saved.insert(v);
+    }
+    return saved;
+  }
+
+  /// What the backward recomputes when `saved` (values) are saved: ops in
+  /// program order; false when a random op would be recomputed.
+  bool closure(const llvm::DenseSet<Value> &saved,
+               llvm::SetVector<Operation *> &ops,
+               llvm::SetVector<Value> &used_saved) const {
+    llvm::DenseSet<Operation *> seen;
+    llvm::SmallVector<Value> work(needed_.begin(), needed_.end());
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      Operation *d = v.getDefiningOp();
+      if (!d || saved.contains(v)) {
+        used_saved.insert(v);
+        continue;
+      }
+      if (!seen.insert(d).second)
+        continue;
+      if (has_effects(d))
+        return false;
+      work.append(d->operand_begin(), d->operand_end());
+    }
+    for (Operation *op : forward_)
+      if (seen.contains(op))
+        ops.insert(op);
+    return true;
+  }
+
+  int64_t cost(const llvm::SetVector<Operation *> &ops) const {
+    int64_t f = 0;
+    for (Operation *op : ops)
+      f = sat_add(f, flops_of(op));
+    return f;
+  }
+
+  /// The saved set under a budget (bytes of saved op results).
+  llvm::SetVector<Value> knapsack(int64_t budget, bool &over) {
+    // Candidates: results of forward ops that the backward may read, except
+    // constants and views (recomputed for nothing).
+    llvm::SmallVector<Value> cand;
+    llvm::DenseSet<Operation *> cone;
+    llvm::SmallVector<Value> work(needed_.begin(), needed_.end());
+    while (!work.empty()) {
+      Operation *d = work.pop_back_val().getDefiningOp();
+      if (!d || !cone.insert(d).second)
+        continue;
+      work.append(d->operand_begin(), d->operand_end());
+    }
+    for (Operation *op : forward_)
+      if (cone.contains(op) && !llvm::isa<ir::ConstantOp>(op) && !is_view(op))
+        for (Value r : op->getResults())
+          cand.push_back(r);
+
+    struct Best {
+      bool found = false;
+      int64_t flops = kInf, bytes = kInf;
+      llvm::DenseSet<Value> set;
+    } best, smallest;
+    auto consider = [&](const llvm::DenseSet<Value> &s) {
+      llvm::SetVector<Operation *> ops;
+      llvm::SetVector<Value> used;
+      if (!closure(s, ops, used))
+        return;
+      // Only what the backward reads counts (a saved value nothing reads
+      // is not saved).
+      int64_t real = 0;
+      for (Value v : used)
+        if (v.getDefiningOp())
+          real = sat_add(real, bytes_of(v));
+      int64_t f = cost(ops);
+      if (real <= budget && (!best.found || f < best.flops ||
+                             (f == best.flops && real < best.bytes)))
+        best = {true, f, real, s};
+      if (!smallest.found || real < smallest.bytes ||
+          (real == smallest.bytes && f < smallest.flops))
+        smallest = {true, f, real, s};
+    };
+    if (cand.size() <= kExactCandidates) {
+      llvm::DenseSet<Value> s;
+      std::function<void(size_t, int64_t)> dfs = [&](size_t i, int64_t bytes) {
+        if (i == cand.size()) {
+          consider(s);
+          return;
+        }
+        dfs(i + 1, bytes);
+        int64_t b = sat_add(bytes, bytes_of(cand[i]));
+        // Past the budget only the smallest working set is of interest:
+        // sets with more bytes than it are pruned.
+        if (b <= budget || !smallest.found || b < smallest.bytes) {
+          s.insert(cand[i]);
+          dfs(i + 1, b);
+          s.erase(cand[i]);
+        }
+      };
+      dfs(0, 0);
+    } else {
+      // Greedy: all candidates the backward reads saved, then drop the one
+      // whose removal costs the fewest FLOPs per byte until the rest fits.
+      llvm::DenseSet<Value> s(cand.begin(), cand.end());
+      for (;;) {
+        llvm::SetVector<Operation *> ops;
+        llvm::SetVector<Value> used;
+        closure(s, ops, used);
+        int64_t real = 0;
+        for (Value v : used)
+          if (v.getDefiningOp())
+            real = sat_add(real, bytes_of(v));
+        consider(s);
+        if (real <= budget)
+          break;
+        int64_t base = cost(ops);
+        Value drop;
+        double best_ratio = std::numeric_limits<double>::infinity();
+        for (Value v : used) {
+          if (!v.getDefiningOp() || !s.contains(v))
+            continue;
+          s.erase(v);
+          llvm::SetVector<Operation *> o2;
+          llvm::SetVector<Value> u2;
+          bool ok = closure(s, o2, u2);
+          s.insert(v);
+          if (!ok)
+            continue;
+          double ratio = double(cost(o2) - base) / double(bytes_of(v));
+          if (ratio < best_ratio) {
+            best_ratio = ratio;
+            drop = v;
+          }
+        }
+        if (!drop)
+          break;
+        s.erase(drop);
+      }
+    }
+    over = !best.found;
+    const llvm::DenseSet<Value> &pick = best.found ? best.set : smallest.set;
+    return llvm::SetVector<Value>(pick.begin(), pick.end());
+  }
+
+  /// Replaces the joint function by `<name>_forward` and `<name>_backward`.
+  void rewrite(const llvm::SetVector<Value> &chosen, bool over) {
+    llvm::DenseSet<Value> chosen_set(chosen.begin(), chosen.end());
+    llvm::SetVector<Operation *> recompute;
+    llvm::SetVector<Value> used;
+    bool ok = closure(chosen_set, recompute, used);
+    (void)ok; // a chosen set always works (random values are saved)
+    // Saved: in argument order, then in program order.
+    llvm::SmallVector<Value> saved;
+    for (BlockArgument a : fn_.getArguments())
+      if (used.contains(a))
+        saved.push_back(a);
+    for (Operation *op : forward_)
+      for (Value r : op->getResults())
+        if (used.contains(r))
+          saved.push_back(r);
+
+    OpBuilder b(fn_);
+    MLIRContext *ctx = fn_.getContext();
+    Location loc = fn_.getLoc();
+    Operation *ret = fn_.getBody().front().getTerminator();
+    std::string name = fn_.getSymName().str();
+
+    // The forward: the primals in; its results and the saved values out.
+    llvm::SmallVector<Type> fwd_in;
+    llvm::SmallVector<unsigned> primal_index;
+    for (BlockArgument a : fn_.getArguments())
+      if (!tangent_values_.contains(a)) {
+        fwd_in.push_back(a.getType());
+        primal_index.push_back(a.getArgNumber());
+      }
+    llvm::SmallVector<Type> fwd_out;
+    for (unsigned i = 0; i < nfwd_; ++i)
+      fwd_out.push_back(ret->getOperand(i).getType());
+    for (Value v : saved)
+      fwd_out.push_back(v.getType());
+    auto fwd = b.create<func::FuncOp>(loc, name + "_forward",
+                                      FunctionType::get(ctx, fwd_in, fwd_out));
+    {
+      Block *blk = fwd.addEntryBlock();
+      IRMapping map;
+      for (unsigned i = 0; i < primal_index.size(); ++i)
+        map.map(fn_.getArgument(primal_index[i]), blk->getArgument(i));
+      llvm::DenseSet<Operation *> run;
+      llvm::SmallVector<Value> work;
+      for (unsigned i = 0; i < nfwd_; ++i)
+        work.push_back(ret->getOperand(i));
+      work.append(saved.begin(), saved.end());
+      while (!work.empty()) {
+        Operation *d = work.pop_back_val().getDefiningOp();
+        if (d && run.insert(d).second)
+          work.append(d->operand_begin(), d->operand_end());
+      }
+      OpBuilder fb = OpBuilder::atBlockEnd(blk);
+      for (Operation *op : forward_)
+        if (run.contains(op))
+          fb.clone(*op, map);
+      llvm::SmallVector<Value> outs;
+      for (unsigned i = 0; i < nfwd_; ++i)
+        outs.push_back(map.lookupOrDefault(ret->getOperand(i)));
+      for (Value v : saved)
+        outs.push_back(map.lookupOrDefault(v));
+      fb.create<func::ReturnOp>(loc, outs);
+    }
+    int64_t saved_bytes = 0;
+    for (unsigned i = 0; i < saved.size(); ++i) {
+      Value v = saved[i];
+      std::string what;
+      if (auto a = llvm::dyn_cast<BlockArgument>(v)) {
+        what = "argument " + std::to_string(a.getArgNumber());
+      } else {
+        what = v.getDefiningOp()->getName().getStringRef().str();
+        saved_bytes = sat_add(saved_bytes, bytes_of(v));
+      }
+      fwd.setResultAttr(nfwd_ + i, b.getStringAttr("ember.saved"),
+                        b.getStringAttr(what));
+    }
+    int64_t flops = cost(recompute);
+    fwd->setAttr("ember.saved_bytes", b.getI64IntegerAttr(saved_bytes));
+    fwd->setAttr("ember.forward_results", b.getI64IntegerAttr(nfwd_));
+    if (over)
+      fwd->setAttr("ember.over_budget", b.getUnitAttr());
+
+    // The backward: the saved values and the tangents in; the gradients out.
+    llvm::SmallVector<Type> bwd_in;
+    for (Value v : saved)
+      bwd_in.push_back(v.getType());
+    llvm::SmallVector<unsigned> tangent_index;
+    for (BlockArgument a : fn_.getArguments())
+      if (tangent_values_.contains(a)) {
+        bwd_in.push_back(a.getType());
+        tangent_index.push_back(a.getArgNumber());
+      }
+    llvm::SmallVector<Type> bwd_out;
+    for (unsigned i = nfwd_; i < ret->getNumOperands(); ++i)
+      bwd_out.push_back(ret->getOperand(i).getType());
+    b.setInsertionPointAfter(fwd);
+    auto bwd = b.create<func::FuncOp>(loc, name + "_backward",
+                                      FunctionType::get(ctx, bwd_in, bwd_out));
+    {
+      Block *blk = bwd.addEntryBlock();
+      IRMapping map;
+      for (unsigned i = 0; i < saved.size(); ++i)
+        map.map(saved[i], blk->getArgument(i));
+      for (unsigned i = 0; i < tangent_index.size(); ++i)
+        map.map(fn_.getArgument(tangent_index[i]),
+                blk->getArgument(unsigned(saved.size()) + i));
+      OpBuilder bb = OpBuilder::atBlockEnd(blk);
+      for (Operation *op : recompute)
+        bb.clone(*op, map);
+      for (Operation *op : backward_)
+        bb.clone(*op, map);
+      llvm::SmallVector<Value> outs;
+      for (unsigned i = nfwd_; i < ret->getNumOperands(); ++i)
+        outs.push_back(map.lookupOrDefault(ret->getOperand(i)));
+      bb.create<func::ReturnOp>(loc, outs);
+    }
+    llvm::SmallVector<Attribute> names;
+    for (Operation *op : recompute)
+      if (!llvm::isa<ir::ConstantOp>(op))
+        names.push_back(b.getStringAttr(op->getName().getStringRef()));
+    bwd->setAttr("ember.recomputed", b.getArrayAttr(names));
+    bwd->setAttr("ember.recompute_flops", b.getI64IntegerAttr(flops));
+    fn_.erase();
+  }
+
+private:
+  func::FuncOp fn_;
+  unsigned nfwd_;
+  llvm::DenseSet<Value> tangent_values_;
+  std::vector<Operation *> forward_, backward_;
+  llvm::SetVector<Value> needed_;
+  llvm::DenseSet<Value> materialized_;
+};
+
+struct Remat : impl::RematBase<Remat> {
+  using RematBase::RematBase;
+  void runOnOperation() override {
+    llvm::SmallVector<func::FuncOp> joints;
+    getOperation().walk([&](func::FuncOp fn) {
+      if (fn->hasAttr("ember.forward_results"))
+        joints.push_back(fn);
+    });
+    for (func::FuncOp fn : joints) {
+      auto n = fn->getAttrOfType<IntegerAttr>("ember.forward_results");
+      if (!n || n.getInt() < 0) {
+        fn.emitError("ember-remat: ember.forward_results must be a "
+                     "non-negative integer");
+        return signalPassFailure();
+      }
+      Joint j(fn, unsigned(n.getInt()));
+      if (failed(j.classify()))
+        return signalPassFailure();
+      bool over = false;
+      llvm::SetVector<Value> saved =
+          memoryBudget < 0 ? j.min_cut() : j.knapsack(memoryBudget, over);
+      j.rewrite(saved, over);
+    }
+  }
+};
+
+} // namespace
+
+} // namespace ember::passes
