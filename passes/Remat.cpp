@@ -206,6 +206,34 @@ private:
   std::vector<size_t> it_;
 };
 
+/// A new function `name` (inserted at `b`, which moves past it) whose
+/// arguments stand for `ins`, running clones of `ops` in order and
+/// returning `outs`.
+func::FuncOp outline(OpBuilder &b, Location loc, StringRef name,
+                     ArrayRef<Value> ins, ArrayRef<Operation *> ops,
+                     ArrayRef<Value> outs) {
+  llvm::SmallVector<Type> in_types, out_types;
+  for (Value v : ins)
+    in_types.push_back(v.getType());
+  for (Value v : outs)
+    out_types.push_back(v.getType());
+  auto fn = b.create<func::FuncOp>(
+      loc, name, FunctionType::get(b.getContext(), in_types, out_types));
+  Block *blk = fn.addEntryBlock();
+  IRMapping map;
+  for (auto [v, a] : llvm::zip(ins, blk->getArguments()))
+    map.map(v, a);
+  OpBuilder body = OpBuilder::atBlockEnd(blk);
+  for (Operation *op : ops)
+    body.clone(*op, map);
+  llvm::SmallVector<Value> mapped;
+  for (Value v : outs)
+    mapped.push_back(map.lookupOrDefault(v));
+  body.create<func::ReturnOp>(loc, mapped);
+  b.setInsertionPointAfter(fn);
+  return fn;
+}
+
 /// One joint function, classified (Note [Partitioning the joint graph]).
 class Joint {
 public:
@@ -466,52 +494,29 @@ public:
           saved.push_back(r);
 
     OpBuilder b(fn_);
-    MLIRContext *ctx = fn_.getContext();
-    Location loc = fn_.getLoc();
     Operation *ret = fn_.getBody().front().getTerminator();
     std::string name = fn_.getSymName().str();
+    llvm::SmallVector<Value> primals, tangents;
+    for (BlockArgument a : fn_.getArguments())
+      (tangent_values_.contains(a) ? tangents : primals).push_back(a);
+    auto results = ret->getOperands();
 
     // The forward: the primals in; its results and the saved values out.
-    llvm::SmallVector<Type> fwd_in;
-    llvm::SmallVector<unsigned> primal_index;
-    for (BlockArgument a : fn_.getArguments())
-      if (!tangent_values_.contains(a)) {
-        fwd_in.push_back(a.getType());
-        primal_index.push_back(a.getArgNumber());
-      }
-    llvm::SmallVector<Type> fwd_out;
-    for (unsigned i = 0; i < nfwd_; ++i)
-      fwd_out.push_back(ret->getOperand(i).getType());
-    for (Value v : saved)
-      fwd_out.push_back(v.getType());
-    auto fwd = b.create<func::FuncOp>(loc, name + "_forward",
-                                      FunctionType::get(ctx, fwd_in, fwd_out));
-    {
-      Block *blk = fwd.addEntryBlock();
-      IRMapping map;
-      for (unsigned i = 0; i < primal_index.size(); ++i)
-        map.map(fn_.getArgument(primal_index[i]), blk->getArgument(i));
-      llvm::DenseSet<Operation *> run;
-      llvm::SmallVector<Value> work;
-      for (unsigned i = 0; i < nfwd_; ++i)
-        work.push_back(ret->getOperand(i));
-      work.append(saved.begin(), saved.end());
-      while (!work.empty()) {
-        Operation *d = work.pop_back_val().getDefiningOp();
-        if (d && run.insert(d).second)
-          work.append(d->operand_begin(), d->operand_end());
-      }
-      OpBuilder fb = OpBuilder::atBlockEnd(blk);
-      for (Operation *op : forward_)
-        if (run.contains(op))
-          fb.clone(*op, map);
-      llvm::SmallVector<Value> outs;
-      for (unsigned i = 0; i < nfwd_; ++i)
-        outs.push_back(map.lookupOrDefault(ret->getOperand(i)));
-      for (Value v : saved)
-        outs.push_back(map.lookupOrDefault(v));
-      fb.create<func::ReturnOp>(loc, outs);
+    llvm::SmallVector<Value> fwd_outs(results.begin(), results.begin() + nfwd_);
+    fwd_outs.append(saved.begin(), saved.end());
+    llvm::DenseSet<Operation *> run;
+    llvm::SmallVector<Value> work(fwd_outs.begin(), fwd_outs.end());
+    while (!work.empty()) {
+      Operation *d = work.pop_back_val().getDefiningOp();
+      if (d && run.insert(d).second)
+        work.append(d->operand_begin(), d->operand_end());
     }
+    llvm::SmallVector<Operation *> fwd_ops;
+    for (Operation *op : forward_)
+      if (run.contains(op))
+        fwd_ops.push_back(op);
+    func::FuncOp fwd =
+        outline(b, fn_.getLoc(), name + "_forward", primals, fwd_ops, fwd_outs);
     int64_t saved_bytes = 0;
     for (unsigned i = 0; i < saved.size(); ++i) {
       Value v = saved[i];
@@ -525,52 +530,26 @@ public:
       fwd.setResultAttr(nfwd_ + i, b.getStringAttr("ember.saved"),
                         b.getStringAttr(what));
     }
-    int64_t flops = cost(recompute);
     fwd->setAttr("ember.saved_bytes", b.getI64IntegerAttr(saved_bytes));
     fwd->setAttr("ember.forward_results", b.getI64IntegerAttr(nfwd_));
     if (over)
       fwd->setAttr("ember.over_budget", b.getUnitAttr());
 
-    // The backward: the saved values and the tangents in; the gradients out.
-    llvm::SmallVector<Type> bwd_in;
-    for (Value v : saved)
-      bwd_in.push_back(v.getType());
-    llvm::SmallVector<unsigned> tangent_index;
-    for (BlockArgument a : fn_.getArguments())
-      if (tangent_values_.contains(a)) {
-        bwd_in.push_back(a.getType());
-        tangent_index.push_back(a.getArgNumber());
-      }
-    llvm::SmallVector<Type> bwd_out;
-    for (unsigned i = nfwd_; i < ret->getNumOperands(); ++i)
-      bwd_out.push_back(ret->getOperand(i).getType());
-    b.setInsertionPointAfter(fwd);
-    auto bwd = b.create<func::FuncOp>(loc, name + "_backward",
-                                      FunctionType::get(ctx, bwd_in, bwd_out));
-    {
-      Block *blk = bwd.addEntryBlock();
-      IRMapping map;
-      for (unsigned i = 0; i < saved.size(); ++i)
-        map.map(saved[i], blk->getArgument(i));
-      for (unsigned i = 0; i < tangent_index.size(); ++i)
-        map.map(fn_.getArgument(tangent_index[i]),
-                blk->getArgument(unsigned(saved.size()) + i));
-      OpBuilder bb = OpBuilder::atBlockEnd(blk);
-      for (Operation *op : recompute)
-        bb.clone(*op, map);
-      for (Operation *op : backward_)
-        bb.clone(*op, map);
-      llvm::SmallVector<Value> outs;
-      for (unsigned i = nfwd_; i < ret->getNumOperands(); ++i)
-        outs.push_back(map.lookupOrDefault(ret->getOperand(i)));
-      bb.create<func::ReturnOp>(loc, outs);
-    }
+    // The backward: the saved values and the tangents in; the gradients
+    // out, after the recomputed forward ops.
+    llvm::SmallVector<Value> bwd_ins(saved.begin(), saved.end());
+    bwd_ins.append(tangents.begin(), tangents.end());
+    llvm::SmallVector<Operation *> bwd_ops(recompute.begin(), recompute.end());
+    bwd_ops.append(backward_.begin(), backward_.end());
+    llvm::SmallVector<Value> grads(results.begin() + nfwd_, results.end());
+    func::FuncOp bwd =
+        outline(b, fn_.getLoc(), name + "_backward", bwd_ins, bwd_ops, grads);
     llvm::SmallVector<Attribute> names;
     for (Operation *op : recompute)
       if (!llvm::isa<ir::ConstantOp>(op))
         names.push_back(b.getStringAttr(op->getName().getStringRef()));
     bwd->setAttr("ember.recomputed", b.getArrayAttr(names));
-    bwd->setAttr("ember.recompute_flops", b.getI64IntegerAttr(flops));
+    bwd->setAttr("ember.recompute_flops", b.getI64IntegerAttr(cost(recompute)));
     fn_.erase();
   }
 
