@@ -2,6 +2,7 @@
 
 #include "codegen/CpuJit.h"
 #include "eager/Factory.h"
+#include "eager/Meta.h"
 #include "eager/TensorImpl.h"
 #include "ir/Domain.h"
 #include "runtime/Error.h"
@@ -665,6 +666,8 @@ protected:
                 " tensor arguments");
     std::vector<LValue *> args;
     ScalarType c = compute_dtype(s.compute);
+    const meta::PointwiseSpec *spec = meta::find_pointwise_spec(*s.op);
+    bool float_numbers = spec && spec->float_numbers;
     for (size_t a = 0; a < s.args.size(); ++a) {
       // A bool parameter where the op does not compute in bool: a mask or
       // condition argument (read as bool, as the eager kernel reads it).
@@ -674,6 +677,13 @@ protected:
       LValue *v = vals[size_t(s.args[a])];
       if (as_bool) {
         v = cast(v, from, ScalarType::Bool);
+      } else if (c != s.compute && float_numbers &&
+                 k_.values[size_t(s.args[a])].kind ==
+                     KernelSpec::Value::Kind::Constant) {
+        // A number keeps the compute type's precision in mul and div (Note
+        // [Numbers in reduced precision] in eager/cpu/Pointwise.cpp):
+        // x * 0.1 in float16 multiplies by 0.1f.
+        v = cast(v, from, c);
       } else {
         // Eager converts the input to the op's dtype, then reads it in its
         // compute type: a 16-bit float's register already is that float.
@@ -1308,6 +1318,14 @@ std::optional<SplitSpecs> split_reduction(const KernelSpec &k) {
 
 namespace {
 
+/// Note [Codegen version]
+/// Part of every kernel's cache key, beside what the kernel computes (the
+/// spec), the target and the scalar library's hash: bump it whenever the
+/// code emitted for a given spec changes, so that a disk cache written by an
+/// older ember is not loaded. 2: numbers keep float precision in float16
+/// and bfloat16 mul and div.
+constexpr const char *kCodegenVersion = "codegen 2";
+
 /// The kernel of `spec` from the in-process cache, else made by `make` (and
 /// timed) and cached under `key`.
 template <class Make> CompiledKernel cached(const std::string &key, Make make) {
@@ -1363,7 +1381,8 @@ CompiledKernel compile_one(const KernelSpec &spec,
                            const CompileKernelOptions &options, bool split) {
   EMBER_CHECK(!spec.outputs.empty(),
               "compile_kernel: the kernel has no outputs");
-  const std::string disk_key = spec.str() + CpuJit::get().target();
+  const std::string disk_key =
+      spec.str() + CpuJit::get().target() + " " + kCodegenVersion;
   // (a kernel kept with its IR is a separate entry under its own symbol)
   const std::string key = disk_key + (options.keep_ir ? " ir" : "");
   return cached(key, [&] {

@@ -109,6 +109,9 @@ struct PointwiseSpec {
   /// Bit i: Scalar argument i is a bound (clamp_min's min) that an integral
   /// compute dtype must hold without wrapping around.
   unsigned bound_scalars = 0;
+  /// A wrapped-number operand keeps float precision where the op computes
+  /// in float16/bfloat16 (Note [Numbers in reduced precision]).
+  bool float_numbers = false;
   /// The Scalar arguments' names, for messages.
   const char *scalar_names[4] = {};
 };

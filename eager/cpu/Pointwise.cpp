@@ -23,9 +23,28 @@ PointwisePlan plan_pointwise(const PointwiseSpec &spec,
                              const Tensor *self_out) {
   PointwisePlan plan;
   meta::PointwiseMeta m = meta::pointwise(spec, inputs, scalars, self_out);
-  const ScalarType result = m.compute, outType = m.out;
+  ScalarType result = m.compute, outType = m.out;
   const DimVector &shape = m.shape;
   const Device device = m.device;
+
+  // Note [Numbers in reduced precision]
+  // float16 / bfloat16 compute in float, each op rounding its result. A C++
+  // number operand (a wrapped number) is converted to the op's dtype like
+  // any operand (h + 0.3 adds half(0.3)), except in the ops whose entry
+  // says `float_numbers` (mul, div): there it keeps float precision, as
+  // PyTorch's opmath scalar (h * 0.1 multiplies by 0.1f). The loop then
+  // runs in float, its result rounded once. The compiled kernels do the
+  // same (codegen/Kernel.cpp converts such a constant to the compute type).
+  ScalarType loop_out = outType;
+  if (spec.float_numbers && (result == kHalf || result == kBFloat16))
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (!((spec.bool_args >> i) & 1u) &&
+          inputs[i]->unsafeGetTensorImpl()->is_wrapped_number()) {
+        if (outType == result)
+          loop_out = kFloat;
+        result = kFloat;
+        break;
+      }
   plan.compute = result;
 
   // Output.
@@ -37,10 +56,14 @@ PointwisePlan plan_pointwise(const PointwiseSpec &spec,
         overlap = true;
     plan.result = self;
     plan.inplace = true;
-    plan.copy_back = overlap || self.dtype() != outType;
+    plan.copy_back = overlap || self.dtype() != loop_out;
     plan.out = plan.copy_back
-                   ? empty(shape, TensorOptions(outType).device(device))
+                   ? empty(shape, TensorOptions(loop_out).device(device))
                    : self;
+  } else if (loop_out != outType) {
+    plan.out = empty(shape, TensorOptions(loop_out).device(device));
+    plan.result = empty(shape, TensorOptions(outType).device(device));
+    plan.copy_back = true;
   } else {
     plan.out = empty(shape, TensorOptions(outType).device(device));
     plan.result = plan.out;

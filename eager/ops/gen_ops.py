@@ -211,11 +211,12 @@ def pw_spec(op, pw):
                    if n in pw.get("integral_scalars", []))
     bound = sum(1 << i for i, n in enumerate(scalars)
                 if n in pw.get("bound_scalars", []))
+    float_numbers = "true" if pw.get("float_numbers") else "false"
     assert len(scalars) <= 4, s.text
     names = ", ".join(f'"{n}"' for n in scalars)
     return (f'{{"{s.name}", Promote::{PROMOTE[pw.get("promote", "default")]}, '
             f'DtypeGroup::{DTYPES[pw.get("dtypes", "all")]}, {mask}, {nz}, {promo}, '
-            f'{integral}, {bound}, {{{names}}}}}')
+            f'{integral}, {bound}, {float_numbers}, {{{names}}}}}')
 
 
 def pw_kernel(op, pw, inplace):
@@ -278,7 +279,7 @@ FIELDS = {"func", "variants", "kernel", "cpu", "composite", "pointwise",
           "derivative", "nondifferentiable_outputs", "example",
           "cpp_no_default_args", "contraction"}
 POINTWISE_FIELDS = {"expr", "promote", "dtypes", "bool_args", "promote_scalars",
-                    "integral_scalars", "bound_scalars",
+                    "integral_scalars", "bound_scalars", "float_numbers",
                     "nonzero_divisor", "inplace", "scalar_overload"}
 
 

@@ -298,3 +298,29 @@ TEST(E2EFusion, SplitReductionNamesBothKernels) {
   EXPECT_NE(name.find("ember_kernel_"), std::string::npos) << name;
   EXPECT_NE(name.find(" + ember_kernel_"), std::string::npos) << name;
 }
+
+TEST(E2EFusion, NumbersInReducedPrecision) {
+  // Note [Numbers in reduced precision]: in float16/bfloat16, mul and div
+  // keep a C++ number in float (PyTorch's opmath scalar: h * 0.1 is
+  // half(float(h) * 0.1f)); add and sub round it to the dtype first (h + 0.3
+  // is half(float(h) + float(half(0.3)))). Eager and compiled agree exactly.
+  NoGradGuard no_grad;
+  for (ScalarType t : {kHalf, kBFloat16}) {
+    Tensor x = (random({4096}, kFloat, 60) * 100).to(t);
+    Tensor xf = x.to(kFloat);
+    float r3 = tensor({0.3}).to(t).item<float>();
+    EXPECT_TRUE(equal(x * 0.1, (xf * 0.1).to(t))) << toString(t);
+    EXPECT_TRUE(equal(x / 3.7, (xf / 3.7).to(t))) << toString(t);
+    EXPECT_TRUE(equal(x + 0.3, (xf + r3).to(t))) << toString(t);
+    Tensor y = x.clone();
+    y.mul_(0.1);
+    EXPECT_TRUE(equal(y, x * 0.1)) << toString(t);
+    auto f = compile([](const Tensor &a) { return (a * 0.1 + 0.3) / 3.7; });
+    EXPECT_TRUE(equal(f(x), (x * 0.1 + 0.3) / 3.7)) << toString(t);
+  }
+  // PyTorch 2.x: torch.tensor([3.], dtype=torch.half) * 0.1 is 0.3000
+  // (0x34CD); with 0.1 rounded to float16 first it would be 0.2998.
+  Tensor h = tensor({3.0f}).to(kHalf);
+  EXPECT_EQ((h * 0.1).item<float>(), tensor({0.3f}).to(kHalf).item<float>());
+  EXPECT_NE((h * 0.1).item<float>(), 0.2998046875f);
+}
