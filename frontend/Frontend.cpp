@@ -110,6 +110,7 @@ struct Entry {
   bool grad_mode = true;
   std::unique_ptr<Program> program;
   GraphInfo info;
+  frontend::LowerOptions lower_options; ///< how `program` was made
 };
 
 struct ReplayEntry {
@@ -205,6 +206,9 @@ public:
   bool over_limit = false;
   std::string limit_reason; ///< why over_limit was set
   ExplainOutput stats;
+  /// The entry of each stats.graphs[i], whose texts (trace, dot, ir,
+  /// ir_optimized) explain() makes when compile() did not need them.
+  std::vector<const Entry *> graph_entries;
 
   // Per call.
   std::vector<std::string> call_guards;
@@ -310,6 +314,16 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
   lo.inplace_buffers = options.inplace_buffers();
   lo.keep_kernel_ir = debug_dir().has_value();
   lo.keep_pass_ir = lo.keep_kernel_ir;
+  using logging::Topic;
+  // Note [Graph texts when asked]
+  // The printed forms of a graph (its trace, DOT, module before and after
+  // the passes) cost much of a large graph's compile time: they are made
+  // now only for the logs and the debug directory, else by explain().
+  bool texts_now = lo.keep_kernel_ir || logging::enabled(Topic::graph) ||
+                   logging::enabled(Topic::ir) ||
+                   logging::enabled(Topic::passes);
+  lo.keep_module_text = texts_now;
+  e->lower_options = lo;
   frontend::Lowered lowered = frontend::lower(trace, lo);
   e->program = std::make_unique<Program>(std::move(lowered.program));
 
@@ -354,14 +368,15 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
   info.inputs = int64_t(trace.inputs.size());
   info.outputs = int64_t(trace.outputs.size());
   info.mutations = int64_t(trace.mutations.size());
-  info.trace = trace.str();
-  info.ir = lowered.ir;
-  info.ir_optimized = lowered.ir_optimized;
-  info.dot = ir::to_dot(trace);
+  if (texts_now) {
+    info.trace = trace.str();
+    info.ir = lowered.ir;
+    info.ir_optimized = lowered.ir_optimized;
+    info.dot = ir::to_dot(trace);
+  }
   stats.passes_seconds += lowered.passes_seconds;
   stats.codegen_seconds += lowered.codegen_seconds;
 
-  using logging::Topic;
   if (logging::enabled(Topic::graph))
     logging::log(Topic::graph, "captured " + info.name + ":\n" + info.trace);
   if (logging::enabled(Topic::ir))
@@ -437,6 +452,7 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
 
   stats.compile_seconds += seconds_since(t0);
   stats.graphs.push_back(info);
+  graph_entries.push_back(e.get());
   Entry *raw = e.get();
   by_hash.emplace(raw->hash, raw);
   entries.push_back(std::move(e));
@@ -693,6 +709,19 @@ ExplainOutput explain_of(const CompiledState &st) {
     lock.lock();
   ExplainOutput e = st.stats;
   e.name = st.name;
+  // Note [Graph texts when asked]: made here when compile() did not.
+  for (size_t i = 0; i < e.graphs.size() && i < st.graph_entries.size(); ++i) {
+    GraphInfo &g = e.graphs[i];
+    const Entry &entry = *st.graph_entries[i];
+    if (!g.trace.empty())
+      continue;
+    g.trace = entry.captured.str();
+    g.dot = ir::to_dot(entry.captured);
+    frontend::ModuleText text =
+        frontend::module_text(entry.captured, entry.lower_options);
+    g.ir = std::move(text.ir);
+    g.ir_optimized = std::move(text.ir_optimized);
+  }
   return e;
 }
 

@@ -66,43 +66,70 @@ private:
 };
 } // namespace
 
+namespace {
+/// Runs the passes of `options` on `module` (with g_mu held), recording each
+/// pass in `runs`.
+void run_pipeline(mlir::ModuleOp module, const ir::Trace &trace,
+                  const LowerOptions &options, std::vector<PassRun> &runs) {
+  if (options.opt_level <= 0)
+    return;
+  mlir::MLIRContext &ctx = *module->getContext();
+  codegen::register_fusion_targets();
+  mlir::PassManager pm(&ctx);
+  // Note [Verifying once]
+  // MLIR verifies the whole module after every pass by default: on a
+  // large graph that is most of the compile time (each ember op's verifier
+  // runs its shape rule on fake tensors). compile() verifies the module it
+  // built and the module the pipeline made; EMBER_VERIFY_PASSES=1 (set for
+  // the tests, and ember-opt always) verifies after every pass.
+  bool verify_each = env::get("EMBER_VERIFY_PASSES").value_or("") == "1";
+  pm.enableVerifier(verify_each);
+  passes::build_pipeline(pm, options.opt_level, options.inplace_buffers);
+  pm.addInstrumentation(
+      std::make_unique<PassRecorder>(runs, module, options.keep_pass_ir));
+  std::string diagnostics;
+  llvm::raw_string_ostream os(diagnostics);
+  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
+    os << d.getLocation() << ": " << d << "\n";
+    return mlir::success();
+  });
+  EMBER_CHECK(mlir::succeeded(pm.run(module)), "compile: the passes failed on ",
+              trace.name, " (a bug in ember):\n", diagnostics);
+  if (!verify_each)
+    ir::verify_module(module);
+}
+} // namespace
+
+ModuleText module_text(const ir::Trace &trace, const LowerOptions &options) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      ir::build_module(context(), {&trace});
+  ir::verify_module(*module);
+  ModuleText out;
+  out.ir = ir::print_module(*module, false);
+  LowerOptions o = options;
+  o.keep_pass_ir = false;
+  std::vector<PassRun> runs;
+  run_pipeline(*module, trace, o, runs);
+  out.ir_optimized = ir::print_module(*module, false);
+  return out;
+}
+
 Lowered lower(const ir::Trace &trace, const LowerOptions &options) {
   std::lock_guard<std::mutex> lock(g_mu);
   mlir::MLIRContext &ctx = context();
   mlir::OwningOpRef<mlir::ModuleOp> module = ir::build_module(ctx, {&trace});
   ir::verify_module(*module);
   Lowered out{Program(ir::Trace())};
-  out.ir = ir::print_module(*module, false);
-  out.ir_with_locations = ir::print_module(*module, true);
+  if (options.keep_module_text) {
+    out.ir = ir::print_module(*module, false);
+    out.ir_with_locations = ir::print_module(*module, true);
+  }
 
   auto t0 = Clock::now();
-  if (options.opt_level > 0) {
-    codegen::register_fusion_targets();
-    mlir::PassManager pm(&ctx);
-    // Note [Verifying once]
-    // MLIR verifies the whole module after every pass by default: on a
-    // large graph that is most of the compile time (each ember op's verifier
-    // runs its shape rule on fake tensors). compile() verifies the module it
-    // built and the module the pipeline made; EMBER_VERIFY_PASSES=1 (set for
-    // the tests, and ember-opt always) verifies after every pass.
-    bool verify_each = env::get("EMBER_VERIFY_PASSES").value_or("") == "1";
-    pm.enableVerifier(verify_each);
-    passes::build_pipeline(pm, options.opt_level, options.inplace_buffers);
-    pm.addInstrumentation(std::make_unique<PassRecorder>(out.pass_runs, *module,
-                                                         options.keep_pass_ir));
-    std::string diagnostics;
-    llvm::raw_string_ostream os(diagnostics);
-    mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
-      os << d.getLocation() << ": " << d << "\n";
-      return mlir::success();
-    });
-    EMBER_CHECK(mlir::succeeded(pm.run(*module)),
-                "compile: the passes failed on ", trace.name,
-                " (a bug in ember):\n", diagnostics);
-    if (!verify_each)
-      ir::verify_module(*module);
-  }
-  out.ir_optimized = ir::print_module(*module, false);
+  run_pipeline(*module, trace, options, out.pass_runs);
+  if (options.keep_module_text)
+    out.ir_optimized = ir::print_module(*module, false);
   out.passes_seconds = since(t0);
 
   auto func = module->lookupSymbol<mlir::func::FuncOp>(trace.name);

@@ -16,6 +16,11 @@ struct LowerOptions {
   bool inplace_buffers = true; ///< ember-plan-memory at level 2
   bool keep_pass_ir = false;   ///< fill PassRun::ir_after
   bool keep_kernel_ir = false; ///< fill KernelInfo::llvm_ir
+  /// Fill Lowered::ir, ir_with_locations and ir_optimized. Printing a large
+  /// module costs much of its compile time: compile() asks only when logs or
+  /// the debug directory want the text now; explain() prints it later
+  /// (module_text()).
+  bool keep_module_text = false;
 };
 
 /// One fusion of the lowered program.
@@ -47,6 +52,14 @@ struct Lowered {
   double passes_seconds = 0, codegen_seconds = 0;
   std::vector<PassRun> pass_runs; ///< in order
 };
+
+/// The module of `trace` printed as captured and after the passes of
+/// `options` (what lower() keeps with keep_module_text), without compiling
+/// kernels: explain()'s GraphInfo::ir and ir_optimized, made when asked.
+struct ModuleText {
+  std::string ir, ir_optimized;
+};
+ModuleText module_text(const ir::Trace &trace, const LowerOptions &options);
 
 /// Builds, verifies, optimizes, imports and compiles `trace` (its name is
 /// the function's symbol). Throws ember::Error with the verifier's

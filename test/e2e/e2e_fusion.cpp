@@ -324,3 +324,31 @@ TEST(E2EFusion, NumbersInReducedPrecision) {
   EXPECT_EQ((h * 0.1).item<float>(), tensor({0.3f}).to(kHalf).item<float>());
   EXPECT_NE((h * 0.1).item<float>(), 0.2998046875f);
 }
+
+TEST(E2EFusion, ExplainNamesKernelsFromTheMemoryCache) {
+  // Note [Fusion size]: a 10,000-op chain is cut into fusions of 4096 ops;
+  // the middle ones compute the same kernel, compiled once: explain() says
+  // where each came from and counts the compile time once. Its texts are
+  // made when asked (Note [Graph texts when asked]).
+  NoGradGuard no_grad;
+  auto chain = [](const Tensor &x) {
+    Tensor y = x;
+    for (int i = 0; i < 10000; ++i)
+      y = (i % 2) ? y * 1.0001 : y - 0.0001;
+    return y;
+  };
+  auto f = compile(chain);
+  Tensor x = random({8}, kFloat, 70);
+  EXPECT_TRUE(allclose(f(x), chain(x), 1e-4, 1e-5));
+  auto e = f.explain();
+  ASSERT_EQ(e.graphs.size(), 1u);
+  const auto &ks = e.graphs[0].kernel_list;
+  ASSERT_EQ(ks.size(), 3u);
+  EXPECT_EQ(ks[0].name, ks[1].name);
+  EXPECT_EQ(ks[1].origin, "memory cache");
+  EXPECT_EQ(ks[1].compile_seconds, 0.0);
+  EXPECT_TRUE(ember::test::contains(e.graphs[0].ir, "ember.mul.Tensor"));
+  EXPECT_TRUE(ember::test::contains(e.graphs[0].ir_optimized, "ember.fusion"));
+  EXPECT_TRUE(ember::test::contains(e.graphs[0].trace, "ember::sub.Tensor"));
+  EXPECT_TRUE(ember::test::contains(e.graphs[0].dot, "digraph"));
+}
