@@ -3,6 +3,7 @@
 #include "codegen/Kernel.h"
 #include "codegen/Lower.h"
 #include "eager/Factory.h"
+#include "ir/Dialect.h"
 #include "ir/Types.h"
 
 #include "mlir/IR/Operation.h"
@@ -133,6 +134,18 @@ FusionCompile compile_cpu_fusion(mlir::Operation *fusion, bool keep_ir) {
     r.why_not = lower_fusion(fusion, spec);
     if (!r.why_not.empty())
       return r;
+    // The buffer plan (ember-plan-memory): results written into the inputs
+    // it names are what a call almost always does, so that is the kernel
+    // compiled now; the variant for a buffer that cannot be reused at run
+    // time (something else holds it) is compiled when first needed.
+    if (auto reuse =
+            fusion->getAttrOfType<mlir::DenseI64ArrayAttr>(ir::kReuseAttr)) {
+      std::vector<int> plan(reuse.asArrayRef().begin(),
+                            reuse.asArrayRef().end());
+      if (std::count(plan.begin(), plan.end(), -1) !=
+          std::ptrdiff_t(plan.size()))
+        spec.output_inputs = std::move(plan);
+    }
     CompileKernelOptions o;
     o.keep_ir = keep_ir;
     CompiledKernel c = compile_kernel(spec, o);

@@ -326,14 +326,15 @@ TEST(E2EFusion, NumbersInReducedPrecision) {
 }
 
 TEST(E2EFusion, ExplainNamesKernelsFromTheMemoryCache) {
-  // Note [Fusion size]: a 10,000-op chain is cut into fusions of 4096 ops;
-  // the middle ones compute the same kernel, compiled once: explain() says
-  // where each came from and counts the compile time once. Its texts are
-  // made when asked (Note [Graph texts when asked]).
+  // Note [Fusion size]: a 12,388-op chain is cut into fusions of 4096 ops;
+  // the second and third compute the same kernel (each writing into its
+  // input), compiled once: explain() says where each came from and counts
+  // the compile time once. Its texts are made when asked (Note [Graph texts
+  // when asked]).
   NoGradGuard no_grad;
   auto chain = [](const Tensor &x) {
     Tensor y = x;
-    for (int i = 0; i < 10000; ++i)
+    for (int i = 0; i < 3 * 4096 + 100; ++i)
       y = (i % 2) ? y * 1.0001 : y - 0.0001;
     return y;
   };
@@ -343,12 +344,45 @@ TEST(E2EFusion, ExplainNamesKernelsFromTheMemoryCache) {
   auto e = f.explain();
   ASSERT_EQ(e.graphs.size(), 1u);
   const auto &ks = e.graphs[0].kernel_list;
-  ASSERT_EQ(ks.size(), 3u);
-  EXPECT_EQ(ks[0].name, ks[1].name);
-  EXPECT_EQ(ks[1].origin, "memory cache");
-  EXPECT_EQ(ks[1].compile_seconds, 0.0);
+  ASSERT_EQ(ks.size(), 4u);
+  EXPECT_EQ(ks[1].name, ks[2].name);
+  EXPECT_NE(ks[0].name, ks[1].name);
+  EXPECT_EQ(ks[2].origin, "memory cache");
+  EXPECT_EQ(ks[2].compile_seconds, 0.0);
   EXPECT_TRUE(ember::test::contains(e.graphs[0].ir, "ember.mul.Tensor"));
   EXPECT_TRUE(ember::test::contains(e.graphs[0].ir_optimized, "ember.fusion"));
   EXPECT_TRUE(ember::test::contains(e.graphs[0].trace, "ember::sub.Tensor"));
   EXPECT_TRUE(ember::test::contains(e.graphs[0].dot, "digraph"));
+}
+
+TEST(E2EFusion, PlannedInPlaceKernelIsCompiledWithTheGraph) {
+  // ember-plan-memory writes the epilogue's result into the matmul's dying
+  // buffer; that in-place kernel is the one compiled with the graph (its
+  // spec, logged under EMBER_LOGS=kernels, says so), so the first call
+  // compiles nothing more: it used to compile it at run time, outside the
+  // compile time explain() reports. Every LLVM compile logs one
+  // "instructions in function" line.
+  NoGradGuard no_grad;
+  auto f = compile([](const Tensor &x, const Tensor &w) {
+    return relu(mm(relu(x * 2), w) + 1);
+  });
+  Tensor x = random({16, 8}, kFloat, 80), w = random({8, 12}, kFloat, 81);
+  logging::set_logs("kernels");
+  testing::internal::CaptureStderr();
+  Tensor got = f(x, w);
+  std::string log = testing::internal::GetCapturedStderr();
+  logging::set_logs("");
+  EXPECT_TRUE(allclose(got, relu(mm(relu(x * 2), w) + 1), 1e-5, 1e-6));
+  auto count = [&](const std::string &what) {
+    size_t n = 0;
+    for (size_t p = log.find(what); p != std::string::npos;
+         p = log.find(what, p + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(count("(in place of input 0)"), 1u) << log;
+  EXPECT_EQ(count("instructions in function"), count("(compiled")) << log;
+  EXPECT_EQ(count("(compiled") + count("(disk cache") + count("(memory cache"),
+            2u)
+      << log;
 }
