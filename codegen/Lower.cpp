@@ -142,6 +142,12 @@ public:
   std::string unsupported(Operation *op) const override {
     return cpu_unsupported(op);
   }
+  int64_t weight(Operation *op) const override {
+    PointwiseCall call;
+    if (!checked(op, call).empty() || !call.op)
+      return 1; // conversions and folds: about an add each
+    return pointwise_weight(*call.op, call.compute);
+  }
 };
 
 } // namespace

@@ -31,6 +31,7 @@
 #include "runtime/ScalarType.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace ember::codegen {
@@ -53,6 +54,13 @@ struct Bitcode {
   const char *name;
 };
 Bitcode scalar_library(bool v3);
+
+/// The size of a pointwise op's library function for compute dtype
+/// `compute` relative to add's in the same dtype (at least 1): the
+/// instructions of the function and of the library functions it calls,
+/// counted once per process from the bitcode. A fusion's share of a
+/// kernel's compile (Note [Fusion size] in passes/Passes.h).
+int64_t pointwise_weight(const OperatorHandle &op, ScalarType compute);
 
 /// `ember_pw_<cname>_<tag>`: the library function of a pointwise op
 /// (ember::add.Tensor, or its in-place form ember::add_.Tensor) for compute

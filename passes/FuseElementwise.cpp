@@ -129,6 +129,7 @@ struct Group {
   // for a copy of the whole group per op).
   std::vector<Operation *> ops; // program order
   Domain domain;
+  int64_t weight = 0;  // of its ops (Note [Fusion size])
   bool sealed = false; // an op outside it reads one of its values
   int merged_into = -1;
 };
@@ -212,7 +213,7 @@ struct FuseElementwise : impl::FuseElementwiseBase<FuseElementwise> {
       int mine = -1;
       if (own) {
         mine = int(groups.size());
-        groups.push_back(Group{{&op}, *own});
+        groups.push_back(Group{{&op}, *own, t->weight(&op)});
         group_of[&op] = mine;
         for (Value v : op.getOperands())
           readers[v].push_back(mine);
@@ -229,7 +230,9 @@ struct FuseElementwise : impl::FuseElementwiseBase<FuseElementwise> {
           if (p.ops.size() > m.ops.size())
             std::swap(m.ops, p.ops);
           m.ops.insert(m.ops.end(), p.ops.begin(), p.ops.end());
+          m.weight += p.weight;
           p.ops.clear();
+          p.weight = 0;
           p.merged_into = mine;
         };
         // All the open candidates at once first: an op reading two
@@ -237,15 +240,15 @@ struct FuseElementwise : impl::FuseElementwiseBase<FuseElementwise> {
         // when both are in the group (one at a time, the other would be a
         // kernel input, read right-aligned: Note [Reduction fusion]).
         llvm::SmallVector<int> open;
-        size_t all_size = 1;
+        int64_t all_weight = groups[size_t(mine)].weight;
         for (int g : candidates)
           if (int r = find(g); r != mine && !groups[size_t(r)].sealed &&
                                !llvm::is_contained(open, r)) {
             open.push_back(r);
-            all_size += groups[size_t(r)].ops.size();
+            all_weight += groups[size_t(r)].weight;
           }
         std::optional<Domain> all = groups[size_t(mine)].domain;
-        if (all_size > size_t(maxOps)) // Note [Fusion size]
+        if (all_weight > maxOps) // Note [Fusion size]
           all.reset();
         for (int g : open)
           if (all)
@@ -268,8 +271,7 @@ struct FuseElementwise : impl::FuseElementwiseBase<FuseElementwise> {
           if (g == mine)
             continue;
           Group &p = groups[size_t(g)];
-          if (p.sealed ||
-              groups[size_t(mine)].ops.size() + p.ops.size() > size_t(maxOps))
+          if (p.sealed || groups[size_t(mine)].weight + p.weight > maxOps)
             continue;
           std::optional<Domain> d =
               Domain::merge(groups[size_t(mine)].domain, p.domain);

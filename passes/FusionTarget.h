@@ -14,6 +14,7 @@
 
 #include "mlir/IR/Operation.h"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +29,10 @@ public:
   /// "" when the generator computes `op` (with its operand and result
   /// types) inside a fusion; otherwise why not, in words explain() shows.
   virtual std::string unsupported(mlir::Operation *op) const = 0;
+  /// The op's share of a kernel's size, in simple ops (an add is 1): a
+  /// fusion holds ops of at most kMaxFusionOps in all (Note [Fusion size]).
+  /// Asked only of ops the target computes.
+  virtual int64_t weight(mlir::Operation *) const { return 1; }
 };
 
 /// Adds a target (replacing one of the same name). Thread-safe.

@@ -16,11 +16,15 @@ namespace ember::passes {
 
 /// Note [Fusion size]
 /// One fusion holds at most this many ops (ember-fuse-elementwise's
-/// `max-ops`); a longer chain becomes several kernels. LLVM's backend is
-/// super-linear in the size of a loop body (its machine scheduler builds
-/// register pressure per region): one kernel of a 50k-op chain took 15 s to
-/// compile, 4k-op kernels compile at a constant cost per op. A cut costs one
-/// more pass over the data per 4k ops, which no real chain notices.
+/// `max-ops`), each counted by its weight, its size relative to a simple op
+/// (FusionTarget::weight: the CPU target weighs an op by the instructions
+/// of its scalar library function, so a sin counts for many adds); a longer
+/// chain becomes several kernels. LLVM's backend is super-linear in the
+/// size of a loop body (its machine scheduler builds register pressure per
+/// region): one kernel of a 50k-op chain took 15 s to compile, a 1k-op
+/// chain of sin and exp 4 s; kernels of 4k simple ops compile at a
+/// constant cost per op. A cut costs one more pass over the data per
+/// kernel, which no real chain notices.
 inline constexpr int64_t kMaxFusionOps = 4096;
 
 #define GEN_PASS_DECL

@@ -60,7 +60,8 @@ def FuseElementwise : Pass<"ember-fuse-elementwise", "mlir::func::FuncOp"> {
     (Note [Per-op capability] in passes/FusionTarget.h): an op it does not
     compute stays outside and runs eagerly, and the ops around it still
     fuse. `target=any` fuses every op that has a domain. A fusion holds at
-    most `max-ops` ops (Note [Fusion size]).
+    most `max-ops` ops, each counted by the target's weight for it (Note
+    [Fusion size]).
 
     ```mlir
     // before
@@ -80,8 +81,9 @@ def FuseElementwise : Pass<"ember-fuse-elementwise", "mlir::func::FuncOp"> {
            "the code generator whose per-op capability decides what fuses "
            "(cpu, any)">,
     Option<"maxOps", "max-ops", "int64_t", /*default=*/"kMaxFusionOps",
-           "the most ops one fusion holds (Note [Fusion size]); a longer "
-           "chain is cut into several fusions">
+           "the most ops one fusion holds, each counted by its weight "
+           "(Note [Fusion size]); a longer chain is cut into several "
+           "fusions">
   ];
   let dependentDialects = ["::ember::ir::EmberDialect"];
 }

@@ -335,7 +335,7 @@ TEST(E2EFusion, ExplainNamesKernelsFromTheMemoryCache) {
   auto chain = [](const Tensor &x) {
     Tensor y = x;
     for (int i = 0; i < 3 * 4096 + 100; ++i)
-      y = (i % 2) ? y * 1.0001 : y - 0.0001;
+      y = (i % 2) ? y * 1.0001 : y + 0.0001; // both weigh 1
     return y;
   };
   auto f = compile(chain);
@@ -351,7 +351,7 @@ TEST(E2EFusion, ExplainNamesKernelsFromTheMemoryCache) {
   EXPECT_EQ(ks[2].compile_seconds, 0.0);
   EXPECT_TRUE(ember::test::contains(e.graphs[0].ir, "ember.mul.Tensor"));
   EXPECT_TRUE(ember::test::contains(e.graphs[0].ir_optimized, "ember.fusion"));
-  EXPECT_TRUE(ember::test::contains(e.graphs[0].trace, "ember::sub.Tensor"));
+  EXPECT_TRUE(ember::test::contains(e.graphs[0].trace, "ember::add.Tensor"));
   EXPECT_TRUE(ember::test::contains(e.graphs[0].dot, "digraph"));
 }
 

@@ -2,6 +2,7 @@
 // for bit (the kernels run eager's own scalar code: Note [One scalar
 // semantics]).
 #include "codegen/Kernel.h"
+#include "codegen/ScalarLibrary.h"
 
 #include <ember/ember.h>
 #include <gtest/gtest.h>
@@ -302,4 +303,32 @@ TEST(Codegen, FullReductionsSplitAcrossThreads) {
   p.outputs = {p.reduce(ReductionInfo::Sum, p.input(kFloat, {300, 1}), kFloat,
                         kDouble, kFloat)};
   EXPECT_FALSE(compile_kernel(p).combine);
+}
+
+// Note [Fusion size]: an op weighs its library function's size relative to
+// add's; an opaque call (libm's sin behind llvm.sin) counts as much as a
+// polynomial. A chain of expensive ops is cut into more kernels than one
+// of adds, so no kernel takes seconds to compile.
+TEST(Codegen, FusionWeightsFollowTheScalarLibrary) {
+  auto op = [](const char *name) -> const OperatorHandle & {
+    return Dispatcher::singleton().findSchemaOrThrow(name);
+  };
+  EXPECT_EQ(codegen::pointwise_weight(op("ember::add.Tensor"), kFloat), 1);
+  EXPECT_EQ(codegen::pointwise_weight(op("ember::mul.Tensor"), kHalf), 1);
+  EXPECT_GE(codegen::pointwise_weight(op("ember::exp"), kFloat), 8);
+  EXPECT_GE(codegen::pointwise_weight(op("ember::sin"), kFloat), 8);
+  EXPECT_GE(codegen::pointwise_weight(op("ember::sin"), kDouble), 8);
+  NoGradGuard no_grad;
+  auto kernels = [](auto step) {
+    auto f = compile([step](const Tensor &x) {
+      Tensor y = x;
+      for (int i = 0; i < 2000; ++i)
+        y = step(y);
+      return y;
+    });
+    f(randn({8}));
+    return f.explain().graphs.at(0).kernel_list.size();
+  };
+  EXPECT_EQ(kernels([](const Tensor &y) { return y + 0.5; }), 1u);
+  EXPECT_GE(kernels([](const Tensor &y) { return sin(y); }), 4u);
 }
