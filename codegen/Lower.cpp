@@ -140,15 +140,30 @@ class CpuTarget final : public passes::FusionTarget {
 public:
   std::string name() const override { return "cpu"; }
   std::string unsupported(Operation *op) const override {
-    return cpu_unsupported(op);
+    PointwiseCall call;
+    std::string why = checked(op, call);
+    // The fusion pass asks the weight of the op it just asked about: kept
+    // from this reading (the op's shape rule need not run again).
+    last_op_ = why.empty() ? op : nullptr;
+    last_weight_ = call.op ? pointwise_weight(*call.op, call.compute) : 1;
+    return why;
   }
   int64_t weight(Operation *op) const override {
+    if (op == last_op_)
+      return last_weight_;
     PointwiseCall call;
     if (!checked(op, call).empty() || !call.op)
       return 1; // conversions and folds: about an add each
     return pointwise_weight(*call.op, call.compute);
   }
+
+private:
+  // Per thread: the pass may run on several functions at once.
+  static thread_local Operation *last_op_;
+  static thread_local int64_t last_weight_;
 };
+thread_local Operation *CpuTarget::last_op_ = nullptr;
+thread_local int64_t CpuTarget::last_weight_ = 1;
 
 } // namespace
 
