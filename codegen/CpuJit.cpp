@@ -152,6 +152,9 @@ namespace {
 /// land in the middle of a user's output. Every diagnostic of a kernel's
 /// context goes to the `kernels` log topic instead (EMBER_LOGS=kernels);
 /// an error still fails the compile through the API that reports it.
+/// The kernel this thread compiles (diagnostics arrive while it does).
+thread_local const std::string *tls_compiling = nullptr;
+
 void route_llvm_diagnostic(const llvm::DiagnosticInfo *info, void *) {
   if (!logging::enabled(logging::Topic::kernels))
     return;
@@ -159,7 +162,9 @@ void route_llvm_diagnostic(const llvm::DiagnosticInfo *info, void *) {
   llvm::raw_string_ostream os(text);
   llvm::DiagnosticPrinterRawOStream printer(os);
   info->print(printer);
-  logging::log(logging::Topic::kernels, "LLVM: " + os.str());
+  logging::log(logging::Topic::kernels,
+               "LLVM (" + (tls_compiling ? *tls_compiling : "a kernel") +
+                   "): " + os.str());
 }
 } // namespace
 
@@ -245,6 +250,12 @@ void *CpuJit::load_cached(const std::string &key, const std::string &entry,
 
 void *CpuJit::compile(KernelModule k, const std::string &entry,
                       const std::string &key, std::string *ir) {
+  const std::string *outer = tls_compiling;
+  tls_compiling = &entry;
+  struct Restore {
+    const std::string *outer;
+    ~Restore() { tls_compiling = outer; }
+  } restore{outer};
   llvm::Module &m = *k.module;
   // The library's functions serve this kernel only: internal and inlined,
   // so that O3 folds them into its loop and drops the rest.

@@ -677,7 +677,7 @@ protected:
       LValue *v = vals[size_t(s.args[a])];
       if (as_bool) {
         v = cast(v, from, ScalarType::Bool);
-      } else if (c != s.compute && float_numbers &&
+      } else if (c != s.compute && float_numbers && a == 1 &&
                  k_.values[size_t(s.args[a])].kind ==
                      KernelSpec::Value::Kind::Constant) {
         // A number keeps the compute type's precision in mul and div (Note
@@ -1322,9 +1322,9 @@ namespace {
 /// Part of every kernel's cache key, beside what the kernel computes (the
 /// spec), the target and the scalar library's hash: bump it whenever the
 /// code emitted for a given spec changes, so that a disk cache written by an
-/// older ember is not loaded. 2: numbers keep float precision in float16
-/// and bfloat16 mul and div.
-constexpr const char *kCodegenVersion = "codegen 2";
+/// older ember is not loaded. 3: a number as the second operand of float16
+/// and bfloat16 mul and div keeps float precision.
+constexpr const char *kCodegenVersion = "codegen 3";
 
 /// The kernel of `spec` from the in-process cache, else made by `make` (and
 /// timed) and cached under `key`.

@@ -113,9 +113,20 @@ Tensor &Tensor::operator/=(const Scalar &o) {
   Tensor operator op(const Scalar &a, const Tensor &b) {                       \
     return fn(wrapped_scalar_tensor(a), b);                                    \
   }
-EMBER_DEFINE_OPERATOR(+, add)
+// number + tensor and number * tensor are tensor + number and tensor *
+// number, as libtorch's operators (y.add(x), y.mul(x)): in float16 a number
+// second keeps float precision in mul (Note [Numbers in reduced precision]).
+#define EMBER_DEFINE_COMMUTATIVE_OPERATOR(op, fn)                              \
+  Tensor operator op(const Tensor &a, const Tensor &b) { return fn(a, b); }    \
+  Tensor operator op(const Tensor &a, const Scalar &b) {                       \
+    return fn(a, wrapped_scalar_tensor(b));                                    \
+  }                                                                            \
+  Tensor operator op(const Scalar &a, const Tensor &b) {                       \
+    return fn(b, wrapped_scalar_tensor(a));                                    \
+  }
+EMBER_DEFINE_COMMUTATIVE_OPERATOR(+, add)
 EMBER_DEFINE_OPERATOR(-, sub)
-EMBER_DEFINE_OPERATOR(*, mul)
+EMBER_DEFINE_COMMUTATIVE_OPERATOR(*, mul)
 EMBER_DEFINE_OPERATOR(/, div)
 EMBER_DEFINE_OPERATOR(%, remainder)
 EMBER_DEFINE_OPERATOR(==, eq)
@@ -128,5 +139,6 @@ EMBER_DEFINE_OPERATOR(&, bitwise_and)
 EMBER_DEFINE_OPERATOR(|, bitwise_or)
 EMBER_DEFINE_OPERATOR(^, bitwise_xor)
 #undef EMBER_DEFINE_OPERATOR
+#undef EMBER_DEFINE_COMMUTATIVE_OPERATOR
 
 } // namespace ember

@@ -324,6 +324,9 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
                    logging::enabled(Topic::passes);
   lo.keep_module_text = texts_now;
   e->lower_options = lo;
+  // Logged before it compiles: its kernels' logs follow.
+  if (logging::enabled(Topic::graph))
+    logging::log(Topic::graph, "captured " + e->name + ":\n" + trace.str());
   frontend::Lowered lowered = frontend::lower(trace, lo);
   e->program = std::make_unique<Program>(std::move(lowered.program));
 
@@ -377,8 +380,6 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
   stats.passes_seconds += lowered.passes_seconds;
   stats.codegen_seconds += lowered.codegen_seconds;
 
-  if (logging::enabled(Topic::graph))
-    logging::log(Topic::graph, "captured " + info.name + ":\n" + info.trace);
   if (logging::enabled(Topic::ir))
     logging::log(Topic::ir, info.name + ":\n" + info.ir);
   if (logging::enabled(Topic::passes)) {

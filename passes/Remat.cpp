@@ -206,6 +206,14 @@ private:
   std::vector<size_t> it_;
 };
 
+/// Argument `i` of `fn` is a tangent: `{ember.tangent}` (or `= true`).
+bool is_tangent(func::FuncOp fn, unsigned i) {
+  Attribute a = fn.getArgAttr(i, "ember.tangent");
+  if (auto b = llvm::dyn_cast_or_null<BoolAttr>(a))
+    return b.getValue();
+  return a && llvm::isa<UnitAttr>(a);
+}
+
 /// A new function `name` (inserted at `b`, which moves past it) whose
 /// arguments stand for `ins`, running clones of `ops` in order and
 /// returning `outs`.
@@ -243,7 +251,7 @@ public:
   LogicalResult classify() {
     Block &body = fn_.getBody().front();
     for (BlockArgument a : body.getArguments())
-      if (fn_.getArgAttr(a.getArgNumber(), "ember.tangent"))
+      if (is_tangent(fn_, a.getArgNumber()))
         tangent_values_.insert(a);
     for (Operation &op : body.without_terminator()) {
       if (op.getNumRegions() != 0)
@@ -262,14 +270,23 @@ public:
       }
     }
     Operation *ret = body.getTerminator();
-    if (ret->getNumOperands() < nfwd_)
-      return fn_.emitError("ember-remat: ember.forward_results (")
-             << nfwd_ << ") exceeds the " << ret->getNumOperands()
-             << " results";
     for (unsigned i = 0; i < nfwd_; ++i)
       if (tangent_values_.contains(ret->getOperand(i)))
         return fn_.emitError("ember-remat: forward result ")
                << i << " depends on a tangent";
+    // Backward ops no gradient needs are dropped: what they read is not
+    // saved for them.
+    llvm::DenseSet<Operation *> backward(backward_.begin(), backward_.end());
+    llvm::DenseSet<Operation *> live;
+    llvm::SmallVector<Value> grads(ret->operand_begin() + nfwd_,
+                                   ret->operand_end());
+    while (!grads.empty()) {
+      Operation *d = grads.pop_back_val().getDefiningOp();
+      if (d && backward.contains(d) && live.insert(d).second)
+        grads.append(d->operand_begin(), d->operand_end());
+    }
+    llvm::erase_if(backward_,
+                   [&](Operation *op) { return !live.contains(op); });
     // The forward values the backward reads.
     auto need = [&](Value v) {
       if (!tangent_values_.contains(v))
@@ -570,11 +587,27 @@ struct Remat : impl::RematBase<Remat> {
       if (fn->hasAttr("ember.forward_results"))
         joints.push_back(fn);
     });
+    if (memoryBudget < -1) {
+      getOperation().emitError("ember-remat: memory-budget must be a number "
+                               "of bytes, or -1 for the minimum cut; got ")
+          << int64_t(memoryBudget);
+      return signalPassFailure();
+    }
     for (func::FuncOp fn : joints) {
       auto n = fn->getAttrOfType<IntegerAttr>("ember.forward_results");
       if (!n || n.getInt() < 0) {
         fn.emitError("ember-remat: ember.forward_results must be a "
                      "non-negative integer");
+        return signalPassFailure();
+      }
+      if (fn.isExternal()) {
+        fn.emitError("ember-remat: a joint function needs a body");
+        return signalPassFailure();
+      }
+      if (n.getInt() > int64_t(fn.getNumResults())) {
+        fn.emitError("ember-remat: ember.forward_results (")
+            << n.getInt() << ") exceeds the " << fn.getNumResults()
+            << " results";
         return signalPassFailure();
       }
       Joint j(fn, unsigned(n.getInt()));

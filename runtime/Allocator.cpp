@@ -143,7 +143,8 @@ public:
           stats_.num_ooms++;
         }
       }
-      EMBER_CHECK(p, "CPU out of memory: tried to allocate ", nbytes,
+      EMBER_CHECK_TYPED(OutOfMemoryError, p,
+                        "CPU out of memory: tried to allocate ", nbytes,
                   " bytes. Free tensors you no longer need, or call "
                   "ember::empty_cache(ember::kCPU).");
       std::lock_guard<std::mutex> g(mu_);

@@ -38,6 +38,14 @@ public:
   using Error::Error;
 };
 
+/// An allocation the device cannot satisfy, even after the allocator
+/// released its cache (PyTorch: torch.OutOfMemoryError). The process goes
+/// on: free tensors, or ask for less.
+class OutOfMemoryError : public Error {
+public:
+  using Error::Error;
+};
+
 namespace detail {
 template <class... Args> std::string str(const Args &...args) {
   std::ostringstream ss;

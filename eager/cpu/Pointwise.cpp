@@ -30,21 +30,21 @@ PointwisePlan plan_pointwise(const PointwiseSpec &spec,
   // Note [Numbers in reduced precision]
   // float16 / bfloat16 compute in float, each op rounding its result. A C++
   // number operand (a wrapped number) is converted to the op's dtype like
-  // any operand (h + 0.3 adds half(0.3)), except in the ops whose entry
-  // says `float_numbers` (mul, div): there it keeps float precision, as
-  // PyTorch's opmath scalar (h * 0.1 multiplies by 0.1f). The loop then
-  // runs in float, its result rounded once. The compiled kernels do the
-  // same (codegen/Kernel.cpp converts such a constant to the compute type).
+  // any operand (h + 0.3 adds half(0.3)), except as the second operand of
+  // the ops whose entry says `float_numbers` (mul, div): there it keeps
+  // float precision, as PyTorch's opmath scalar (h * 0.1 multiplies by
+  // 0.1f; 1.7 / h is libtorch's empty_like(h).fill_(1.7).div_(h), the
+  // number rounded first). The loop then runs in float, its result rounded
+  // once. The compiled kernels do the same (codegen/Kernel.cpp converts
+  // such a constant to the compute type).
   ScalarType loop_out = outType;
-  if (spec.float_numbers && (result == kHalf || result == kBFloat16))
-    for (size_t i = 0; i < inputs.size(); ++i)
-      if (!((spec.bool_args >> i) & 1u) &&
-          inputs[i]->unsafeGetTensorImpl()->is_wrapped_number()) {
-        if (outType == result)
-          loop_out = kFloat;
-        result = kFloat;
-        break;
-      }
+  if (spec.float_numbers && (result == kHalf || result == kBFloat16) &&
+      inputs.size() > 1 && !((spec.bool_args >> 1) & 1u) &&
+      inputs[1]->unsafeGetTensorImpl()->is_wrapped_number()) {
+    if (outType == result)
+      loop_out = kFloat;
+    result = kFloat;
+  }
   plan.compute = result;
 
   // Output.

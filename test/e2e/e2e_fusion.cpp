@@ -312,11 +312,18 @@ TEST(E2EFusion, NumbersInReducedPrecision) {
     EXPECT_TRUE(equal(x * 0.1, (xf * 0.1).to(t))) << toString(t);
     EXPECT_TRUE(equal(x / 3.7, (xf / 3.7).to(t))) << toString(t);
     EXPECT_TRUE(equal(x + 0.3, (xf + r3).to(t))) << toString(t);
+    // A number first is filled into x's dtype, then divided (libtorch's
+    // operator/(Scalar, Tensor): empty_like(x).fill_(1.7).div_(x)).
+    Tensor filled = empty_like(x).fill_(1.7);
+    EXPECT_TRUE(equal(1.7 / x, filled / x)) << toString(t);
+    EXPECT_TRUE(equal(0.1 * x, x * 0.1)) << toString(t); // x.mul(0.1)
     Tensor y = x.clone();
     y.mul_(0.1);
     EXPECT_TRUE(equal(y, x * 0.1)) << toString(t);
     auto f = compile([](const Tensor &a) { return (a * 0.1 + 0.3) / 3.7; });
     EXPECT_TRUE(equal(f(x), (x * 0.1 + 0.3) / 3.7)) << toString(t);
+    auto g = compile([](const Tensor &a) { return 1.7 / (a + 1); });
+    EXPECT_TRUE(equal(g(x), 1.7 / (x + 1))) << toString(t);
   }
   // PyTorch 2.x: torch.tensor([3.], dtype=torch.half) * 0.1 is 0.3000
   // (0x34CD); with 0.1 rounded to float16 first it would be 0.2998.

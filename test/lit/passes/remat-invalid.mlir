@@ -27,3 +27,15 @@ func.func @fused(%x: tensor<4xf32>, %g: tensor<4xf32> {ember.tangent})
 func.func @too_many(%x: tensor<4xf32>) -> (tensor<4xf32>) attributes {ember.forward_results = 3 : i64} {
   return %x : tensor<4xf32>
 }
+
+// -----
+
+// expected-error @+1 {{a joint function needs a body}}
+func.func private @declaration(%x: tensor<4xf32>) -> (tensor<4xf32>) attributes {ember.forward_results = 1 : i64}
+
+// -----
+
+// expected-error @+1 {{ember.forward_results (9223372036854775807) exceeds the 1 results}}
+func.func @huge(%x: tensor<4xf32>) -> (tensor<4xf32>) attributes {ember.forward_results = 9223372036854775807 : i64} {
+  return %x : tensor<4xf32>
+}

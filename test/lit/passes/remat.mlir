@@ -100,3 +100,26 @@ func.func @effects(%x: tensor<512x512xf32>, %g: tensor<f32> {ember.tangent})
   %gx = ember.mul.Tensor %ge, %r : (tensor<512x512xf32>, tensor<512x512xf32>) -> tensor<512x512xf32>
   return %s, %gx : tensor<f32>, tensor<512x512xf32>
 }
+
+// -----
+
+// A backward op no gradient needs is dropped, and what it read is not
+// saved: %r (an op with effects) fed only a dead multiply. A tangent
+// marked `= false` is a primal.
+// CHECK-LABEL: func.func @dead_backward_forward(
+// CHECK-SAME: -> (tensor<1024xf32>, tensor<1024xf32> {ember.saved = "argument 0"})
+// CHECK-SAME: ember.saved_bytes = 0
+// CHECK-LABEL: func.func @dead_backward_backward(%arg0: tensor<1024xf32>, %arg1: tensor<1024xf32>)
+// CHECK-NEXT: ember.mul.Tensor %arg1, %arg0
+// CHECK-NEXT: return
+// HALF-LABEL: func.func @dead_backward_forward(
+// HALF-NOT: ember.over_budget
+// HALF-SAME: ember.saved_bytes = 0
+func.func @dead_backward(%x: tensor<1024xf32>, %p: tensor<1024xf32> {ember.tangent = false}, %g: tensor<1024xf32> {ember.tangent})
+    -> (tensor<1024xf32>, tensor<1024xf32>) attributes {ember.forward_results = 1 : i64} {
+  %r = ember.eager_call "ember::exp"(%x) {args = [#ember.operand<0>]} : (tensor<1024xf32>) -> tensor<1024xf32>
+  %y = ember.mul.Tensor %x, %p : (tensor<1024xf32>, tensor<1024xf32>) -> tensor<1024xf32>
+  %dead = ember.mul.Tensor %g, %r : (tensor<1024xf32>, tensor<1024xf32>) -> tensor<1024xf32>
+  %gx = ember.mul.Tensor %g, %x : (tensor<1024xf32>, tensor<1024xf32>) -> tensor<1024xf32>
+  return %y, %gx : tensor<1024xf32>, tensor<1024xf32>
+}
