@@ -105,25 +105,19 @@ Tensor &Tensor::operator/=(const Scalar &o) {
   return *this;
 }
 
-#define EMBER_DEFINE_OPERATOR(op, fn)                                          \
+#define EMBER_DEFINE_OPERATORS(op, fn, scalar_first)                           \
   Tensor operator op(const Tensor &a, const Tensor &b) { return fn(a, b); }    \
   Tensor operator op(const Tensor &a, const Scalar &b) {                       \
     return fn(a, wrapped_scalar_tensor(b));                                    \
   }                                                                            \
-  Tensor operator op(const Scalar &a, const Tensor &b) {                       \
-    return fn(wrapped_scalar_tensor(a), b);                                    \
-  }
+  Tensor operator op(const Scalar &a, const Tensor &b) { return scalar_first; }
+#define EMBER_DEFINE_OPERATOR(op, fn)                                          \
+  EMBER_DEFINE_OPERATORS(op, fn, fn(wrapped_scalar_tensor(a), b))
 // number + tensor and number * tensor are tensor + number and tensor *
 // number, as libtorch's operators (y.add(x), y.mul(x)): in float16 a number
 // second keeps float precision in mul (Note [Numbers in reduced precision]).
 #define EMBER_DEFINE_COMMUTATIVE_OPERATOR(op, fn)                              \
-  Tensor operator op(const Tensor &a, const Tensor &b) { return fn(a, b); }    \
-  Tensor operator op(const Tensor &a, const Scalar &b) {                       \
-    return fn(a, wrapped_scalar_tensor(b));                                    \
-  }                                                                            \
-  Tensor operator op(const Scalar &a, const Tensor &b) {                       \
-    return fn(b, wrapped_scalar_tensor(a));                                    \
-  }
+  EMBER_DEFINE_OPERATORS(op, fn, fn(b, wrapped_scalar_tensor(a)))
 EMBER_DEFINE_COMMUTATIVE_OPERATOR(+, add)
 EMBER_DEFINE_OPERATOR(-, sub)
 EMBER_DEFINE_COMMUTATIVE_OPERATOR(*, mul)
@@ -140,5 +134,6 @@ EMBER_DEFINE_OPERATOR(|, bitwise_or)
 EMBER_DEFINE_OPERATOR(^, bitwise_xor)
 #undef EMBER_DEFINE_OPERATOR
 #undef EMBER_DEFINE_COMMUTATIVE_OPERATOR
+#undef EMBER_DEFINE_OPERATORS
 
 } // namespace ember
