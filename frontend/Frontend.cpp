@@ -111,6 +111,12 @@ struct Entry {
   std::unique_ptr<Program> program;
   GraphInfo info;
   frontend::LowerOptions lower_options; ///< how `program` was made
+  /// Note [Graph texts when asked]: made by the first explain() that needs
+  /// them (under the state's lock), kept for the next.
+  struct Texts {
+    std::string trace, dot, ir, ir_optimized;
+  };
+  mutable std::optional<Texts> texts;
 };
 
 struct ReplayEntry {
@@ -206,9 +212,6 @@ public:
   bool over_limit = false;
   std::string limit_reason; ///< why over_limit was set
   ExplainOutput stats;
-  /// The entry of each stats.graphs[i], whose texts (trace, dot, ir,
-  /// ir_optimized) explain() makes when compile() did not need them.
-  std::vector<const Entry *> graph_entries;
 
   // Per call.
   std::vector<std::string> call_guards;
@@ -452,8 +455,7 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
   }
 
   stats.compile_seconds += seconds_since(t0);
-  stats.graphs.push_back(info);
-  graph_entries.push_back(e.get());
+  stats.graphs.push_back(info); // stats.graphs[i] is entries[i]'s
   Entry *raw = e.get();
   by_hash.emplace(raw->hash, raw);
   entries.push_back(std::move(e));
@@ -711,17 +713,22 @@ ExplainOutput explain_of(const CompiledState &st) {
   ExplainOutput e = st.stats;
   e.name = st.name;
   // Note [Graph texts when asked]: made here when compile() did not.
-  for (size_t i = 0; i < e.graphs.size() && i < st.graph_entries.size(); ++i) {
+  for (size_t i = 0; i < e.graphs.size() && i < st.entries.size(); ++i) {
     GraphInfo &g = e.graphs[i];
-    const Entry &entry = *st.graph_entries[i];
+    const Entry &entry = *st.entries[i];
     if (!g.trace.empty())
       continue;
-    g.trace = entry.captured.str();
-    g.dot = ir::to_dot(entry.captured);
-    frontend::ModuleText text =
-        frontend::module_text(entry.captured, entry.lower_options);
-    g.ir = std::move(text.ir);
-    g.ir_optimized = std::move(text.ir_optimized);
+    if (!entry.texts) {
+      frontend::ModuleText text =
+          frontend::module_text(entry.captured, entry.lower_options);
+      entry.texts =
+          Entry::Texts{entry.captured.str(), ir::to_dot(entry.captured),
+                       std::move(text.ir), std::move(text.ir_optimized)};
+    }
+    g.trace = entry.texts->trace;
+    g.dot = entry.texts->dot;
+    g.ir = entry.texts->ir;
+    g.ir_optimized = entry.texts->ir_optimized;
   }
   return e;
 }

@@ -382,11 +382,28 @@ public:
     return true;
   }
 
-  int64_t cost(const llvm::SetVector<Operation *> &ops) const {
-    int64_t f = 0;
-    for (Operation *op : ops)
-      f = sat_add(f, flops_of(op));
-    return f;
+  /// The backward's side of a saved set: what it recomputes and which
+  /// saved values (primals included) it reads; the bytes of those saved
+  /// values (primals free: a saved value nothing reads is not saved) and
+  /// the FLOPs of the recomputation. `ok` is false when an op with effects
+  /// would be recomputed.
+  struct Plan {
+    bool ok = false;
+    llvm::SetVector<Operation *> recompute;
+    llvm::SetVector<Value> used;
+    int64_t bytes = 0, flops = 0;
+  };
+  Plan plan(const llvm::DenseSet<Value> &saved) const {
+    Plan p;
+    p.ok = closure(saved, p.recompute, p.used);
+    if (!p.ok)
+      return p;
+    for (Value v : p.used)
+      if (v.getDefiningOp())
+        p.bytes = sat_add(p.bytes, bytes_of(v));
+    for (Operation *op : p.recompute)
+      p.flops = sat_add(p.flops, flops_of(op));
+    return p;
   }
 
   /// The saved set under a budget (bytes of saved op results).
@@ -412,30 +429,22 @@ public:
       int64_t flops = kInf, bytes = kInf;
       llvm::DenseSet<Value> set;
     } best, smallest;
-    auto consider = [&](const llvm::DenseSet<Value> &s) {
-      llvm::SetVector<Operation *> ops;
-      llvm::SetVector<Value> used;
-      if (!closure(s, ops, used))
+    auto consider = [&](const llvm::DenseSet<Value> &s, const Plan &p) {
+      if (!p.ok)
         return;
-      // Only what the backward reads counts (a saved value nothing reads
-      // is not saved).
-      int64_t real = 0;
-      for (Value v : used)
-        if (v.getDefiningOp())
-          real = sat_add(real, bytes_of(v));
-      int64_t f = cost(ops);
-      if (real <= budget && (!best.found || f < best.flops ||
-                             (f == best.flops && real < best.bytes)))
-        best = {true, f, real, s};
-      if (!smallest.found || real < smallest.bytes ||
-          (real == smallest.bytes && f < smallest.flops))
-        smallest = {true, f, real, s};
+      if (p.bytes <= budget &&
+          (!best.found || p.flops < best.flops ||
+           (p.flops == best.flops && p.bytes < best.bytes)))
+        best = {true, p.flops, p.bytes, s};
+      if (!smallest.found || p.bytes < smallest.bytes ||
+          (p.bytes == smallest.bytes && p.flops < smallest.flops))
+        smallest = {true, p.flops, p.bytes, s};
     };
     if (cand.size() <= kExactCandidates) {
       llvm::DenseSet<Value> s;
       std::function<void(size_t, int64_t)> dfs = [&](size_t i, int64_t bytes) {
         if (i == cand.size()) {
-          consider(s);
+          consider(s, plan(s));
           return;
         }
         dfs(i + 1, bytes);
@@ -454,30 +463,21 @@ public:
       // whose removal costs the fewest FLOPs per byte until the rest fits.
       llvm::DenseSet<Value> s(cand.begin(), cand.end());
       for (;;) {
-        llvm::SetVector<Operation *> ops;
-        llvm::SetVector<Value> used;
-        closure(s, ops, used);
-        int64_t real = 0;
-        for (Value v : used)
-          if (v.getDefiningOp())
-            real = sat_add(real, bytes_of(v));
-        consider(s);
-        if (real <= budget)
+        Plan p = plan(s);
+        consider(s, p);
+        if (p.bytes <= budget)
           break;
-        int64_t base = cost(ops);
         Value drop;
         double best_ratio = std::numeric_limits<double>::infinity();
-        for (Value v : used) {
+        for (Value v : p.used) {
           if (!v.getDefiningOp() || !s.contains(v))
             continue;
           s.erase(v);
-          llvm::SetVector<Operation *> o2;
-          llvm::SetVector<Value> u2;
-          bool ok = closure(s, o2, u2);
+          Plan without = plan(s);
           s.insert(v);
-          if (!ok)
+          if (!without.ok)
             continue;
-          double ratio = double(cost(o2) - base) / double(bytes_of(v));
+          double ratio = double(without.flops - p.flops) / double(bytes_of(v));
           if (ratio < best_ratio) {
             best_ratio = ratio;
             drop = v;
@@ -495,19 +495,16 @@ public:
 
   /// Replaces the joint function by `<name>_forward` and `<name>_backward`.
   void rewrite(const llvm::SetVector<Value> &chosen, bool over) {
-    llvm::DenseSet<Value> chosen_set(chosen.begin(), chosen.end());
-    llvm::SetVector<Operation *> recompute;
-    llvm::SetVector<Value> used;
-    bool ok = closure(chosen_set, recompute, used);
-    (void)ok; // a chosen set always works (random values are saved)
+    // (a chosen set always works: values of ops with effects are saved)
+    Plan p = plan(llvm::DenseSet<Value>(chosen.begin(), chosen.end()));
     // Saved: in argument order, then in program order.
     llvm::SmallVector<Value> saved;
     for (BlockArgument a : fn_.getArguments())
-      if (used.contains(a))
+      if (p.used.contains(a))
         saved.push_back(a);
     for (Operation *op : forward_)
       for (Value r : op->getResults())
-        if (used.contains(r))
+        if (p.used.contains(r))
           saved.push_back(r);
 
     OpBuilder b(fn_);
@@ -534,20 +531,15 @@ public:
         fwd_ops.push_back(op);
     func::FuncOp fwd =
         outline(b, fn_.getLoc(), name + "_forward", primals, fwd_ops, fwd_outs);
-    int64_t saved_bytes = 0;
     for (unsigned i = 0; i < saved.size(); ++i) {
       Value v = saved[i];
-      std::string what;
-      if (auto a = llvm::dyn_cast<BlockArgument>(v)) {
-        what = "argument " + std::to_string(a.getArgNumber());
-      } else {
-        what = v.getDefiningOp()->getName().getStringRef().str();
-        saved_bytes = sat_add(saved_bytes, bytes_of(v));
-      }
+      auto a = llvm::dyn_cast<BlockArgument>(v);
+      std::string what = a ? "argument " + std::to_string(a.getArgNumber())
+                           : v.getDefiningOp()->getName().getStringRef().str();
       fwd.setResultAttr(nfwd_ + i, b.getStringAttr("ember.saved"),
                         b.getStringAttr(what));
     }
-    fwd->setAttr("ember.saved_bytes", b.getI64IntegerAttr(saved_bytes));
+    fwd->setAttr("ember.saved_bytes", b.getI64IntegerAttr(p.bytes));
     fwd->setAttr("ember.forward_results", b.getI64IntegerAttr(nfwd_));
     if (over)
       fwd->setAttr("ember.over_budget", b.getUnitAttr());
@@ -556,17 +548,18 @@ public:
     // out, after the recomputed forward ops.
     llvm::SmallVector<Value> bwd_ins(saved.begin(), saved.end());
     bwd_ins.append(tangents.begin(), tangents.end());
-    llvm::SmallVector<Operation *> bwd_ops(recompute.begin(), recompute.end());
+    llvm::SmallVector<Operation *> bwd_ops(p.recompute.begin(),
+                                           p.recompute.end());
     bwd_ops.append(backward_.begin(), backward_.end());
     llvm::SmallVector<Value> grads(results.begin() + nfwd_, results.end());
     func::FuncOp bwd =
         outline(b, fn_.getLoc(), name + "_backward", bwd_ins, bwd_ops, grads);
     llvm::SmallVector<Attribute> names;
-    for (Operation *op : recompute)
+    for (Operation *op : p.recompute)
       if (!llvm::isa<ir::ConstantOp>(op))
         names.push_back(b.getStringAttr(op->getName().getStringRef()));
     bwd->setAttr("ember.recomputed", b.getArrayAttr(names));
-    bwd->setAttr("ember.recompute_flops", b.getI64IntegerAttr(cost(recompute)));
+    bwd->setAttr("ember.recompute_flops", b.getI64IntegerAttr(p.flops));
     fn_.erase();
   }
 

@@ -188,24 +188,23 @@ void CachingAllocator::free(void *p) {
 void CachingAllocator::free_block(Block *b) {
   Pool &pool = *b->pool;
   auto mergeable = [](Block *n) { return n && !n->allocated && !n->pending; };
+  // `lo` takes in `hi`, the block after it in the segment.
+  auto absorb = [](Block *lo, Block *hi) {
+    lo->size += hi->size;
+    lo->next = hi->next;
+    if (hi->next)
+      hi->next->prev = lo;
+    delete hi;
+  };
   if (mergeable(b->prev)) {
     Block *prev = b->prev;
     pool.free.erase(prev);
-    prev->size += b->size;
-    prev->next = b->next;
-    if (b->next)
-      b->next->prev = prev;
-    delete b;
+    absorb(prev, b);
     b = prev;
   }
   if (mergeable(b->next)) {
-    Block *next = b->next;
-    pool.free.erase(next);
-    b->size += next->size;
-    b->next = next->next;
-    if (next->next)
-      next->next->prev = b;
-    delete next;
+    pool.free.erase(b->next);
+    absorb(b, b->next);
   }
   pool.free.insert(b);
 }
