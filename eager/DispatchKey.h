@@ -1,6 +1,9 @@
 #pragma once
-/// Dispatch keys, highest priority last (DESIGN.md: user modes -> capture ->
-/// autograd -> backend).
+/// Dispatch keys, highest priority last: user modes -> autograd -> capture
+/// -> backend. Autograd sits above capture (as PyTorch's autograd keys sit
+/// above its tracing keys), so that an op on capture tensors records its
+/// autograd node and then its graph node: the joint forward/backward graph
+/// of compiled training (Note [The joint graph] in frontend/Capture.cpp).
 
 #include <cstdint>
 #include <ostream>
@@ -10,8 +13,8 @@ namespace ember {
 #define EMBER_FORALL_DISPATCH_KEYS(_)                                          \
   _(CPU)                                                                       \
   _(CUDA)                                                                      \
-  _(Autograd)                                                                  \
   _(Capture)                                                                   \
+  _(Autograd)                                                                  \
   _(Mode)
 
 enum class DispatchKey : uint8_t {

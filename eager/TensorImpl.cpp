@@ -125,6 +125,7 @@ void TensorImpl::set_key(DispatchKey k, bool on) {
 namespace ember {
 namespace detail {
 CaptureSyncFn capture_sync_fn = nullptr;
+CaptureSaveFn capture_save_fn = nullptr;
 } // namespace detail
 
 void TensorImpl::sync_capture(const char *reason,

@@ -13,6 +13,7 @@
 namespace ember {
 
 class TensorImpl;
+class Tensor;
 
 /// What autograd keeps on a tensor. The eager core only needs to know whether
 /// a tensor requires grad and the name of its grad_fn (for printing); the
@@ -39,6 +40,11 @@ namespace detail {
 using CaptureSyncFn = void (*)(TensorImpl &t, const char *reason,
                                const std::source_location &where);
 extern CaptureSyncFn capture_sync_fn;
+/// Installed by the front end: what autograd saves for backward in place of
+/// capture tensor `t` (SavedVariable), a stand-in that does not keep `t`
+/// itself alive (Note [The joint graph] in frontend/Capture.cpp).
+using CaptureSaveFn = Tensor (*)(const Tensor &t);
+extern CaptureSaveFn capture_save_fn;
 } // namespace detail
 
 class TensorImpl : public intrusive_ptr_target {

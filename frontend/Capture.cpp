@@ -1,6 +1,12 @@
 #include "frontend/Capture.h"
 
+#include "eager/Factory.h"
+#include "eager/autograd/BuiltinNodes.h"
+#include "eager/autograd/Engine.h"
 #include "eager/autograd/GradMode.h"
+#include "eager/autograd/SavedVariable.h"
+#include "eager/autograd/Variable.h"
+#include "frontend/Executor.h"
 #include "runtime/Logging.h"
 
 #include <algorithm>
@@ -46,6 +52,73 @@ const OperatorHandle &as_strided_op() {
 void call_eager(const OperatorHandle &op, Stack &stack) {
   ExcludeDispatchKeyGuard no_capture(DispatchKey::Capture);
   op.callBoxed(stack);
+}
+
+/// The grad_fn of the capture tensor of a real input that requires grad:
+/// its gradient goes on to the real tensor's edge (Note [The joint graph]).
+struct CaptureInput final : autograd::Node {
+  autograd::variable_list apply(autograd::variable_list &&grads) override {
+    return std::move(grads);
+  }
+  std::string name() const override { return "CaptureInput"; }
+};
+
+/// A compiled graph's outputs' autograd node (AOTAutograd's): its backward
+/// runs the graph's backward program on the tensors the forward saved and
+/// the outputs' gradients.
+struct CompiledFunctionBackward final : autograd::Node {
+  CompiledFunctionBackward(std::shared_ptr<const Program> backward,
+                           const std::vector<Tensor> &saved,
+                           std::vector<int> slots)
+      : backward_(std::move(backward)), slots_(std::move(slots)) {
+    for (const Tensor &t : saved)
+      saved_.emplace_back(t, false);
+  }
+  autograd::variable_list apply(autograd::variable_list &&grads) override {
+    EMBER_CHECK(!GradMode::is_enabled(),
+                "a compiled function's backward does not support "
+                "create_graph=true (double backward), as torch.compile's "
+                "AOTAutograd; run that function eagerly to take higher "
+                "derivatives");
+    std::vector<Tensor> in;
+    in.reserve(saved_.size() + grads.size());
+    for (const autograd::SavedVariable &s : saved_)
+      in.push_back(s.unpack());
+    for (size_t k = 0; k < grads.size(); ++k) {
+      // The backward was compiled for contiguous tangents; a gradient that
+      // never arrived is zeros (as AOTAutograd materializes them).
+      const autograd::InputMetadata &m = input_metadata(k);
+      in.push_back(grads[k].defined()
+                       ? grads[k].contiguous()
+                       : zeros(IntArrayRef(m.shape), m.options()));
+    }
+    std::vector<Tensor> outs = backward_->run(in);
+    autograd::variable_list result(num_outputs());
+    for (size_t i = 0; i < slots_.size() && i < result.size(); ++i)
+      if (slots_[i] >= 0)
+        result[i] = outs.at(size_t(slots_[i]));
+    return result;
+  }
+  void release_variables() override {
+    for (autograd::SavedVariable &s : saved_)
+      s.reset_data();
+  }
+  std::string name() const override { return "CompiledFunctionBackward"; }
+
+private:
+  std::shared_ptr<const Program> backward_;
+  std::vector<autograd::SavedVariable> saved_;
+  std::vector<int> slots_; ///< per next edge: its backward output, or -1
+};
+
+/// Thrown out of the backward trace when it cannot go on (a graph break).
+struct JointAbort {
+  std::string reason;
+};
+
+/// The capture tensor `t` stands for (a view's: itself).
+Tensor capture_tensor(CaptureMeta *m) {
+  return Tensor(intrusive_ptr<TensorImpl>(m->self));
 }
 } // namespace
 
@@ -121,6 +194,9 @@ bool Session::fresh(const Tensor &t) const {
 }
 
 void Session::reset_graph() {
+  graph_seq_ = autograd::peek_sequence_nr();
+  joint_blocked_.clear();
+  grad_inputs_.clear();
   trace_ = ir::Trace();
   trace_.name = name_ + "_graph" + std::to_string(graph_index_);
   inputs_.clear();
@@ -175,6 +251,13 @@ Tensor Session::add_input(const Tensor &real, ir::InputKind kind, int index,
   Tensor t = make_capture(meta::fake_like(real), v);
   CaptureMeta *m = meta_of(t);
   m->real = real;
+  m->scratch = in_backward_;
+  if (real.requires_grad()) {
+    // Note [The joint graph]: gradients reaching t go on to real's edge.
+    auto fn = std::make_shared<CaptureInput>();
+    fn->add_next_edge(autograd::gradient_edge(real));
+    autograd::set_history(t, fn);
+  }
   m->input = int(trace_.inputs.size()) - 1;
   m->input_value = v;
   if (real.nbytes() > 0)
@@ -434,45 +517,8 @@ void Session::write_through_view(CaptureMeta *m, int new_value) {
 }
 
 void Session::record(const OperatorHandle &op, Stack &stack) {
-  if (eager_rest_) {
-    call_eager(op, stack);
-    return;
-  }
   const FunctionSchema &schema = op.schema();
   check_requires_grad();
-
-  // Training: an op that would record autograd history runs eagerly, with
-  // everything after it (compiled training is a later issue).
-  if (GradMode::is_enabled()) {
-    for (const IValue &v : stack) {
-      auto needs_grad = [&](const Tensor &t) {
-        if (!t.defined())
-          return false;
-        if (CaptureMeta *m = meta_of(t))
-          return m->real.defined() && m->real.requires_grad();
-        return t.requires_grad();
-      };
-      bool any = v.isTensor() && needs_grad(v.toTensor());
-      if (v.isTensorList())
-        for (const Tensor &t : v.toTensorList())
-          any = any || needs_grad(t);
-      if (any) {
-        std::string why = op.name() +
-                          " has an input that requires grad "
-                          "and grad mode is enabled: the rest of the call "
-                          "runs eagerly (compiled training is not "
-                          "implemented yet; use ember::NoGradGuard for "
-                          "inference)";
-        graph_break(why, "");
-        eager_rest_ = true;
-        eager_reason_ = why;
-        tls_local_dispatch_key_set().included =
-            tls_local_dispatch_key_set().included - DispatchKey::Capture;
-        call_eager(op, stack);
-        return;
-      }
-    }
-  }
 
   // Ops the graph cannot hold: a graph break, then the op runs eagerly.
   std::string needs_data;
@@ -491,6 +537,22 @@ void Session::record(const OperatorHandle &op, Stack &stack) {
     }
   }
   if (!needs_data.empty()) {
+    // Called from the op's autograd kernel, whose node (being built) holds
+    // the graph's nodes: the graph keeps its eager backward (Note [The joint
+    // graph]).
+    if (tls_local_dispatch_key_set().excluded.has(DispatchKey::Autograd) &&
+        GradMode::is_enabled()) {
+      bool rg = false;
+      for (const IValue &v : stack) {
+        if (v.isTensor() && v.toTensor().defined())
+          rg = rg || v.toTensor().requires_grad();
+        if (v.isTensorList())
+          for (const Tensor &t : v.toTensorList())
+            rg = rg || (t.defined() && t.requires_grad());
+      }
+      if (rg)
+        joint_blocked_ = needs_data + " (inside its autograd kernel)";
+    }
     graph_break(needs_data, "");
     call_eager(op, stack);
     return;
@@ -548,7 +610,15 @@ void Session::record(const OperatorHandle &op, Stack &stack) {
   bool inplace = !schema.arguments.empty() && schema.arguments[0].is_write;
   if (inplace) {
     EMBER_INTERNAL_ASSERT(self_meta && r.outputs.size() == 1);
+    // A real leaf that requires grad may not be written in place under
+    // grad mode, as eagerly (its capture tensor is not a leaf: Note [The
+    // joint graph]).
+    if (GradMode::is_enabled() && self_meta->root()->real.defined())
+      autograd::check_inplace(self_meta->root()->real,
+                              self_meta->root()->real.requires_grad());
     int nv = add_node(op, std::move(args), r.outputs[0]);
+    // Autograd's saved tensors check the version, as eagerly.
+    stack[0].toTensor().unsafeGetTensorImpl()->bump_version();
     if (self_meta->is_view()) {
       write_through_view(self_meta, nv);
     } else {
@@ -622,6 +692,8 @@ void Session::record(const OperatorHandle &op, Stack &stack) {
 }
 
 void Session::graph_break(const std::string &reason, const std::string &where) {
+  if (in_backward_) // the backward trace stops; the graph's runs eagerly
+    throw JointAbort{"its backward needs data: " + reason};
   BreakInfo b{reason, where};
   if (fullgraph_)
     EMBER_CHECK(false, "compile(fullgraph=true): graph break in ", trace_.name,
@@ -643,7 +715,7 @@ std::vector<OutputRecipe> Session::finish(const std::vector<Tensor> &outs) {
   std::vector<int> values(outs.size(), -1);
   for (size_t i = 0; i < outs.size(); ++i) {
     OutputRecipe &r = recipes[i];
-    CaptureMeta *m = eager_rest_ ? nullptr : meta_of(outs[i]);
+    CaptureMeta *m = meta_of(outs[i]);
     if (!m) {
       r.fixed = outs[i];
       continue;
@@ -667,6 +739,9 @@ std::vector<OutputRecipe> Session::finish(const std::vector<Tensor> &outs) {
   // What replay mode would hand out or write again (Note [Creation epochs]).
   if (lifted_aliases_argument_)
     replay_blocker_ = "a captured tensor shares memory with an argument";
+  if (made_backward_)
+    replay_blocker_ = "it trains (each call gives its outputs a new "
+                      "autograd node)";
   for (const OutputRecipe &r : recipes)
     if ((r.kind == OutputRecipe::Kind::Fixed && fresh(r.fixed)) ||
         (r.kind == OutputRecipe::Kind::Input &&
@@ -680,7 +755,160 @@ std::vector<OutputRecipe> Session::finish(const std::vector<Tensor> &outs) {
   return recipes;
 }
 
+Tensor Session::stand_in(const Tensor &t) {
+  CaptureMeta *m = nullptr;
+  int v = value_of(t, &m);
+  // An input's own value: the capture tensor of a real tensor (which never
+  // becomes an output) is saved itself.
+  if (!m->is_view() && m->real.defined() && v == m->input_value)
+    return t;
+  TensorImpl *src = t.unsafeGetTensorImpl();
+  // The same (fake) storage: in-place writes to t bump the version the
+  // saved tensor checks.
+  auto impl =
+      make_intrusive<TensorImpl>(src->storage(), src->dtype(), src->sizes(),
+                                 src->strides(), src->storage_offset());
+  impl->set_key(DispatchKey::Capture, true);
+  auto meta = std::make_unique<CaptureMeta>();
+  meta->session = this;
+  meta->self = impl.get();
+  meta->value = v;
+  meta->saved = true;
+  live_.insert(meta.get());
+  impl->set_capture_meta(std::move(meta));
+  return Tensor(std::move(impl));
+}
+
+std::string Session::joint_blocker(const std::vector<CaptureMeta *> &outs) {
+  if (!joint_blocked_.empty())
+    return joint_blocked_;
+  for (CaptureMeta *m : live_) {
+    if (m->is_view() || !m->real.defined() || !m->real.requires_grad())
+      continue;
+    const std::string &name = trace_.inputs.at(size_t(m->input)).name;
+    if (m->storage_root)
+      return "input " + name +
+             " requires grad and shares memory with another input";
+    if (m->value != m->input_value)
+      return "input " + name + " requires grad and is written in place";
+  }
+  // The nodes built during this graph.
+  std::vector<autograd::Node *> work;
+  std::unordered_set<autograd::Node *> seen;
+  for (CaptureMeta *m : outs)
+    if (const auto &fn = autograd::grad_fn_of(capture_tensor(m)))
+      work.push_back(fn.get());
+  while (!work.empty()) {
+    autograd::Node *n = work.back();
+    work.pop_back();
+    if (n->sequence_nr() < graph_seq_ || !seen.insert(n).second)
+      continue;
+    if (n->has_grad_hooks())
+      return "a hook is registered on a tensor of the graph (register_hook "
+             "or retain_grad)";
+    if (dynamic_cast<CaptureInput *>(n))
+      continue;
+    if (dynamic_cast<autograd::NotImplemented *>(n))
+      return "an op of the graph has no derivative formula";
+    if (auto *acc = dynamic_cast<autograd::AccumulateGrad *>(n))
+      if (acc->variable.unsafeGetTensorImpl()->key_set().has(
+              DispatchKey::Capture))
+        return "a tensor made inside the function requires grad (a leaf of "
+               "the graph)";
+    for (const autograd::Edge &e : n->next_edges())
+      if (e.function)
+        work.push_back(e.function.get());
+  }
+  return "";
+}
+
+std::vector<CaptureMeta *> Session::trace_backward() {
+  // The graph's outputs that require grad: roots the user's code still
+  // holds (saved tensors are stand-ins), in value order.
+  std::vector<CaptureMeta *> outs;
+  for (CaptureMeta *m : live_)
+    if (!m->is_view() && !m->real.defined() && !m->saved && !m->tangent &&
+        capture_tensor(m).requires_grad())
+      outs.push_back(m);
+  if (outs.empty())
+    return {};
+  std::sort(outs.begin(), outs.end(),
+            [](CaptureMeta *a, CaptureMeta *b) { return a->value < b->value; });
+  std::string why = joint_blocker(outs);
+  if (why.empty()) {
+    size_t nodes = trace_.nodes.size();
+    std::vector<Tensor> roots, tangents;
+    std::vector<int> tangent_values;
+    for (CaptureMeta *m : outs) {
+      roots.push_back(capture_tensor(m));
+      int v = trace_.add_value(type_of(roots.back()));
+      tangent_values.push_back(v);
+      tangents.push_back(
+          make_capture(meta::fake(roots.back().sizes(), roots.back().dtype(),
+                                  roots.back().device()),
+                       v));
+      meta_of(tangents.back())->tangent = true;
+    }
+    autograd::edge_list cut;
+    std::vector<int> rg_inputs;
+    for (size_t i = 0; i < inputs_.size(); ++i)
+      if (inputs_[i].requires_grad()) {
+        rg_inputs.push_back(int(i));
+        cut.push_back(autograd::gradient_edge(inputs_[i]));
+      }
+    std::vector<Tensor> grads;
+    try {
+      in_backward_ = true;
+      grads = autograd::grad_at_edges(roots, tangents, cut);
+      in_backward_ = false;
+    } catch (const JointAbort &a) {
+      in_backward_ = false;
+      why = a.reason;
+    } catch (const std::exception &e) {
+      in_backward_ = false;
+      why = std::string("tracing it raised: ") + e.what();
+    }
+    if (why.empty()) {
+      // Inputs lifted by the backward's ops come before the tangents.
+      for (size_t k = 0; k < outs.size(); ++k)
+        trace_.inputs.push_back({tangent_values[k], ir::InputKind::Tangent,
+                                 int(k), "tangent" + std::to_string(k)});
+      for (size_t k = 0; k < grads.size(); ++k) {
+        if (!grads[k].defined())
+          continue;
+        CaptureMeta *m = nullptr;
+        trace_.gradients.push_back(value_of(grads[k], &m));
+        grad_inputs_.push_back(rg_inputs[k]);
+      }
+      // The nodes built during capture are done: drop what they saved
+      // (the stand-ins) before the graph's outputs are chosen.
+      std::vector<autograd::Node *> work;
+      std::unordered_set<autograd::Node *> seen;
+      for (const Tensor &r : roots)
+        work.push_back(autograd::grad_fn_of(r).get());
+      while (!work.empty()) {
+        autograd::Node *n = work.back();
+        work.pop_back();
+        if (!n || n->sequence_nr() < graph_seq_ || !seen.insert(n).second ||
+            dynamic_cast<CaptureInput *>(n))
+          continue;
+        n->release_variables();
+        for (const autograd::Edge &e : n->next_edges())
+          work.push_back(e.function.get());
+      }
+      return outs;
+    }
+    // Undo the partial trace: its nodes go, its values stay unused.
+    trace_.nodes.resize(nodes);
+  }
+  eager_backward_.push_back(trace_.name + " (" + why + ")");
+  return {};
+}
+
 void Session::end_graph() {
+  // Note [The joint graph]: the backward of the outputs that require grad.
+  std::vector<CaptureMeta *> tangent_outs = trace_backward();
+
   // Every live capture tensor stays alive until it is materialized (a view
   // may hold the last reference to its base).
   std::vector<intrusive_ptr<TensorImpl>> keep;
@@ -700,7 +928,7 @@ void Session::end_graph() {
   std::vector<CaptureMeta *> out_roots;
   for (CaptureMeta *m : roots) {
     if (m->real.defined()) {
-      if (m->value != m->input_value)
+      if (m->value != m->input_value && !m->scratch)
         trace_.mutations.push_back({m->input, m->value});
     } else if (std::find(trace_.outputs.begin(), trace_.outputs.end(),
                          m->value) == trace_.outputs.end()) {
@@ -712,13 +940,40 @@ void Session::end_graph() {
       out_roots.push_back(m);
     }
   }
+  // Each tangent is the gradient of its output's value.
+  for (ir::Input &in : trace_.inputs)
+    if (in.kind == ir::InputKind::Tangent)
+      in.index = int(std::find(trace_.outputs.begin(), trace_.outputs.end(),
+                               tangent_outs.at(size_t(in.index))->value) -
+                     trace_.outputs.begin());
 
-  std::vector<Tensor> outputs;
+  GraphResult result;
   if (!trace_.nodes.empty() || !trace_.mutations.empty()) {
     // The graph runs without capture (and without the grad mode switch
     // below having any effect on it).
-    outputs = runner_(trace_, inputs_);
+    result = runner_(trace_, inputs_);
     ++graphs_run_;
+  }
+  if (!tangent_outs.empty()) {
+    // One node for the outputs that require grad; its gradients go to the
+    // inputs' edges (Note [The joint graph]).
+    std::vector<int> slots;
+    autograd::edge_list edges;
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      if (!inputs_[i].requires_grad())
+        continue;
+      auto it = std::find(grad_inputs_.begin(), grad_inputs_.end(), int(i));
+      slots.push_back(
+          it == grad_inputs_.end() ? -1 : int(it - grad_inputs_.begin()));
+      edges.push_back(slots.back() < 0 ? autograd::Edge()
+                                       : autograd::gradient_edge(inputs_[i]));
+    }
+    auto node = std::make_shared<CompiledFunctionBackward>(
+        result.backward, result.saved, std::move(slots));
+    node->set_next_edges(std::move(edges));
+    for (CaptureMeta *m : tangent_outs)
+      autograd::set_history(capture_tensor(m), node);
+    made_backward_ = true;
   }
 
   // Materialize in place: roots, then views replayed on their real base.
@@ -733,11 +988,36 @@ void Session::end_graph() {
     } else {
       auto it =
           std::find(trace_.outputs.begin(), trace_.outputs.end(), m->value);
-      finish_impl(m, outputs.at(size_t(it - trace_.outputs.begin())));
+      finish_impl(m, result.outputs.at(size_t(it - trace_.outputs.begin())));
     }
   }
-  for (CaptureMeta *m : views)
+  for (CaptureMeta *m : views) {
     finish_impl(m, replay_views(Tensor(m->base), m->chain));
+    // A view of its root's base, as eagerly (the boxed view ops replay_views
+    // calls do not record it).
+    if (!m->self->view_base())
+      m->self->set_view_base(m->base->view_base() ? m->base->view_base()
+                                                  : m->base);
+    // A view's history: through its base's (the node's, or an input's).
+    Tensor v = capture_tensor(m);
+    if (!tangent_outs.empty())
+      if (auto *am = autograd::get_meta(v); am && am->grad_fn_)
+        autograd::set_history_from_base(v);
+  }
+  // An input that requires grad written in place (its graph keeps the
+  // eager backward): the real tensor's history is the writes', as eagerly.
+  for (CaptureMeta *m : roots) {
+    if (!m->real.defined() || m->value == m->input_value)
+      continue;
+    auto *wm = autograd::get_meta(capture_tensor(m));
+    auto *rm = autograd::get_meta(m->real);
+    if (wm && rm && wm->grad_fn_ &&
+        !dynamic_cast<CaptureInput *>(wm->grad_fn_.get())) {
+      rm->grad_fn_ = wm->grad_fn_;
+      rm->output_nr_ = wm->output_nr_;
+      rm->attr_version_ = m->real._version();
+    }
+  }
   // Drop the capture records (their destructors leave live_).
   std::vector<CaptureMeta *> all(live_.begin(), live_.end());
   for (CaptureMeta *m : all) {
@@ -782,6 +1062,13 @@ void capture_sync(TensorImpl &t, const char *reason,
               reason, ")");
   s->graph_break(reason, where_str(where));
 }
+
+Tensor capture_save(const Tensor &t) {
+  auto *m = static_cast<CaptureMeta *>(t.unsafeGetTensorImpl()->capture_meta());
+  if (!m || !m->session || m->session != Session::current())
+    return t; // (a tensor of a call that raised: saved as it is)
+  return m->session->stand_in(t);
+}
 } // namespace
 
 void install_capture() {
@@ -790,6 +1077,7 @@ void install_capture() {
     Dispatcher::singleton().setFallback(DispatchKey::Capture,
                                         &capture_fallback);
     detail::capture_sync_fn = &capture_sync;
+    detail::capture_save_fn = &capture_save;
   });
 }
 

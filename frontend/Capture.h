@@ -35,6 +35,31 @@
 /// its root does not express (view() of a transposed argument that is
 /// contiguous in memory).
 ///
+/// Note [The joint graph]
+/// Compiled training is AOTAutograd's method. Autograd sits above capture in
+/// the dispatch order, so an op on capture tensors that require grad builds
+/// its autograd node as eagerly (on capture tensors) and is then recorded.
+/// The capture tensor of a real input that requires grad is a non-leaf
+/// whose grad_fn (CaptureInput) passes its gradient on to the real tensor's
+/// edge, so any node built on it leads to the caller's autograd graph.
+/// Saved tensors are stand-ins (same value and storage, no history; see
+/// detail::capture_save_fn), so a capture tensor stays alive only while the
+/// user's code holds it. When a graph ends, its live outputs that require
+/// grad get one tangent input each, and the eager engine runs the nodes
+/// built during the graph (autograd::grad_at_edges, cut at the inputs'
+/// edges) on capture tensors with grad mode off: the derivative formulas,
+/// ember ops, are recorded after the forward's, one joint graph whose
+/// gradients (Trace::gradients) follow the forward's results. ember-remat
+/// splits it into a forward, which also returns the tensors saved for
+/// backward, and a backward. The outputs then get one autograd node,
+/// CompiledFunctionBackward, whose backward runs the backward program; the
+/// nodes built during capture are dropped. When the backward cannot be
+/// traced (an op needed data inside an autograd kernel, a hook on a graph
+/// tensor, a tensor made inside that requires grad, an input that requires
+/// grad written in place or sharing memory, a formula that needs data) the
+/// graph's backward runs those nodes eagerly instead, after the graph's
+/// tensors are made real, as eagerly; explain() says why.
+///
 /// Note [Materialization]
 /// A graph ends at a sync point (item(), printing, data_ptr(), an op that
 /// needs data) and at the function's return. Every capture tensor still
@@ -76,6 +101,11 @@ struct CaptureMeta final : CaptureMetaInterface {
   int input = -1;   ///< its graph input index
   int input_value = -1;
   bool storage_root = false; ///< the whole storage of its real tensor(s)
+  bool saved = false;        ///< a stand-in autograd saved (capture_save_fn)
+  bool tangent = false;      ///< a joint graph's tangent input
+  /// Lifted while the backward was traced: a factory's result (a scratch
+  /// buffer of a derivative formula), whose writes are not written back.
+  bool scratch = false;
   // Views.
   intrusive_ptr<TensorImpl> base; ///< the root base (a capture tensor)
   uint64_t base_gen = 0;          ///< base->gen when `value` was computed
@@ -119,9 +149,21 @@ struct OutputRecipe {
   std::vector<ViewStep> chain; ///< view ops applied after
 };
 
-/// Runs a finished graph: gets the trace and the real tensors of its inputs,
-/// returns the real outputs (mutations already applied to the inputs).
-using GraphRunner = std::function<std::vector<Tensor>(
+class Program; // frontend/Executor.h
+
+/// What running a graph gives back.
+struct GraphResult {
+  std::vector<Tensor> outputs; ///< one per trace output
+  /// A joint graph: the tensors its forward saved for the backward, and the
+  /// backward program (Lowered::backward).
+  std::vector<Tensor> saved;
+  std::shared_ptr<const Program> backward;
+};
+
+/// Runs a finished graph: gets the trace and the real tensors of its inputs
+/// (a joint graph's tangents, its last inputs, have none), returns the real
+/// outputs (mutations already applied to the inputs).
+using GraphRunner = std::function<GraphResult(
     ir::Trace &trace, const std::vector<Tensor> &inputs)>;
 /// Told of every graph break (before the graph it ends runs, if any).
 using BreakHook = std::function<void(const BreakInfo &)>;
@@ -172,9 +214,14 @@ public:
   /// would hand out or change the same tensor again). Set by finish().
   const std::string &replay_blocker() const { return replay_blocker_; }
 
-  /// Calls after a training fallback run eagerly (ops are not recorded).
-  bool eager_rest() const { return eager_rest_; }
-  const std::string &eager_reason() const { return eager_reason_; }
+  /// Why graphs of this call keep an eager backward (Note [The joint
+  /// graph]): "graph N: reason", one per such graph.
+  const std::vector<std::string> &eager_backward() const {
+    return eager_backward_;
+  }
+
+  /// What autograd saves for capture tensor `t` (detail::capture_save_fn).
+  Tensor stand_in(const Tensor &t);
 
   int graphs_run() const { return graphs_run_; }
   const std::vector<BreakInfo> &breaks() const { return breaks_; }
@@ -215,6 +262,13 @@ private:
   void write_through_view(CaptureMeta *m, int new_value);
   void end_graph();
   void reset_graph();
+  /// Note [The joint graph]: traces the backward of the graph's live
+  /// outputs that require grad into trace_ (their tangents last among the
+  /// inputs, the gradients in trace_.gradients); returns the outputs in
+  /// tangent order, or none when the graph keeps an eager backward.
+  std::vector<CaptureMeta *> trace_backward();
+  /// Why the graph's backward cannot be traced ("" if it can).
+  std::string joint_blocker(const std::vector<CaptureMeta *> &outs);
 
   std::string name_;
   GraphRunner runner_;
@@ -252,8 +306,17 @@ private:
   int graph_index_ = 0;
   int graphs_run_ = 0;
   std::vector<BreakInfo> breaks_;
-  bool eager_rest_ = false;
-  std::string eager_reason_;
+  /// The first node number of this graph (autograd::peek_sequence_nr).
+  uint64_t graph_seq_ = 0;
+  /// Set when an op inside an autograd kernel broke the graph: the node
+  /// being built holds the graph's nodes (Note [The joint graph]).
+  std::string joint_blocked_;
+  bool in_backward_ = false;   ///< tracing the backward (trace_backward)
+  bool made_backward_ = false; ///< a graph of this call had a backward
+  /// Per joint graph: the inputs (indices into trace_.inputs) whose
+  /// gradients it computes, in Trace::gradients' order.
+  std::vector<int> grad_inputs_;
+  std::vector<std::string> eager_backward_;
   std::vector<int> last_outputs_;
   std::vector<ir::Input> last_inputs_;
   std::vector<Tensor> last_input_tensors_;

@@ -81,6 +81,13 @@ struct CompileOptions {
   /// At level 2, write fusion results into the buffers of inputs that die
   /// there (ember-plan-memory; torch._inductor.config.inplace_buffers).
   EMBER_ARG(bool, inplace_buffers) = true;
+  /// Compiled training: the bytes of activations a graph's forward may save
+  /// for its backward (inputs not counted); ember-remat recomputes the rest
+  /// in the backward, choosing the least recompute (estimated FLOPs) that
+  /// fits. -1 (the default): no budget, a minimum cut that recomputes only
+  /// cheap pointwise chains (Note [Partitioning the joint graph] in
+  /// passes/Remat.cpp).
+  EMBER_ARG(int64_t, memory_budget) = -1;
 };
 
 /// A graph break: why and where in the user's code.
@@ -111,6 +118,8 @@ struct KernelSummary {
   std::vector<std::string> ops; ///< the ops it computes, in order
   std::string origin;           ///< "compiled", "disk cache", ...
   double compile_seconds = 0;   ///< LLVM IR + O3 + object + JIT (or load)
+  /// Compiled training: "forward" or "backward" (the program that runs it).
+  std::string program;
 };
 
 /// One compiled graph (a cache entry).
@@ -130,6 +139,21 @@ struct GraphInfo {
   std::string ir;           ///< the ember dialect module, as captured
   std::string ir_optimized; ///< after the passes (fusions)
   std::string dot;          ///< the graph in Graphviz DOT
+  /// Compiled training (Note [The joint graph] in frontend/Capture.cpp):
+  /// the graph's backward program and what its forward saves for it.
+  bool training = false;
+  int64_t backward_kernels = 0, backward_fallbacks = 0;
+  struct Saved {
+    std::string what; ///< the op that made it, or "argument N" (an input)
+    std::vector<int64_t> sizes;
+    ScalarType dtype = ScalarType::Float;
+    int64_t bytes = 0;
+  };
+  std::vector<Saved> saved;            ///< the tensors saved for backward
+  int64_t saved_bytes = 0;             ///< of those not inputs
+  std::vector<std::string> recomputed; ///< ops the backward recomputes
+  int64_t recompute_flops = 0;         ///< their estimated cost
+  bool over_budget = false;            ///< no saved set met memory_budget
 };
 
 /// What explain() reports (torch._dynamo.explain's ExplainOutput, plus the
@@ -145,7 +169,8 @@ struct ExplainOutput {
   std::vector<GraphInfo> graphs;         ///< every cache entry
   std::vector<GraphBreak> break_reasons; ///< every captured call's breaks
   std::vector<Recompile> recompiles;
-  /// Why calls ran eagerly instead (training, the recompile limit).
+  /// Why calls or parts of them ran eagerly instead (the recompile limit,
+  /// a graph whose backward runs eagerly).
   std::vector<std::string> eager_reasons;
   int64_t eager_calls = 0;
   /// compile_seconds = building and verifying the module (the rest) +

@@ -80,13 +80,13 @@ std::vector<Tensor> Program::run(const std::vector<Tensor> &inputs) const {
   // Steps run the eager kernels, never the capture of an enclosing call.
   ExcludeDispatchKeyGuard no_capture(DispatchKey::Capture);
   // Note [Graphs run without autograd]
-  // Capture records an op into a graph only when none of its inputs needs
-  // grad under the grad mode in effect where the op was called (otherwise
-  // the rest of the call runs eagerly): no graph op records history. The
-  // graph runs later, after the function's own NoGradGuard (if any) has
-  // ended, so it runs under one itself: its results do not require grad,
-  // and writing a mutation back into a leaf that requires grad (an
-  // optimizer step under NoGradGuard) is as legal as it was eagerly.
+  // A graph's ops record no autograd history when it runs: the history of
+  // a compiled graph's results is one CompiledFunctionBackward node, made
+  // by capture (Note [The joint graph] in frontend/Capture.cpp), whose
+  // backward is another program. The graph runs after the function's own
+  // NoGradGuard (if any) has ended, so it runs under one itself: writing a
+  // mutation back into a leaf that requires grad (an optimizer step under
+  // NoGradGuard) is as legal as it was eagerly.
   NoGradGuard no_grad;
   std::vector<Tensor> env(trace_.types.size());
   for (size_t i = 0; i < inputs.size(); ++i)
@@ -205,6 +205,10 @@ std::vector<Tensor> Program::run(const std::vector<Tensor> &inputs) const {
     held.push_back(c);
   for (size_t k = 0; k < trace_.outputs.size(); ++k) {
     Tensor t = env[trace_.outputs[k]];
+    if (k >= plain_from_) {
+      out.push_back(std::move(t));
+      continue;
+    }
     DimVector want = k < trace_.output_strides.size()
                          ? DimVector(trace_.output_strides[k])
                          : contiguous_strides(t.sizes());

@@ -7,6 +7,7 @@
 
 #include "ir/Trace.h"
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -26,6 +27,12 @@ public:
 
   const ir::Trace &trace() const { return trace_; }
 
+  /// Outputs from `k` on are returned as the graph computed them, even when
+  /// they alias an input or each other (Note [Outputs are new tensors] does
+  /// not apply): the tensors a joint graph's forward saves for its backward,
+  /// which only the backward reads.
+  void set_plain_outputs_from(size_t k) { plain_from_ = k; }
+
 private:
   struct Step {
     const ir::Node *node;
@@ -38,6 +45,7 @@ private:
   std::vector<Step> steps_;
   std::vector<Tensor> constants_; ///< by index in trace_.constants
   std::vector<bool> keep_;        ///< values that outlive the steps
+  size_t plain_from_ = SIZE_MAX;
 };
 
 } // namespace ember::frontend

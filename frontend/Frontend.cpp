@@ -7,6 +7,7 @@
 #include "frontend/Lowering.h"
 
 #include "eager/autograd/GradMode.h"
+#include "eager/autograd/ThreadLocalState.h"
 #include "runtime/Env.h"
 #include "runtime/Logging.h"
 
@@ -109,6 +110,8 @@ struct Entry {
   std::vector<std::string> arg_guards;
   bool grad_mode = true;
   std::unique_ptr<Program> program;
+  /// A joint graph's backward (also held by the autograd nodes it made).
+  std::shared_ptr<const Program> backward;
   GraphInfo info;
   frontend::LowerOptions lower_options; ///< how `program` was made
   /// Note [Graph texts when asked]: made by the first explain() that needs
@@ -219,8 +222,8 @@ public:
   Entry *last_entry = nullptr;
   double run_seconds = 0;
 
-  std::vector<Tensor> run_graph(ir::Trace &trace,
-                                const std::vector<Tensor> &inputs);
+  frontend::GraphResult run_graph(ir::Trace &trace,
+                                  const std::vector<Tensor> &inputs);
   void add_eager_reason(const std::string &why) {
     if (std::find(stats.eager_reasons.begin(), stats.eager_reasons.end(),
                   why) == stats.eager_reasons.end())
@@ -317,6 +320,7 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
   lo.inplace_buffers = options.inplace_buffers();
   lo.keep_kernel_ir = debug_dir().has_value();
   lo.keep_pass_ir = lo.keep_kernel_ir;
+  lo.memory_budget = options.memory_budget();
   using logging::Topic;
   // Note [Graph texts when asked]
   // The printed forms of a graph (its trace, DOT, module before and after
@@ -332,10 +336,28 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
     logging::log(Topic::graph, "captured " + e->name + ":\n" + trace.str());
   frontend::Lowered lowered = frontend::lower(trace, lo);
   e->program = std::make_unique<Program>(std::move(lowered.program));
+  e->backward = lowered.backward;
 
   GraphInfo &info = e->info;
   info.name = e->name;
   info.ops = int64_t(trace.nodes.size());
+  if (e->backward) {
+    info.training = true;
+    for (const frontend::SavedTensor &s : lowered.saved) {
+      int64_t n = 1;
+      for (int64_t d : s.sizes)
+        n *= d;
+      info.saved.push_back(
+          {s.what, s.sizes, s.dtype, n * int64_t(elementSize(s.dtype))});
+    }
+    info.saved_bytes = lowered.saved_bytes;
+    info.recomputed = lowered.recomputed;
+    info.recompute_flops = lowered.recompute_flops;
+    info.over_budget = lowered.over_budget;
+    for (const ir::Node &n : e->backward->trace().nodes)
+      (n.kernel ? info.backward_kernels : info.backward_fallbacks) +=
+          n.kernel ? 1 : (n.body ? int64_t(n.body->nodes.size()) : 1);
+  }
   // Eager steps: ops outside fusions, and the ops of fusions no kernel runs.
   std::map<std::string, int64_t> reasons; // "op: why" -> count
   for (const ir::Node &n : e->program->trace().nodes) {
@@ -363,7 +385,8 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
   }
   for (const frontend::KernelInfo &k : lowered.kernels)
     if (!k.name.empty())
-      info.kernel_list.push_back({k.name, k.ops, k.origin, k.compile_seconds});
+      info.kernel_list.push_back(
+          {k.name, k.ops, k.origin, k.compile_seconds, k.program});
   for (const frontend::PassRun &p : lowered.pass_runs)
     info.pass_times.push_back({p.name, p.seconds});
   for (const auto &[why, count] : reasons)
@@ -462,7 +485,23 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
   return raw;
 }
 
-std::vector<Tensor>
+namespace {
+/// A graph's results: its outputs, then (a joint graph's forward) the saved
+/// tensors.
+frontend::GraphResult split_results(std::vector<Tensor> outs,
+                                    const ir::Trace &trace,
+                                    std::shared_ptr<const Program> backward) {
+  frontend::GraphResult r;
+  size_t n = trace.outputs.size();
+  r.saved.assign(outs.begin() + long(std::min(n, outs.size())), outs.end());
+  outs.resize(std::min(n, outs.size()));
+  r.outputs = std::move(outs);
+  r.backward = std::move(backward);
+  return r;
+}
+} // namespace
+
+frontend::GraphResult
 CompiledState::run_graph(ir::Trace &trace, const std::vector<Tensor> &inputs) {
   bool grad = GradMode::is_enabled();
   std::vector<InputGuard> guards;
@@ -510,7 +549,17 @@ CompiledState::run_graph(ir::Trace &trace, const std::vector<Tensor> &inputs) {
       ++position;
       last_entry = nullptr;
       auto t0 = Clock::now();
-      auto out = Program(trace).run(inputs);
+      frontend::GraphResult out;
+      if (trace.is_joint()) {
+        // Partitioned, its ops run eagerly (opt_level 0), not cached.
+        frontend::LowerOptions lo;
+        lo.opt_level = 0;
+        lo.memory_budget = options.memory_budget();
+        frontend::Lowered l = frontend::lower(trace, lo);
+        out = split_results(l.program.run(inputs), trace, l.backward);
+      } else {
+        out.outputs = Program(trace).run(inputs);
+      }
       run_seconds += seconds_since(t0);
       return out;
     }
@@ -519,7 +568,8 @@ CompiledState::run_graph(ir::Trace &trace, const std::vector<Tensor> &inputs) {
   ++position;
   last_entry = e;
   auto t0 = Clock::now();
-  auto out = e->program->run(inputs);
+  frontend::GraphResult out =
+      split_results(e->program->run(inputs), trace, e->backward);
   run_seconds += seconds_since(t0);
   return out;
 }
@@ -540,6 +590,7 @@ Tensor input_of(const ir::Input &in, const std::vector<Tensor> &args,
     return a.as_strided({int64_t(a.storage().nbytes() / a.itemsize())}, {1}, 0);
   }
   case ir::InputKind::Lifted:
+  case ir::InputKind::Tangent: // (joint graphs are not replayed)
     break;
   }
   return lifted;
@@ -602,14 +653,14 @@ FlatOutputs run_compiled(
   };
   if (st.over_limit)
     return run_eagerly(st.limit_reason);
-  if (GradMode::is_enabled())
-    for (size_t i = 0; i < tensors.size(); ++i)
-      if (tensors[i].requires_grad())
-        return run_eagerly(
-            "tensor argument " + std::to_string(i) +
-            " requires grad and grad mode is enabled: the call runs eagerly "
-            "(compiled training is not implemented yet; use "
-            "ember::NoGradGuard for inference)");
+  {
+    // Saved-tensor hooks would see the capture's stand-ins (Note [The
+    // joint graph]); with them the call runs as the user wrote it.
+    detail::SavedHooksState hooks = detail::get_saved_hooks();
+    if (GradMode::is_enabled() && hooks.hooks.size() > hooks.disabled_below)
+      return run_eagerly("saved-tensor hooks are active "
+                         "(saved_tensors_hooks): the call runs eagerly");
+  }
 
   std::optional<ReplayKey> rkey;
   if (st.options.replay()) {
@@ -623,7 +674,7 @@ FlatOutputs run_compiled(
       ++st.stats.cache_hits;
       ++st.stats.graph_count;
       std::vector<Tensor> outs;
-      if (r.entry)
+      if (r.entry) // (never a joint graph: replay_blocker())
         outs = r.entry->program->run(inputs);
       FlatOutputs f;
       f.tensors = apply_recipes(r.outputs, outs, inputs, tensors);
@@ -680,12 +731,12 @@ FlatOutputs run_compiled(
         recipes[k] = OutputRecipe{OutputRecipe::Kind::Argument, int(i), {}, {}};
         break;
       }
-  if (s.eager_rest())
-    st.add_eager_reason(s.eager_reason());
+  for (const std::string &why : s.eager_backward())
+    st.add_eager_reason("the backward of " + why + " runs eagerly");
   st.stats.capture_seconds += seconds_since(t_call) - st.run_seconds -
                               (st.stats.compile_seconds - compile_before);
 
-  if (st.options.replay() && s.breaks().empty() && !s.eager_rest() &&
+  if (st.options.replay() && s.breaks().empty() && s.eager_backward().empty() &&
       s.graphs_run() <= 1 && !st.over_limit && s.replay_blocker().empty()) {
     ReplayEntry r;
     r.entry = s.graphs_run() ? st.last_entry : nullptr;
@@ -770,7 +821,8 @@ std::string ExplainOutput::str() const {
        << " inputs, " << g.outputs << " outputs, " << g.mutations
        << " mutations, " << g.guards << " guards\n";
     for (const KernelSummary &k : g.kernel_list) {
-      os << "    kernel " << k.name << " (" << k.origin << ", "
+      os << "    kernel " << k.name << " ("
+         << (k.program.empty() ? "" : k.program + ", ") << k.origin << ", "
          << k.compile_seconds * 1e3 << " ms):";
       for (const std::string &op : k.ops)
         os << " " << op;
@@ -778,6 +830,23 @@ std::string ExplainOutput::str() const {
     }
     for (const std::string &why : g.fallback_reasons)
       os << "    eager: " << why << "\n";
+    if (g.training) {
+      os << "    backward: " << g.backward_kernels << " kernels, "
+         << g.backward_fallbacks << " eager ops\n";
+      os << "    saved for backward: " << g.saved.size() << " tensors, "
+         << g.saved_bytes << " bytes of activations"
+         << (g.over_budget ? " (over memory_budget: the least that works)" : "")
+         << "\n";
+      for (const GraphInfo::Saved &s : g.saved)
+        os << "      " << s.what << ": " << toString(s.dtype)
+           << IntArrayRef(s.sizes) << ", " << s.bytes << " bytes\n";
+      if (!g.recomputed.empty()) {
+        os << "    recomputed in backward (" << g.recompute_flops << " FLOPs):";
+        for (const std::string &op : g.recomputed)
+          os << " " << op;
+        os << "\n";
+      }
+    }
     if (!g.pass_times.empty()) {
       os << "    passes:";
       for (const PassTime &p : g.pass_times)

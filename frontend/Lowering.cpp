@@ -6,6 +6,7 @@
 #include "ir/Dialect.h"
 #include "ir/Import.h"
 #include "ir/Queries.h"
+#include "ir/Types.h"
 #include "passes/Passes.h"
 #include "runtime/Env.h"
 
@@ -71,7 +72,8 @@ namespace {
 /// pass in `runs`.
 void run_pipeline(mlir::ModuleOp module, const ir::Trace &trace,
                   const LowerOptions &options, std::vector<PassRun> &runs) {
-  if (options.opt_level <= 0)
+  bool joint = trace.is_joint();
+  if (options.opt_level <= 0 && !joint)
     return;
   mlir::MLIRContext &ctx = *module->getContext();
   codegen::register_fusion_targets();
@@ -84,7 +86,8 @@ void run_pipeline(mlir::ModuleOp module, const ir::Trace &trace,
   // the tests, and ember-opt always) verifies after every pass.
   bool verify_each = env::get("EMBER_VERIFY_PASSES").value_or("") == "1";
   pm.enableVerifier(verify_each);
-  passes::build_pipeline(pm, options.opt_level, options.inplace_buffers);
+  passes::build_pipeline(pm, options.opt_level, options.inplace_buffers, "cpu",
+                         joint, options.memory_budget);
   pm.addInstrumentation(
       std::make_unique<PassRecorder>(runs, module, options.keep_pass_ir));
   std::string diagnostics;
@@ -115,32 +118,15 @@ ModuleText module_text(const ir::Trace &trace, const LowerOptions &options) {
   return out;
 }
 
-Lowered lower(const ir::Trace &trace, const LowerOptions &options) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  mlir::MLIRContext &ctx = context();
-  mlir::OwningOpRef<mlir::ModuleOp> module = ir::build_module(ctx, {&trace});
-  ir::verify_module(*module);
-  Lowered out{Program(ir::Trace())};
-  if (options.keep_module_text) {
-    out.ir = ir::print_module(*module, false);
-    out.ir_with_locations = ir::print_module(*module, true);
-  }
-
+namespace {
+/// Compiles the fusions of `func` (each a CPU kernel, or its ops run
+/// eagerly, and why; each op outside the fusions: why the CPU generator
+/// does not take it) and imports it.
+ir::Trace compile_func(mlir::func::FuncOp func, const LowerOptions &options,
+                       Lowered &out, const std::string &program = "") {
   auto t0 = Clock::now();
-  run_pipeline(*module, trace, options, out.pass_runs);
-  if (options.keep_module_text)
-    out.ir_optimized = ir::print_module(*module, false);
-  out.passes_seconds = since(t0);
-
-  auto func = module->lookupSymbol<mlir::func::FuncOp>(trace.name);
-  EMBER_INTERNAL_ASSERT(func);
-
-  // Each fusion: a CPU kernel, or its ops run eagerly (and why); each op
-  // outside the fusions: why the CPU generator does not take it. The
-  // ops that become nodes, in the importer's order.
-  t0 = Clock::now();
   std::vector<codegen::FusionCompile> compiled;
-  std::vector<std::string> unsupported;
+  std::vector<std::string> unsupported; // per op, in the importer's order
   for (mlir::Operation &op : func.getBody().front()) {
     if (llvm::isa<ir::ConstantOp, mlir::func::ReturnOp>(op))
       continue;
@@ -155,10 +141,9 @@ Lowered lower(const ir::Trace &trace, const LowerOptions &options) {
       unsupported.push_back("");
     }
   }
-  out.codegen_seconds = since(t0);
+  out.codegen_seconds += since(t0);
 
   ir::Trace imported = ir::import_func(func);
-  imported.output_strides = trace.output_strides; // not part of the IR
   EMBER_INTERNAL_ASSERT(imported.nodes.size() == unsupported.size());
   size_t fusion = 0;
   for (size_t i = 0; i < imported.nodes.size(); ++i) {
@@ -177,8 +162,81 @@ Lowered lower(const ir::Trace &trace, const LowerOptions &options) {
     k.llvm_ir = std::move(c.llvm_ir);
     k.compile_seconds = c.compile_seconds;
     k.origin = c.origin;
+    k.program = program;
     out.kernels.push_back(std::move(k));
   }
+  return imported;
+}
+
+/// The forward ember-remat made of a joint graph: its results are the
+/// graph's outputs, its mutations' values and the saved tensors; the
+/// mutations become the program's (written back after it runs), the saved
+/// tensors plain outputs after the graph's.
+void lower_joint(mlir::ModuleOp module, const ir::Trace &trace,
+                 const LowerOptions &options, Lowered &out) {
+  auto fwd = module.lookupSymbol<mlir::func::FuncOp>(trace.name + "_forward");
+  auto bwd = module.lookupSymbol<mlir::func::FuncOp>(trace.name + "_backward");
+  EMBER_INTERNAL_ASSERT(fwd && bwd);
+  size_t nout = trace.outputs.size(), nmut = trace.mutations.size();
+  for (unsigned i = unsigned(nout + nmut); i < fwd.getNumResults(); ++i) {
+    SavedTensor s;
+    if (auto what = fwd.getResultAttrOfType<mlir::StringAttr>(i, "ember.saved"))
+      s.what = what.getValue().str();
+    ir::ValueType type = ir::value_type(fwd.getResultTypes()[i]);
+    s.sizes = std::move(type.sizes);
+    s.dtype = type.dtype;
+    out.saved.push_back(std::move(s));
+  }
+  if (auto a = fwd->getAttrOfType<mlir::IntegerAttr>("ember.saved_bytes"))
+    out.saved_bytes = a.getInt();
+  out.over_budget = fwd->hasAttr("ember.over_budget");
+  if (auto a = bwd->getAttrOfType<mlir::IntegerAttr>("ember.recompute_flops"))
+    out.recompute_flops = a.getInt();
+  if (auto a = bwd->getAttrOfType<mlir::ArrayAttr>("ember.recomputed"))
+    for (mlir::Attribute n : a)
+      out.recomputed.push_back(
+          llvm::cast<mlir::StringAttr>(n).getValue().str());
+
+  ir::Trace f = compile_func(fwd, options, out, "forward");
+  // The forward's arguments are the joint graph's inputs but the tangents,
+  // which come last: the same input numbers.
+  for (size_t j = 0; j < nmut; ++j)
+    f.mutations.push_back({trace.mutations[j].input, f.outputs[nout + j]});
+  f.outputs.erase(f.outputs.begin() + long(nout),
+                  f.outputs.begin() + long(nout + nmut));
+  f.output_strides = trace.output_strides; // the outputs' (not the saved)
+  out.program = Program(std::move(f));
+  out.program.set_plain_outputs_from(nout);
+  out.backward = std::make_shared<const Program>(
+      compile_func(bwd, options, out, "backward"));
+}
+} // namespace
+
+Lowered lower(const ir::Trace &trace, const LowerOptions &options) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  mlir::MLIRContext &ctx = context();
+  mlir::OwningOpRef<mlir::ModuleOp> module = ir::build_module(ctx, {&trace});
+  ir::verify_module(*module);
+  Lowered out{Program(ir::Trace())};
+  if (options.keep_module_text) {
+    out.ir = ir::print_module(*module, false);
+    out.ir_with_locations = ir::print_module(*module, true);
+  }
+
+  auto t0 = Clock::now();
+  run_pipeline(*module, trace, options, out.pass_runs);
+  if (options.keep_module_text)
+    out.ir_optimized = ir::print_module(*module, false);
+  out.passes_seconds = since(t0);
+
+  if (trace.is_joint()) {
+    lower_joint(*module, trace, options, out);
+    return out;
+  }
+  auto func = module->lookupSymbol<mlir::func::FuncOp>(trace.name);
+  EMBER_INTERNAL_ASSERT(func);
+  ir::Trace imported = compile_func(func, options, out);
+  imported.output_strides = trace.output_strides; // not part of the IR
   out.program = Program(std::move(imported));
   return out;
 }

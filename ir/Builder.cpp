@@ -90,6 +90,8 @@ public:
       func.setArgAttr(unsigned(i), "ember.input",
                       b_.getStringAttr(std::string(input_kind_name(in.kind)) +
                                        ":" + std::to_string(in.index)));
+      if (in.kind == InputKind::Tangent)
+        func.setArgAttr(unsigned(i), "ember.tangent", b_.getUnitAttr());
     }
     llvm::SmallVector<Value> results = body();
     llvm::SmallVector<int64_t> mutated;
@@ -100,11 +102,19 @@ public:
       results.push_back(use(m.value, "a mutation"));
       mutated.push_back(m.input);
     }
+    // A joint graph (ember-remat's input): the gradients after the
+    // forward's results (its outputs and mutations).
+    int64_t forward_results = int64_t(results.size());
+    for (int v : t_.gradients)
+      results.push_back(use(v, "a gradient"));
     b_.create<func::ReturnOp>(loc, results);
     func.setFunctionType(
         FunctionType::get(ctx_, inputs, ValueRange(results).getTypes()));
     if (!mutated.empty())
       func->setAttr("ember.mutations", b_.getDenseI64ArrayAttr(mutated));
+    if (t_.is_joint())
+      func->setAttr("ember.forward_results",
+                    b_.getI64IntegerAttr(forward_results));
   }
 
 private:

@@ -141,7 +141,8 @@ private:
       check(parse_input_kind(std::string_view(k.data(), k.size()), in.kind) &&
                 !index.getAsInteger(10, in.index) && in.index >= 0,
             "argument ", i, ": ember.input is '", s.str(),
-            "', expected \"argument:N\", \"lifted:N\" or \"storage:N\"");
+            "', expected \"argument:N\", \"lifted:N\", \"storage:N\" or "
+            "\"tangent:N\"");
     }
     t_.inputs.push_back(std::move(in));
   }

@@ -20,7 +20,8 @@ std::string prefixed(const char *prefix, int64_t i) {
 constexpr std::pair<InputKind, const char *> kInputKinds[] = {
     {InputKind::Argument, "argument"},
     {InputKind::Lifted, "lifted"},
-    {InputKind::ArgumentStorage, "storage"}};
+    {InputKind::ArgumentStorage, "storage"},
+    {InputKind::Tangent, "tangent"}};
 } // namespace
 
 const char *input_kind_name(InputKind k) {
@@ -163,7 +164,7 @@ std::string Node::label() const {
 }
 
 bool Trace::same_structure(const Trace &o) const {
-  if (types != o.types || outputs != o.outputs ||
+  if (types != o.types || outputs != o.outputs || gradients != o.gradients ||
       output_strides != o.output_strides || inputs.size() != o.inputs.size() ||
       constants.size() != o.constants.size() ||
       nodes.size() != o.nodes.size() || mutations.size() != o.mutations.size())
@@ -232,6 +233,7 @@ uint64_t Trace::structure_hash() const {
     h.add(uint64_t(m.input));
     h.add(uint64_t(m.value));
   }
+  h.add_all(gradients);
   return h.h;
 }
 
@@ -305,6 +307,12 @@ std::string Trace::str() const {
   for (const Mutation &m : mutations)
     os << "  mutation: " << inputs[m.input].name << " <- " << v(m.value)
        << "\n";
+  if (!gradients.empty()) {
+    os << "  gradients: (";
+    for (size_t i = 0; i < gradients.size(); ++i)
+      os << (i ? ", " : "") << v(gradients[i]);
+    os << ")\n";
+  }
   return os.str();
 }
 

@@ -39,9 +39,12 @@ inline void hash_combine(uint64_t &h, uint64_t v) {
 
 /// Where a graph input comes from at each call. ArgumentStorage: the whole
 /// storage of argument `index`, as a 1-D tensor (arguments that share memory
-/// are views of it).
-enum class InputKind { Argument, Lifted, ArgumentStorage };
-/// "argument", "lifted", "storage": the prefix of the `ember.input` attribute.
+/// are views of it). Tangent: in a joint forward/backward graph, the gradient
+/// of forward result `index` (`{ember.tangent}`; Note [The joint graph] in
+/// frontend/Capture.cpp).
+enum class InputKind { Argument, Lifted, ArgumentStorage, Tangent };
+/// "argument", "lifted", "storage", "tangent": the prefix of the
+/// `ember.input` attribute.
 const char *input_kind_name(InputKind k);
 /// The kind a prefix names; false when none does.
 bool parse_input_kind(std::string_view name, InputKind &k);
@@ -53,6 +56,8 @@ struct Input {
   /// Lifted: its own position among the graph's inputs (the front end keeps
   /// the real tensor there).
   /// ArgumentStorage: the argument whose storage this is.
+  /// Tangent: the forward result (an index into outputs) it is the
+  /// gradient of.
   int index = 0;
   /// "x", "arg0", "L['weight']"...: a readable name for dumps.
   std::string name;
@@ -159,6 +164,14 @@ struct Trace {
   /// frontend/Executor.cpp.
   std::vector<std::vector<int64_t>> output_strides;
   std::vector<Mutation> mutations;
+  /// A joint graph (it has Tangent inputs, last): the gradients it returns
+  /// after the outputs and the mutations, one per differentiated input.
+  std::vector<int> gradients;
+
+  /// Whether this is a joint forward/backward graph.
+  bool is_joint() const {
+    return !inputs.empty() && inputs.back().kind == InputKind::Tangent;
+  }
 
   int add_value(ValueType t) {
     types.push_back(std::move(t));

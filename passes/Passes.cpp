@@ -25,12 +25,22 @@ struct PipelineOptions : mlir::PassPipelineOptions<PipelineOptions> {
       *this, "target",
       llvm::cl::desc("the fusion target (Note [Per-op capability])"),
       llvm::cl::init("cpu")};
+  Option<bool> remat{
+      *this, "remat",
+      llvm::cl::desc(
+          "partition joint forward/backward functions (ember-remat)"),
+      llvm::cl::init(false)};
+  Option<int64_t> memory_budget{
+      *this, "memory-budget",
+      llvm::cl::desc("ember-remat's budget in bytes (-1: the minimum cut)"),
+      llvm::cl::init(-1)};
 };
 } // namespace
 
 std::vector<std::string> build_pipeline(mlir::OpPassManager &pm, int level,
                                         bool inplace_buffers,
-                                        const std::string &target) {
+                                        const std::string &target, bool remat,
+                                        int64_t memory_budget) {
   EMBER_CHECK_VALUE(level >= 0 && level <= kMaxOptLevel,
                     "optimisation level must be 0 to ", kMaxOptLevel, ", got ",
                     level);
@@ -47,6 +57,8 @@ std::vector<std::string> build_pipeline(mlir::OpPassManager &pm, int level,
     add(mlir::createCanonicalizerPass());
     add(mlir::createCSEPass());
   }
+  if (remat)
+    add(createRemat(RematOptions{memory_budget}));
   if (level >= 2) {
     // Decomposed ops fuse with their neighbours: decompose, clean up what
     // the bodies made redundant, then fuse.
@@ -68,7 +80,8 @@ void register_passes() {
     mlir::PassPipelineRegistration<PipelineOptions>(
         "ember-pipeline", "ember's passes at an optimisation level",
         [](mlir::OpPassManager &pm, const PipelineOptions &o) {
-          build_pipeline(pm, o.level, o.inplace_buffers, o.target);
+          build_pipeline(pm, o.level, o.inplace_buffers, o.target, o.remat,
+                         o.memory_budget);
         });
   });
 }

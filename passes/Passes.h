@@ -43,8 +43,15 @@ inline constexpr int kMaxOptLevel = 2;
 /// (passes/FusionTarget.h) and (with `inplace_buffers`) the buffer plan.
 /// Returns the passes' names (their ember-opt arguments), in order: what
 /// explain() and tests list, never restated by hand.
+///
+/// With `remat` the pipeline also partitions joint forward/backward
+/// functions (ember-remat, with `memory_budget`: -1 the minimum cut, else
+/// bytes), after canonicalize and CSE and before decomposition and fusion,
+/// so that both halves fuse.
 std::vector<std::string> build_pipeline(mlir::OpPassManager &pm, int level,
                                         bool inplace_buffers = true,
-                                        const std::string &target = "cpu");
+                                        const std::string &target = "cpu",
+                                        bool remat = false,
+                                        int64_t memory_budget = -1);
 
 } // namespace ember::passes

@@ -119,6 +119,12 @@ checkpoint(const std::function<variable_list(const variable_list &)> &fn,
            const variable_list &inputs, bool preserve_rng_state) {
   if (!GradMode::is_enabled()) // nothing is saved: just run it
     return fn(inputs);
+  // Inside ember::compile the region is recorded as it is: what the
+  // compiled backward saves or recomputes is ember-remat's choice, with the
+  // random ops' numbers kept (recomputing them here, at trace time, would
+  // draw new ones).
+  if (tls_local_dispatch_key_set().included.has(DispatchKey::Capture))
+    return fn(inputs);
   auto frame = std::make_shared<Frame>();
   frame->fn = fn;
   frame->inputs = inputs;

@@ -69,16 +69,22 @@ struct GraphTask {
   };
   std::unordered_map<Node *, std::vector<Capture>> captures;
   variable_list captured;
+  /// grad_at_edges(): nodes that never run (nor anything behind them).
+  std::unordered_set<Node *> cut;
 };
 
-/// Counts, for every node reachable from root, how many edges lead to it.
-std::unordered_map<Node *, int> compute_dependencies(Node *root) {
+/// Counts, for every node reachable from root (not through a node of
+/// `cut`), how many edges lead to it.
+std::unordered_map<Node *, int>
+compute_dependencies(Node *root, const std::unordered_set<Node *> &cut) {
   std::unordered_map<Node *, int> deps;
   std::unordered_set<Node *> seen{root};
   std::vector<Node *> stack{root};
   while (!stack.empty()) {
     Node *n = stack.back();
     stack.pop_back();
+    if (cut.count(n))
+      continue;
     for (const Edge &e : n->next_edges()) {
       Node *m = e.function.get();
       if (!m)
@@ -118,7 +124,7 @@ nodes_leading_to(Node *root, const std::unordered_set<Node *> &targets) {
 }
 
 void execute(const std::shared_ptr<Node> &root, GraphTask &task) {
-  auto deps = compute_dependencies(root.get());
+  auto deps = compute_dependencies(root.get(), task.cut);
   std::unordered_map<Node *, variable_list> buffers;
   std::priority_queue<Node *, std::vector<Node *>, CompareSeq> ready;
   ready.push(root.get());
@@ -140,7 +146,7 @@ void execute(const std::shared_ptr<Node> &root, GraphTask &task) {
         if (g.defined())
           slot = slot.defined() ? slot + g : g;
       }
-    if (task.filter && !task.needed.count(fn))
+    if ((task.filter && !task.needed.count(fn)) || task.cut.count(fn))
       continue;
     variable_list outputs;
     {
@@ -343,6 +349,28 @@ void backward(const variable_list &tensors, const variable_list &grad_tensors,
               const variable_list &inputs) {
   run_backward(tensors, grad_tensors, retain_graph.value_or(create_graph),
                create_graph, inputs, /*accumulate=*/true, false);
+}
+
+variable_list grad_at_edges(const variable_list &outputs,
+                            const variable_list &grad_outputs,
+                            const edge_list &cut) {
+  edge_list roots;
+  variable_list root_grads;
+  make_roots(outputs, grad_outputs, roots, root_grads);
+  auto root =
+      std::make_shared<GraphRoot>(std::move(roots), std::move(root_grads));
+  GraphTask task;
+  task.keep_graph = true;
+  task.captured.resize(cut.size());
+  for (size_t i = 0; i < cut.size(); ++i) {
+    if (!cut[i].is_valid())
+      continue;
+    task.captures[cut[i].function.get()].push_back({cut[i].input_nr, i});
+    task.cut.insert(cut[i].function.get());
+  }
+  AutoGradMode mode(false);
+  execute(root, task);
+  return task.captured;
 }
 
 variable_list grad(const variable_list &outputs, const variable_list &inputs,

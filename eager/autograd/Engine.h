@@ -24,4 +24,14 @@ variable_list grad(const variable_list &outputs, const variable_list &inputs,
                    std::optional<bool> retain_graph = std::nullopt,
                    bool create_graph = false, bool allow_unused = false);
 
+/// The gradients of `outputs` (weighted by `grad_outputs`, one each) that
+/// arrive at each edge of `cut` (undefined where none does), without running
+/// the nodes at those edges or anything behind them: the graph is cut
+/// there. Nodes run with grad mode off and keep their saved tensors. This is
+/// how compiled training traces a captured graph's backward, each graph
+/// input's edge a cut (Note [The joint graph] in frontend/Capture.cpp).
+variable_list grad_at_edges(const variable_list &outputs,
+                            const variable_list &grad_outputs,
+                            const edge_list &cut);
+
 } // namespace ember::autograd

@@ -121,6 +121,10 @@ private:
   std::vector<HookEntry> grad_hooks_;
 };
 
+/// The sequence number the next node will get: nodes made after this call
+/// have numbers at least this large.
+uint64_t peek_sequence_nr();
+
 /// The gradient edge of a tensor: (grad_fn, output_nr) for a non-leaf, the
 /// grad accumulator for a leaf that requires grad, invalid otherwise.
 Edge gradient_edge(const Tensor &t);

@@ -1,5 +1,6 @@
 #include "eager/autograd/SavedVariable.h"
 
+#include "eager/autograd/GradMode.h"
 #include "eager/autograd/ThreadLocalState.h"
 #include "eager/autograd/Variable.h"
 
@@ -73,6 +74,15 @@ SavedVariable::SavedVariable(const Tensor &t, bool is_output) {
     unpack_hook_ = h->unpack;
     return;
   }
+  // A capture tensor is saved as a stand-in of the same value and storage
+  // (Note [The joint graph] in frontend/Capture.cpp): it keeps no autograd
+  // history (no cycle) and does not keep `t` alive.
+  if (t.unsafeGetTensorImpl()->key_set().has(DispatchKey::Capture) &&
+      detail::capture_save_fn) {
+    data_ = detail::capture_save_fn(t);
+    capture_storage_ = data_.storage();
+    return;
+  }
   // Outputs keep only their data: the node that saves them is their
   // grad_fn, and holding the tensor would make a cycle node -> tensor ->
   // node. Leaves and other inputs are kept as they are.
@@ -91,7 +101,9 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node> &saved_for) const {
               "a second time or if you need to access saved tensors after "
               "calling backward.");
   Tensor data = packed_ ? unpack_hook_(*packed_) : data_;
-  if (!packed_ && data._version() != saved_version_) {
+  bool same_storage = !capture_storage_.defined() ||
+                      data.storage().is_alias_of(capture_storage_);
+  if (!packed_ && same_storage && data._version() != saved_version_) {
     std::ostringstream w; // (not string +: GCC 12 -Wrestrict, bug 105329)
     w << "[" << data.toString() << " [";
     for (size_t i = 0; i < sizes_.size(); ++i)
@@ -117,6 +129,12 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node> &saved_for) const {
                 "later. Good luck!");
   }
   if (!is_output_ || !saved_for || !requires_grad_)
+    return data;
+  // A capture stand-in unpacked by a backward without create_graph (the
+  // joint graph's trace) needs no history: reattaching it would record a
+  // view op.
+  if (data.unsafeGetTensorImpl()->key_set().has(DispatchKey::Capture) &&
+      !GradMode::is_enabled())
     return data;
   // An output: reattach its node, so that a create_graph backward that uses
   // it differentiates through it.

@@ -43,6 +43,10 @@ Node::Node(edge_list next_edges)
     : next_edges_(std::move(next_edges)),
       sequence_nr_(next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
 
+uint64_t peek_sequence_nr() {
+  return next_sequence_nr.load(std::memory_order_relaxed);
+}
+
 uint32_t Node::add_input_metadata(const Tensor &t) {
   return add_input_metadata(
       InputMetadata{DimVector(t.sizes()), t.dtype(), t.device()});
@@ -131,9 +135,6 @@ AutogradMeta *materialize_meta(const Tensor &t) {
   return static_cast<AutogradMeta *>(impl->autograd_meta());
 }
 
-namespace {
-/// Gives view t the history "an as_strided of its base", through the
-/// base's current history.
 void set_history_from_base(const Tensor &t) {
   Tensor base = t._base();
   auto fn =
@@ -142,6 +143,7 @@ void set_history_from_base(const Tensor &t) {
   set_history(t, fn);
 }
 
+namespace {
 /// Whether the base of view `t` takes part in autograd.
 bool base_requires_grad(const Tensor &t) {
   const auto &b = t.unsafeGetTensorImpl()->view_base();

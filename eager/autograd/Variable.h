@@ -58,6 +58,9 @@ std::shared_ptr<Node> grad_accumulator(const Tensor &t);
 /// Makes `t` output `output` of `fn`... attaches a fresh output to its node
 /// (sets grad_fn and output_nr, records its metadata, adds the Autograd key).
 void set_history(const Tensor &t, const std::shared_ptr<Node> &fn);
+/// Gives view `t` the history "an as_strided of its base", through the
+/// base's current history (Note [View grad_fn regeneration]).
+void set_history_from_base(const Tensor &t);
 /// After an in-place op recorded by `fn` on `t`: t (or, for a view, its
 /// base through a CopySlices node) gets the new history.
 void rebase_history(const Tensor &t, std::shared_ptr<Node> fn);

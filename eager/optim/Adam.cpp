@@ -64,15 +64,31 @@ void adam_step(std::vector<OptimizerParamGroup> &groups,
       const double step_size = lr / bias_correction1;
       const double bias_correction2_sqrt = std::sqrt(bias_correction2);
 
+      // Note [Compiled optimizer steps]
+      // Inside ember::compile the factors that change with the step count
+      // are 0-dim tensors: tensors made by a factory are graph inputs, read
+      // at each call, where numbers are constants of the graph. So one
+      // compiled graph serves every step, instead of a recompile per step
+      // (PyTorch's capturable Adam keeps its step in a tensor for the same
+      // reason).
+      const bool capturing =
+          tls_local_dispatch_key_set().included.has(DispatchKey::Capture);
       Tensor denom;
       if (o.amsgrad()) {
         // torch.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
         st.max_exp_avg_sq().copy_(
             ember::maximum(st.max_exp_avg_sq(), st.exp_avg_sq()));
-        denom = st.max_exp_avg_sq().sqrt() / bias_correction2_sqrt;
-      } else {
-        denom = st.exp_avg_sq().sqrt() / bias_correction2_sqrt;
       }
+      const Tensor &sq = o.amsgrad() ? st.max_exp_avg_sq() : st.exp_avg_sq();
+      if (capturing) {
+        denom = sq.sqrt() /
+                scalar_tensor(bias_correction2_sqrt, TensorOptions(kDouble));
+        denom.add_(o.eps());
+        p.add_(st.exp_avg() / denom *
+               scalar_tensor(-step_size, TensorOptions(kDouble)));
+        continue;
+      }
+      denom = sq.sqrt() / bias_correction2_sqrt;
       denom.add_(o.eps());
       p.addcdiv_(st.exp_avg(), denom, -step_size);
     }

@@ -455,7 +455,7 @@ TEST(E2ESoundness, RequiresGradSetOnAnArgumentInsideTheFunctionRaises) {
     EXPECT_TRUE(same(b, ones({3}))) << "level " << level;
     EXPECT_FALSE(b.requires_grad());
   }
-  // Set before the call, it works (the call runs eagerly in grad mode).
+  // Set before the call, it works (the call compiles its backward).
   auto g = [](const Tensor &x) { return x * 2; };
   Tensor a = random({3}, kFloat, 204).requires_grad_();
   compile(g)(a).sum().backward();

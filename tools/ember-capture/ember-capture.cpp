@@ -1,7 +1,8 @@
 // ember-capture: runs a named C++ program through ember::compile and prints
 // one stage of what it captured, for FileCheck (test/lit/frontend/).
 //
-//   ember-capture <program> --emit=trace|ir|dot|explain|result [--calls=N]
+//   ember-capture <program> --emit=trace|ir|optimized|dot|explain
+//                 [--calls=N]
 //   ember-capture --list
 //   ember-capture --pipeline     the passes of opt_level 2, one a line
 //
@@ -146,18 +147,20 @@ std::map<std::string, std::pair<std::string, Program>> programs() {
             calls, {}, input({5}, 11));
       }};
   p["training"] = {
-      "a parameter that requires grad: runs eagerly", [](int calls) {
+      "parameters that require grad: a joint forward/backward graph",
+      [](int calls) {
         manual_seed(0);
         nn::Linear lin(4, 2);
-        return run([&](const Tensor &x) { return lin->forward(x); }, calls, {},
-                   input({3, 4}, 12));
+        return run(
+            [&](const Tensor &x) { return lin->forward(x).tanh().sum(); },
+            calls, {}, input({3, 4}, 12));
       }};
   return p;
 }
 
 int usage() {
   std::cerr << "usage: ember-capture <program> "
-               "--emit=trace|ir|dot|explain [--calls=N]\n"
+               "--emit=trace|ir|optimized|dot|explain [--calls=N]\n"
                "       ember-capture --list\n"
                "       ember-capture --pipeline\n";
   return 2;
@@ -217,6 +220,8 @@ int main(int argc, char **argv) {
         std::cout << g.trace;
       else if (emit == "ir")
         std::cout << g.ir;
+      else if (emit == "optimized")
+        std::cout << g.ir_optimized;
       else if (emit == "dot")
         std::cout << g.dot;
       else

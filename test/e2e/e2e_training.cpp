@@ -1,0 +1,494 @@
+// Compiled training (Note [The joint graph] in frontend/Capture.cpp): the
+// forward and backward of a compiled function, against eager's, with the
+// gradients checked by finite differences in float64.
+#include "E2EUtil.h"
+
+#include <ember/ember.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <sstream>
+
+using namespace ember;
+using namespace ember::test;
+namespace F = ember::nn::functional;
+
+namespace {
+
+using Fn = std::function<Tensor(const std::vector<Tensor> &)>;
+
+std::vector<Tensor> leaves(const std::vector<Tensor> &in,
+                           const std::vector<bool> &rg) {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    // (a copy with the same strides)
+    Tensor t = empty_strided(in[i].sizes(), in[i].strides(), in[i].options())
+                   .copy_(in[i]);
+    if (rg[i])
+      t.requires_grad_();
+    out.push_back(t);
+  }
+  return out;
+}
+
+/// fn(inputs) eagerly and compiled (with `options`), `calls` times: equal
+/// outputs, and after backward with the same random upstream gradient,
+/// equal gradients. Returns the compiled function's explain().
+ExplainOutput expect_same_training(const Fn &fn, const std::vector<Tensor> &in,
+                                   const std::vector<bool> &rg,
+                                   CompileOptions options = {}, int calls = 2) {
+  auto compiled = compile(fn, options);
+  for (int c = 0; c < calls; ++c) {
+    std::vector<Tensor> a = leaves(in, rg), b = leaves(in, rg);
+    Tensor ye = fn(a), yc = compiled(b);
+    EXPECT_TRUE(same(yc, ye)) << "call " << c;
+    EXPECT_EQ(yc.requires_grad(), ye.requires_grad());
+    if (!ye.requires_grad())
+      continue;
+    Tensor g = random(ye.sizes().vec(), ye.dtype(), 900 + c);
+    ye.backward(g);
+    yc.backward(g);
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (!rg[i])
+        continue;
+      EXPECT_EQ(b[i].grad().defined(), a[i].grad().defined()) << "input " << i;
+      if (a[i].grad().defined())
+        EXPECT_TRUE(same(b[i].grad(), a[i].grad()))
+            << "input " << i << " call " << c;
+    }
+  }
+  return compiled.explain();
+}
+
+Tensor mlp(const std::vector<Tensor> &a) {
+  // x, w1, b1, w2, b2
+  Tensor h = F::gelu(F::linear(a[0], a[1], a[2]));
+  return F::linear(h, a[3], a[4]).tanh().pow(2).sum();
+}
+
+std::vector<Tensor> mlp_inputs(ScalarType dtype) {
+  return {random({8, 5}, dtype, 1), random({7, 5}, dtype, 2),
+          random({7}, dtype, 3), random({3, 7}, dtype, 4),
+          random({3}, dtype, 5)};
+}
+
+} // namespace
+
+TEST(E2ETraining, MlpGradientsEqualEagerAtEveryLevel) {
+  for (ScalarType dtype : {kDouble, kFloat})
+    for (int level = 0; level <= 2; ++level) {
+      SCOPED_TRACE(std::string(toString(dtype)) + " level " +
+                   std::to_string(level));
+      ExplainOutput e = expect_same_training(mlp, mlp_inputs(dtype),
+                                             {false, true, true, true, true},
+                                             CompileOptions().opt_level(level));
+      EXPECT_TRUE(e.eager_reasons.empty()) << e;
+      ASSERT_EQ(e.graphs.size(), 1u) << e;
+      EXPECT_TRUE(e.graphs[0].training);
+      EXPECT_EQ(e.cache_hits, 1) << e;
+    }
+}
+
+TEST(E2ETraining, OutputHasCompiledFunctionBackward) {
+  auto f = compile(mlp);
+  std::vector<Tensor> in =
+      leaves(mlp_inputs(kFloat), {false, true, true, true, true});
+  Tensor y = f(in);
+  ASSERT_TRUE(y.requires_grad());
+  EXPECT_EQ(y.grad_fn()->name(), "CompiledFunctionBackward");
+  std::ostringstream os;
+  os << y;
+  EXPECT_TRUE(contains(os.str(), "grad_fn=<CompiledFunctionBackward>"))
+      << os.str();
+  // Its edges lead to the parameters' accumulators.
+  y.backward();
+  for (size_t i = 1; i < in.size(); ++i)
+    EXPECT_TRUE(in[i].grad().defined()) << i;
+  EXPECT_FALSE(in[0].grad().defined());
+}
+
+TEST(E2ETraining, GradcheckThroughCompiledFunction) {
+  auto f = compile([](const std::vector<Tensor> &a) {
+    return (a[0].sin() * a[1]).matmul(a[2]).softmax(1).log() + a[1].sum();
+  });
+  std::vector<Tensor> in = {random({3, 4}, kDouble, 11),
+                            random({3, 4}, kDouble, 12),
+                            random({4, 2}, kDouble, 13)};
+  for (Tensor &t : in)
+    t.requires_grad_();
+  EXPECT_TRUE(autograd::gradcheck(
+      [&](const autograd::variable_list &x) {
+        return autograd::variable_list{f(x)};
+      },
+      in));
+}
+
+TEST(E2ETraining, StridedBroadcastAndZeroDimInputs) {
+  Fn fn = [](const std::vector<Tensor> &a) {
+    return (a[0] * a[1] + a[2]).exp().mean(0);
+  };
+  Tensor base = random({6, 4}, kDouble, 21);
+  std::vector<Tensor> in = {base.t(), random({4, 1}, kDouble, 22),
+                            random({}, kDouble, 23)};
+  expect_same_training(fn, in, {true, true, true});
+  // Transposed leaves: leaves() clones keep strides.
+  std::vector<Tensor> a = leaves(in, {true, true, true});
+  EXPECT_FALSE(a[0].is_contiguous());
+}
+
+TEST(E2ETraining, GraphBreakGivesEachGraphItsNode) {
+  Fn fn = [](const std::vector<Tensor> &a) {
+    Tensor h = (a[0] * a[1]).relu();
+    double s = h.sum().item<double>(); // a graph break
+    return (h * a[1]).sigmoid().sum() * (s > 0 ? 2.0 : 3.0);
+  };
+  ExplainOutput e = expect_same_training(
+      fn, {random({5, 3}, kDouble, 31), random({5, 3}, kDouble, 32)},
+      {true, true});
+  EXPECT_EQ(e.graph_break_count, 2) << e;
+  EXPECT_TRUE(e.eager_reasons.empty()) << e;
+  int training = 0;
+  for (const GraphInfo &g : e.graphs)
+    training += g.training;
+  EXPECT_EQ(training, 2) << e;
+}
+
+TEST(E2ETraining, NoGradRegionAndDetachInside) {
+  Fn fn = [](const std::vector<Tensor> &a) {
+    Tensor scale;
+    {
+      NoGradGuard ng;
+      scale = a[0].abs().max() + 1;
+    }
+    Tensor d = a[1].detach() * 2;
+    return (a[0] / scale + d * a[1]).sum();
+  };
+  expect_same_training(fn, {random({4}, kDouble, 41), random({4}, kDouble, 42)},
+                       {true, true});
+}
+
+TEST(E2ETraining, InplaceOnActivationsAndViews) {
+  Fn fn = [](const std::vector<Tensor> &a) {
+    Tensor h = a[0].matmul(a[1]) + 1;
+    h.select(1, 0).mul_(3); // in place through a view
+    Tensor v = h.narrow(0, 1, 2);
+    v.add_(a[0].narrow(0, 0, 2).sum(1, true));
+    h.relu_();
+    return h.pow(2).sum();
+  };
+  ExplainOutput e = expect_same_training(
+      fn, {random({4, 3}, kDouble, 51), random({3, 5}, kDouble, 52)},
+      {true, true});
+  EXPECT_TRUE(e.eager_reasons.empty()) << e;
+}
+
+TEST(E2ETraining, ReturnsViewsAndSeveralOutputs) {
+  auto fn = [](const Tensor &x, const Tensor &w) {
+    Tensor y = x.matmul(w);
+    return std::make_tuple(y.t(), y.sum(1), x.narrow(0, 0, 1));
+  };
+  Tensor x = random({3, 4}, kDouble, 61), w = random({4, 2}, kDouble, 62);
+  Tensor xe = x.clone().requires_grad_(), we = w.clone().requires_grad_();
+  Tensor xc = x.clone().requires_grad_(), wc = w.clone().requires_grad_();
+  auto f = compile(fn);
+  auto [ae, be, ce] = fn(xe, we);
+  auto [ac, bc, cc] = f(xc, wc);
+  EXPECT_TRUE(same(ac, ae));
+  EXPECT_TRUE(same(bc, be));
+  EXPECT_TRUE(same(cc, ce));
+  Tensor ga = random({2, 3}, kDouble, 63), gb = random({3}, kDouble, 64),
+         gc = random({1, 4}, kDouble, 65);
+  autograd::backward({ae, be, ce}, {ga, gb, gc});
+  autograd::backward({ac, bc, cc}, {ga, gb, gc});
+  EXPECT_TRUE(same(xc.grad(), xe.grad()));
+  EXPECT_TRUE(same(wc.grad(), we.grad()));
+  // Only one output used: the others' gradients are zeros.
+  Tensor x2 = x.clone().requires_grad_(), w2 = w.clone().requires_grad_();
+  Tensor x3 = x.clone().requires_grad_(), w3 = w.clone().requires_grad_();
+  std::get<1>(fn(x2, w2)).sum().backward();
+  std::get<1>(f(x3, w3)).sum().backward();
+  EXPECT_TRUE(same(x3.grad(), x2.grad()));
+  EXPECT_TRUE(same(w3.grad(), w2.grad()));
+}
+
+TEST(E2ETraining, RetainGraphAndSecondBackward) {
+  auto f = compile([](const Tensor &x) { return (x.sin() * x).sum(); });
+  Tensor x = random({5}, kDouble, 71).requires_grad_();
+  Tensor y = f(x);
+  y.backward({}, /*retain_graph=*/true);
+  Tensor g1 = x.grad().clone();
+  y.backward();
+  EXPECT_TRUE(same(x.grad(), g1 * 2));
+  try {
+    y.backward();
+    ADD_FAILURE() << "a third backward after the graph was freed";
+  } catch (const Error &e) {
+    EXPECT_TRUE(contains(e.what(), "backward through the graph a second time"))
+        << e.what();
+  }
+}
+
+TEST(E2ETraining, CreateGraphRaisesClearly) {
+  auto f = compile([](const Tensor &x) { return (x * x * x).sum(); });
+  Tensor x = random({3}, kDouble, 81).requires_grad_();
+  Tensor y = f(x);
+  try {
+    autograd::grad({y}, {x}, {}, true, /*create_graph=*/true);
+    ADD_FAILURE() << "create_graph through a compiled function";
+  } catch (const Error &e) {
+    EXPECT_TRUE(contains(e.what(), "create_graph")) << e.what();
+  }
+}
+
+TEST(E2ETraining, CustomFunctionBackwardIsCaptured) {
+  struct Cube : autograd::Function<Cube> {
+    static Tensor forward(autograd::AutogradContext *ctx, const Tensor &x) {
+      ctx->save_for_backward({x});
+      return x * x * x;
+    }
+    static autograd::variable_list backward(autograd::AutogradContext *ctx,
+                                            autograd::variable_list g) {
+      Tensor x = ctx->get_saved_variables()[0];
+      return {g[0] * 3 * x * x};
+    }
+  };
+  Fn fn = [](const std::vector<Tensor> &a) {
+    return Cube::apply(a[0].cos()).sum() * a[1];
+  };
+  ExplainOutput e = expect_same_training(
+      fn, {random({4}, kDouble, 91), random({}, kDouble, 92)}, {true, true});
+  EXPECT_TRUE(e.eager_reasons.empty()) << e;
+}
+
+TEST(E2ETraining, DataDependentOpInAutogradKernelKeepsEagerBackward) {
+  Fn fn = [](const std::vector<Tensor> &a) {
+    Tensor h = a[0] * 2;
+    return h.masked_select(a[1]).pow(2).sum();
+  };
+  ExplainOutput e = expect_same_training(
+      fn, {random({6}, kDouble, 101), random({6}, kDouble, 102).gt(0)},
+      {true, false});
+  bool said = false;
+  for (const std::string &r : e.eager_reasons)
+    said = said || contains(r, "runs eagerly");
+  EXPECT_TRUE(said) << e;
+}
+
+TEST(E2ETraining, HookOnIntermediateKeepsEagerBackward) {
+  Fn fn = [](const std::vector<Tensor> &a) {
+    Tensor h = a[0].exp();
+    h.register_hook([](const Tensor &g) { return g * 2; });
+    return (h * a[0]).sum();
+  };
+  ExplainOutput e =
+      expect_same_training(fn, {random({4}, kDouble, 111)}, {true});
+  ASSERT_FALSE(e.eager_reasons.empty()) << e;
+  EXPECT_TRUE(contains(e.eager_reasons[0], "hook")) << e;
+}
+
+TEST(E2ETraining, NonLeafInputWrittenInPlace) {
+  // x = leaf * 2 (eager), then the compiled function writes x in place.
+  auto fn = [](const Tensor &x) {
+    Tensor y = x.exp(); // (saves its result, not x)
+    x.mul_(3);
+    return (y * x).sum();
+  };
+  Tensor l1 = random({3}, kDouble, 121).requires_grad_();
+  Tensor l2 = l1.detach().clone().requires_grad_();
+  Tensor x1 = l1 * 2, x2 = l2 * 2;
+  auto f = compile(fn);
+  Tensor ye = fn(x1), yc = f(x2);
+  EXPECT_TRUE(same(yc, ye));
+  EXPECT_TRUE(same(x2, x1));
+  (ye + x1.sum()).backward();
+  (yc + x2.sum()).backward();
+  EXPECT_TRUE(same(l2.grad(), l1.grad()));
+}
+
+TEST(E2ETraining, InplaceOnLeafRaisesAsEagerly) {
+  auto f = compile([](const Tensor &x) {
+    x.add_(1);
+    return x;
+  });
+  Tensor x = random({3}, kDouble, 131).requires_grad_();
+  try {
+    f(x);
+    ADD_FAILURE() << "in-place on a leaf that requires grad";
+  } catch (const Error &e) {
+    EXPECT_TRUE(contains(e.what(), "leaf Variable")) << e.what();
+  }
+}
+
+TEST(E2ETraining, TrainingLoopLossCurveEqualsEager) {
+  auto make = [] {
+    manual_seed(5);
+    return nn::Sequential(nn::Linear(3, 16), nn::Tanh(), nn::Linear(16, 16),
+                          nn::ReLU(), nn::Linear(16, 1));
+  };
+  nn::Sequential me = make(), mc = make();
+  optim::SGD oe(me->parameters(), optim::SGDOptions(0.05).momentum(0.9));
+  optim::SGD oc(mc->parameters(), optim::SGDOptions(0.05).momentum(0.9));
+  Tensor x = random({32, 3}, kFloat, 141);
+  Tensor y = (x.select(1, 0) * 2 - x.select(1, 2)).unsqueeze(1);
+  auto loss_of = [](nn::Sequential &m) {
+    return [&m](const Tensor &x, const Tensor &y) {
+      return F::mse_loss(m->forward(x), y);
+    };
+  };
+  auto eager_loss = loss_of(me);
+  auto compiled_loss = compile(loss_of(mc));
+  std::vector<float> le_curve, lc_curve;
+  for (int step = 0; step < 20; ++step) {
+    oe.zero_grad();
+    oc.zero_grad();
+    Tensor le = eager_loss(x, y), lc = compiled_loss(x, y);
+    le.backward();
+    lc.backward();
+    oe.step();
+    oc.step();
+    le_curve.push_back(le.item<float>());
+    lc_curve.push_back(lc.item<float>());
+  }
+  for (size_t i = 0; i < le_curve.size(); ++i)
+    EXPECT_NEAR(lc_curve[i], le_curve[i], 1e-4 * (1 + std::abs(le_curve[i])))
+        << "step " << i;
+  EXPECT_LT(lc_curve.back(), 0.5f * lc_curve.front());
+  auto e = compiled_loss.explain();
+  EXPECT_TRUE(e.eager_reasons.empty()) << e;
+  EXPECT_EQ(e.cache_misses, 1) << e;
+  EXPECT_TRUE(contains(e.str(), "saved for backward")) << e;
+}
+
+TEST(E2ETraining, BatchNormTrainingWritesRunningStats) {
+  auto make = [] {
+    manual_seed(9);
+    return nn::Sequential(nn::Linear(4, 6), nn::BatchNorm1d(6), nn::ReLU(),
+                          nn::Linear(6, 2));
+  };
+  nn::Sequential me = make(), mc = make();
+  Tensor x = random({10, 4}, kFloat, 151);
+  auto fc = compile([&](const Tensor &x) { return mc->forward(x).sum(); });
+  for (int step = 0; step < 3; ++step) {
+    Tensor le = me->forward(x).sum(), lc = fc(x);
+    EXPECT_TRUE(same(lc, le));
+    le.backward();
+    lc.backward();
+  }
+  auto pe = me->parameters(), pc = mc->parameters();
+  for (size_t i = 0; i < pe.size(); ++i)
+    EXPECT_TRUE(same(pc[i].grad(), pe[i].grad())) << "param " << i;
+  auto be = me->buffers(), bc = mc->buffers();
+  for (size_t i = 0; i < be.size(); ++i)
+    EXPECT_TRUE(same(bc[i], be[i])) << "buffer " << i;
+}
+
+TEST(E2ETraining, DropoutMaskMatchesItsGradient) {
+  // The forward's mask is the backward's: the gradient of sum(dropout(x))
+  // is 1/(1-p) exactly where the output kept x.
+  auto f = compile([](const Tensor &x) {
+    Tensor y = F::dropout(x, 0.5, /*training=*/true);
+    return std::make_tuple(y, y.sum());
+  });
+  Tensor x = random_positive({200}, kFloat, 0.5, 2.0, 161).requires_grad_();
+  auto [y, s] = f(x);
+  s.backward();
+  Tensor kept = y.detach().ne(0).to(kFloat);
+  EXPECT_TRUE(same(x.grad(), kept * 2));
+  double frac = kept.mean().item<double>();
+  EXPECT_GT(frac, 0.3);
+  EXPECT_LT(frac, 0.7);
+}
+
+TEST(E2ETraining, MemoryBudgetKeepsGradientsAndCutsSavedBytes) {
+  Fn fn = [](const std::vector<Tensor> &a) {
+    Tensor h = a[0];
+    for (int i = 0; i < 4; ++i)
+      h = h.matmul(a[1]).cos();
+    return h.sum();
+  };
+  std::vector<Tensor> in = {random({16, 16}, kDouble, 171),
+                            random({16, 16}, kDouble, 172)};
+  int64_t last = -1;
+  for (int64_t budget : {-1, 4096, 2048, 0}) {
+    SCOPED_TRACE("budget " + std::to_string(budget));
+    ExplainOutput e = expect_same_training(
+        fn, in, {true, true}, CompileOptions().memory_budget(budget), 1);
+    ASSERT_EQ(e.graphs.size(), 1u);
+    const GraphInfo &g = e.graphs[0];
+    if (budget >= 0) {
+      EXPECT_LE(g.saved_bytes, budget) << e;
+      if (last >= 0)
+        EXPECT_LE(g.saved_bytes, last);
+      last = g.saved_bytes;
+    }
+  }
+  EXPECT_EQ(last, 0);
+}
+
+TEST(E2ETraining, CheckpointInsideIsRecorded) {
+  Fn fn = [](const std::vector<Tensor> &a) {
+    Tensor h =
+        checkpoint([](const Tensor &x) { return (x.sin() * 2).exp(); }, a[0]);
+    return (h * a[1]).sum();
+  };
+  ExplainOutput e = expect_same_training(
+      fn, {random({5}, kDouble, 181), random({5}, kDouble, 182)}, {true, true});
+  EXPECT_TRUE(e.eager_reasons.empty()) << e;
+}
+
+namespace {
+/// Trains two copies of a model with `make_opt`'s optimizer, one step
+/// compiled: parameters and optimizer state stay equal to eager's.
+template <class MakeOpt> void expect_same_optimizer_steps(MakeOpt make_opt) {
+  auto make = [] {
+    manual_seed(13);
+    return nn::Sequential(nn::Linear(4, 8), nn::Tanh(), nn::Linear(8, 2));
+  };
+  nn::Sequential me = make(), mc = make();
+  auto oe = make_opt(me->parameters()), oc = make_opt(mc->parameters());
+  auto step = compile([&oc] { oc.step(); });
+  Tensor x = random({6, 4}, kFloat, 191);
+  for (int i = 0; i < 4; ++i) {
+    oe.zero_grad();
+    oc.zero_grad();
+    me->forward(x).pow(2).sum().backward();
+    mc->forward(x).pow(2).sum().backward();
+    oe.step();
+    step();
+    auto pe = me->parameters(), pc = mc->parameters();
+    for (size_t k = 0; k < pe.size(); ++k)
+      EXPECT_TRUE(same(pc[k].detach(), pe[k].detach()))
+          << "step " << i << " param " << k;
+  }
+  auto e = step.explain();
+  EXPECT_TRUE(e.eager_reasons.empty()) << e;
+  EXPECT_EQ(e.graph_break_count, 0) << e;
+  // The first step makes the optimizer's state; later steps reuse one graph
+  // (Note [Compiled optimizer steps] in eager/optim/Adam.cpp).
+  EXPECT_LE(e.cache_misses, 2) << e;
+  EXPECT_GE(e.cache_hits, 2) << e;
+  for (const GraphInfo &g : e.graphs)
+    EXPECT_GT(g.kernels, 0) << e;
+}
+} // namespace
+
+TEST(E2ETraining, CompiledOptimizerSteps) {
+  {
+    SCOPED_TRACE("SGD momentum");
+    expect_same_optimizer_steps([](std::vector<Tensor> p) {
+      return optim::SGD(p, optim::SGDOptions(0.05).momentum(0.9));
+    });
+  }
+  {
+    SCOPED_TRACE("Adam");
+    expect_same_optimizer_steps([](std::vector<Tensor> p) {
+      return optim::Adam(p, optim::AdamOptions(1e-2));
+    });
+  }
+  {
+    SCOPED_TRACE("AdamW");
+    expect_same_optimizer_steps([](std::vector<Tensor> p) {
+      return optim::AdamW(p, optim::AdamWOptions(1e-2).weight_decay(0.1));
+    });
+  }
+}
