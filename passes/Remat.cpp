@@ -461,31 +461,83 @@ public:
     } else {
       // Greedy: all candidates the backward reads saved, then drop the one
       // whose removal costs the fewest FLOPs per byte until the rest fits.
+      // Dropping a value only adds to the recomputation (its op, and the
+      // operands of it that are neither saved nor recomputed yet), so each
+      // candidate's cost is found locally from the current plan.
       llvm::DenseSet<Value> s(cand.begin(), cand.end());
+      Plan p = plan(s);
+      llvm::DenseSet<Operation *> rec(p.recompute.begin(), p.recompute.end());
+      llvm::DenseSet<Value> used(p.used.begin(), p.used.end());
+      struct Delta {
+        bool ok = true;
+        int64_t flops = 0, bytes = 0;
+        llvm::SmallVector<Operation *> ops;
+        llvm::SmallVector<Value> reads; ///< saved values newly read
+      };
+      // What dropping v (saved, read) from s adds.
+      auto delta = [&](Value v) {
+        Delta d;
+        llvm::DenseSet<Operation *> seen;
+        llvm::DenseSet<Value> newly;
+        llvm::SmallVector<Operation *> work{v.getDefiningOp()};
+        while (!work.empty() && d.ok) {
+          Operation *op = work.pop_back_val();
+          if (rec.contains(op) || !seen.insert(op).second)
+            continue;
+          if (has_effects(op)) {
+            d.ok = false;
+            break;
+          }
+          d.ops.push_back(op);
+          d.flops = sat_add(d.flops, flops_of(op));
+          for (Value o : op->getOperands()) {
+            Operation *od = o.getDefiningOp();
+            if (!od || (o != v && s.contains(o))) {
+              if (o != v && !used.contains(o) && newly.insert(o).second) {
+                d.reads.push_back(o);
+                if (od)
+                  d.bytes = sat_add(d.bytes, bytes_of(o));
+              }
+            } else {
+              work.push_back(od);
+            }
+          }
+        }
+        return d;
+      };
       for (;;) {
-        Plan p = plan(s);
         consider(s, p);
         if (p.bytes <= budget)
           break;
         Value drop;
+        Delta chosen;
         double best_ratio = std::numeric_limits<double>::infinity();
         for (Value v : p.used) {
-          if (!v.getDefiningOp() || !s.contains(v))
+          if (!v.getDefiningOp() || !s.contains(v) || !used.contains(v))
             continue;
-          s.erase(v);
-          Plan without = plan(s);
-          s.insert(v);
-          if (!without.ok)
+          Delta d = delta(v);
+          if (!d.ok)
             continue;
-          double ratio = double(without.flops - p.flops) / double(bytes_of(v));
+          double ratio = double(d.flops) / double(bytes_of(v));
           if (ratio < best_ratio) {
             best_ratio = ratio;
             drop = v;
+            chosen = std::move(d);
           }
         }
         if (!drop)
           break;
         s.erase(drop);
+        used.erase(drop);
+        for (Operation *op : chosen.ops)
+          rec.insert(op);
+        for (Value r : chosen.reads)
+          used.insert(r);
+        p.bytes = sat_add(p.bytes - bytes_of(drop), chosen.bytes);
+        p.flops = sat_add(p.flops, chosen.flops);
+        p.used.remove(drop);
+        for (Value r : chosen.reads)
+          p.used.insert(r);
       }
     }
     over = !best.found;
