@@ -74,19 +74,58 @@ void both(const std::string &only, const std::string &name, Fn fn, int iters,
       name, "ember_compiled", [&] { f(args...); }, iters);
 }
 
-/// Forward and backward of `fn(x)` eagerly, with a random upstream gradient.
-void eager_train(const std::string &only, const std::string &name,
-                 const std::function<Tensor(const Tensor &)> &fn, int iters) {
+/// Forward and backward of `fn(x)` with a random upstream gradient,
+/// eagerly and compiled (the joint graph: Note [The joint graph] in
+/// frontend/Capture.cpp).
+void train(const std::string &only, const std::string &name,
+           const std::function<Tensor(const Tensor &)> &fn, int iters) {
   if (!only.empty() && only != name)
     return;
   Tensor x = randn({kRows, kCols}).requires_grad_();
   Tensor gy = randn({kRows, kCols});
+  auto step = [&](const std::function<Tensor(const Tensor &)> &f) {
+    return [&, f] {
+      Tensor y = f(x);
+      x.mutable_grad() = Tensor();
+      y.backward(gy);
+    };
+  };
+  report(name, "ember_eager", step(fn), iters);
+  auto compiled = compile(fn);
+  report(name, "ember_compiled",
+         step([&](const Tensor &t) { return compiled(t); }), iters);
+}
+
+/// An SGD step of the MLP 784-1024-1024-10 at batch 256 with cross
+/// entropy: eagerly, and with the loss (forward and backward) and the
+/// optimizer step compiled.
+void mlp_train(const std::string &only, int iters) {
+  if (!only.empty() && only != "mlp_train")
+    return;
+  manual_seed(1);
+  nn::Sequential mlp{nn::Linear(784, 1024), nn::ReLU(), nn::Linear(1024, 1024),
+                     nn::ReLU(), nn::Linear(1024, 10)};
+  optim::SGD opt(mlp->parameters(), optim::SGDOptions(0.01).momentum(0.9));
+  Tensor in = randn({256, 784}), target = randint(0, 10, {256});
+  auto loss = [&](const Tensor &x, const Tensor &t) {
+    return F::cross_entropy(mlp->forward(x), t);
+  };
   report(
-      name, "ember_eager",
+      "mlp_train", "ember_eager",
       [&] {
-        Tensor y = fn(x);
-        x.mutable_grad() = Tensor();
-        y.backward(gy);
+        opt.zero_grad();
+        loss(in, target).backward();
+        opt.step();
+      },
+      iters);
+  auto closs = compile(loss);
+  auto cstep = compile([&] { opt.step(); });
+  report(
+      "mlp_train", "ember_compiled",
+      [&] {
+        opt.zero_grad();
+        closs(in, target).backward();
+        cstep();
       },
       iters);
 }
@@ -147,16 +186,17 @@ int main(int argc, char **argv) {
           [&] { in.mm(w1.t()).mm(w2.t()).mm(w3.t()); }, iters);
     }
   }
-  eager_train(
+  train(
       only, "layer_norm_fwd_bwd",
       [&](const Tensor &t) {
         return F::layer_norm(t, F::LayerNormFuncOptions({kCols}));
       },
       iters);
-  eager_train(
+  train(
       only, "softmax_fwd_bwd", [](const Tensor &t) { return t.softmax(-1); },
       iters);
-  eager_train(
+  train(
       only, "gelu_fwd_bwd", [](const Tensor &t) { return F::gelu(t); }, iters);
+  mlp_train(only, iters);
   return 0;
 }

@@ -105,11 +105,37 @@ def torch_workloads(torch, only):
             yv.backward(gy)
         return call
 
-    out.append(("layer_norm_fwd_bwd", "torch_eager",
-                train(lambda t: F.layer_norm(t, (COLS,)))))
-    out.append(("softmax_fwd_bwd", "torch_eager",
-                train(lambda t: t.softmax(-1))))
-    out.append(("gelu_fwd_bwd", "torch_eager", train(lambda t: F.gelu(t))))
+    for name, fn in [("layer_norm_fwd_bwd", lambda t: F.layer_norm(t, (COLS,))),
+                     ("softmax_fwd_bwd", lambda t: t.softmax(-1)),
+                     ("gelu_fwd_bwd", lambda t: F.gelu(t))]:
+        out.append((name, "torch_eager", train(fn)))
+        out.append((name, "torch_compiled", train(torch.compile(fn))))
+
+    # An SGD step of the MLP (momentum 0.9) with cross entropy; compiled:
+    # the loss (forward and backward) and the optimizer step.
+    torch.manual_seed(1)
+    tmlp = torch.nn.Sequential(
+        torch.nn.Linear(784, 1024), torch.nn.ReLU(),
+        torch.nn.Linear(1024, 1024), torch.nn.ReLU(),
+        torch.nn.Linear(1024, 10))
+    opt = torch.optim.SGD(tmlp.parameters(), lr=0.01, momentum=0.9)
+    target = torch.randint(0, 10, (256,), generator=g)
+
+    def loss(x, t):
+        return F.cross_entropy(tmlp(x), t)
+
+    closs = torch.compile(loss)
+    cstep = torch.compile(opt.step)
+
+    def mlp_step(lf, sf):
+        def call():
+            opt.zero_grad()
+            lf(mlp_in, target).backward()
+            sf()
+        return call
+
+    out.append(("mlp_train", "torch_eager", mlp_step(loss, opt.step)))
+    out.append(("mlp_train", "torch_compiled", mlp_step(closs, cstep)))
     return [o for o in out if not only or o[0] == only]
 
 
@@ -177,7 +203,7 @@ def summarize(rounds, meta):
              "layer_norm": 2, "sum": 1}
     for wl in ["gelu_chain", "gelu", "chain8", "softmax", "layer_norm", "sum",
                "mlp", "mlp_gemms", "layer_norm_fwd_bwd", "softmax_fwd_bwd",
-               "gelu_fwd_bwd"]:
+               "gelu_fwd_bwd", "mlp_train"]:
         ec, ee = get(wl, "ember_compiled"), get(wl, "ember_eager")
         tc, te = get(wl, "torch_compiled"), get(wl, "torch_eager")
         parts = []
@@ -230,7 +256,8 @@ def main():
             rounds.setdefault((rec["workload"], rec["impl"]), []).append(
                 statistics.median(rec["ms"]))
         for name, impl, call in work:
-            ms = time_calls(call, args.iters, not name.endswith("_bwd"))
+            ms = time_calls(call, args.iters,
+                            not name.endswith(("_bwd", "_train")))
             rounds.setdefault((name, impl), []).append(statistics.median(ms))
         print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
     rounds = dict(sorted(rounds.items()))

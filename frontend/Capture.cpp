@@ -80,6 +80,13 @@ struct CompiledFunctionBackward final : autograd::Node {
                 "create_graph=true (double backward), as torch.compile's "
                 "AOTAutograd; run that function eagerly to take higher "
                 "derivatives");
+    EMBER_CHECK(!released_,
+                "Trying to backward through the graph a second time: the "
+                "outputs of a compiled graph share one backward node "
+                "(CompiledFunctionBackward, as with torch.compile), whose "
+                "saved tensors the first backward through any of them "
+                "freed. Sum the losses into one backward, or pass "
+                "retain_graph=true to the earlier backward calls.");
     std::vector<Tensor> in;
     in.reserve(saved_.size() + grads.size());
     for (const autograd::SavedVariable &s : saved_)
@@ -93,22 +100,72 @@ struct CompiledFunctionBackward final : autograd::Node {
                        : zeros(IntArrayRef(m.shape), m.options()));
     }
     std::vector<Tensor> outs = backward_->run(in);
+    // A gradient that only gradients which never arrived reach is not
+    // defined, as eagerly (not zeros: an optimizer skips a parameter
+    // without a gradient).
+    std::vector<bool> absent(grads.size());
+    for (size_t k = 0; k < grads.size(); ++k)
+      absent[k] = !grads[k].defined();
+    std::vector<bool> defined = reached(absent);
     autograd::variable_list result(num_outputs());
     for (size_t i = 0; i < slots_.size() && i < result.size(); ++i)
-      if (slots_[i] >= 0)
+      if (slots_[i] >= 0 && defined.at(size_t(slots_[i])))
         result[i] = outs.at(size_t(slots_[i]));
     return result;
   }
   void release_variables() override {
     for (autograd::SavedVariable &s : saved_)
       s.reset_data();
+    released_ = true;
   }
   std::string name() const override { return "CompiledFunctionBackward"; }
 
 private:
+  /// Per backward output: whether a tangent not `absent` reaches it (or
+  /// none does: it does not depend on the tangents).
+  std::vector<bool> reached(const std::vector<bool> &absent) const {
+    const ir::Trace &t = backward_->trace();
+    size_t nout = t.outputs.size();
+    if (std::none_of(absent.begin(), absent.end(), [](bool a) { return a; }))
+      return std::vector<bool>(nout, true);
+    // Per value: reached by a present tangent / by any tangent.
+    std::vector<char> live(t.types.size(), 0), any(t.types.size(), 0);
+    size_t first = t.inputs.size() - absent.size();
+    for (size_t k = 0; k < absent.size(); ++k) {
+      int v = t.inputs[first + k].value;
+      any[size_t(v)] = 1;
+      live[size_t(v)] = !absent[k];
+    }
+    for (const ir::Node &n : t.nodes) {
+      char l = 0, a = 0;
+      for (const ir::Arg &arg : n.args) {
+        if (arg.kind == ir::Arg::Kind::Value && arg.value >= 0) {
+          l |= live[size_t(arg.value)];
+          a |= any[size_t(arg.value)];
+        }
+        for (int v : arg.values)
+          if (v >= 0) {
+            l |= live[size_t(v)];
+            a |= any[size_t(v)];
+          }
+      }
+      for (int r : n.results) {
+        live[size_t(r)] = l;
+        any[size_t(r)] = a;
+      }
+    }
+    std::vector<bool> out(nout);
+    for (size_t i = 0; i < nout; ++i) {
+      size_t v = size_t(t.outputs[i]);
+      out[i] = live[v] || !any[v];
+    }
+    return out;
+  }
+
   std::shared_ptr<const Program> backward_;
   std::vector<autograd::SavedVariable> saved_;
   std::vector<int> slots_; ///< per next edge: its backward output, or -1
+  bool released_ = false;
 };
 
 /// Thrown out of the backward trace when it cannot go on (a graph break).
@@ -196,7 +253,8 @@ bool Session::fresh(const Tensor &t) const {
 void Session::reset_graph() {
   graph_seq_ = autograd::peek_sequence_nr();
   joint_blocked_.clear();
-  grad_inputs_.clear();
+  grad_reals_.clear();
+  grad_slots_.clear();
   trace_ = ir::Trace();
   trace_.name = name_ + "_graph" + std::to_string(graph_index_);
   inputs_.clear();
@@ -252,12 +310,7 @@ Tensor Session::add_input(const Tensor &real, ir::InputKind kind, int index,
   CaptureMeta *m = meta_of(t);
   m->real = real;
   m->scratch = in_backward_;
-  if (real.requires_grad()) {
-    // Note [The joint graph]: gradients reaching t go on to real's edge.
-    auto fn = std::make_shared<CaptureInput>();
-    fn->add_next_edge(autograd::gradient_edge(real));
-    autograd::set_history(t, fn);
-  }
+  attach_input(t, real);
   m->input = int(trace_.inputs.size()) - 1;
   m->input_value = v;
   if (real.nbytes() > 0)
@@ -288,7 +341,20 @@ Tensor Session::view_of_storage(const Tensor &root, const Tensor &real) {
   Stack st{IValue(root), IValue(real.sizes().vec()),
            IValue(real.strides().vec()), IValue(real.storage_offset())};
   record(as_strided_op(), st);
+  // Its gradient goes to real, not through the storage (which may have been
+  // made from another tensor sharing it: Note [Inputs that share memory]).
+  attach_input(st.at(0).toTensor(), real);
   return st.at(0).toTensor();
+}
+
+void Session::attach_input(const Tensor &t, const Tensor &real) {
+  if (!real.requires_grad())
+    return;
+  // Note [The joint graph]: gradients reaching t go on to real's edge.
+  auto fn = std::make_shared<CaptureInput>();
+  fn->add_next_edge(autograd::gradient_edge(real));
+  autograd::set_history(t, fn);
+  grad_reals_.push_back(real);
 }
 
 Tensor Session::rebase_on_storage(CaptureMeta *r) {
@@ -392,7 +458,10 @@ std::vector<Tensor> Session::wrap_arguments(const std::vector<Tensor> &reals) {
 void Session::check_requires_grad() {
   for (size_t i = 0; i < arg_pairs_.size(); ++i) {
     const auto &[wrapper, real] = arg_pairs_[i];
-    EMBER_CHECK(!wrapper.requires_grad() || real.requires_grad(),
+    // (an in-place op of a value that requires grad gives the argument a
+    // grad_fn, as eagerly: only a leaf's flag is the user's call)
+    EMBER_CHECK(!wrapper.requires_grad() || !wrapper.is_leaf() ||
+                    real.requires_grad(),
                 "compile: tensor argument ", i,
                 " was made to require grad inside the compiled function "
                 "(requires_grad_()); the function sees a stand-in for the "
@@ -534,6 +603,11 @@ void Session::record(const OperatorHandle &op, Stack &stack) {
     if (needs_data.empty()) {
       r = meta::infer(op, stack);
       needs_data = r.needs_data;
+      // (an optional gradient of a *_backward op: no graph value stands
+      // for an undefined result)
+      for (const Tensor &o : r.outputs)
+        if (!o.defined() && needs_data.empty())
+          needs_data = op.name() + " returns an undefined tensor";
     }
   }
   if (!needs_data.empty()) {
@@ -782,16 +856,11 @@ Tensor Session::stand_in(const Tensor &t) {
 std::string Session::joint_blocker(const std::vector<CaptureMeta *> &outs) {
   if (!joint_blocked_.empty())
     return joint_blocked_;
-  for (CaptureMeta *m : live_) {
-    if (m->is_view() || !m->real.defined() || !m->real.requires_grad())
-      continue;
-    const std::string &name = trace_.inputs.at(size_t(m->input)).name;
-    if (m->storage_root)
-      return "input " + name +
-             " requires grad and shares memory with another input";
-    if (m->value != m->input_value)
-      return "input " + name + " requires grad and is written in place";
-  }
+  for (CaptureMeta *m : live_)
+    if (!m->is_view() && m->real.defined() && !m->scratch &&
+        m->value != m->input_value && capture_tensor(m).requires_grad())
+      return "input " + trace_.inputs.at(size_t(m->input)).name +
+             " is written in place with a value that requires grad";
   // The nodes built during this graph.
   std::vector<autograd::Node *> work;
   std::unordered_set<autograd::Node *> seen;
@@ -849,13 +918,18 @@ std::vector<CaptureMeta *> Session::trace_backward() {
                        v));
       meta_of(tangents.back())->tangent = true;
     }
+    // The cut: each real tensor's edge once.
     autograd::edge_list cut;
-    std::vector<int> rg_inputs;
-    for (size_t i = 0; i < inputs_.size(); ++i)
-      if (inputs_[i].requires_grad()) {
-        rg_inputs.push_back(int(i));
-        cut.push_back(autograd::gradient_edge(inputs_[i]));
-      }
+    std::vector<int> cut_of; // per grad_reals_ entry: its index in `cut`
+    for (const Tensor &real : grad_reals_) {
+      autograd::Edge e = autograd::gradient_edge(real);
+      auto it = std::find_if(cut.begin(), cut.end(), [&](const auto &c) {
+        return c.function == e.function && c.input_nr == e.input_nr;
+      });
+      cut_of.push_back(int(it - cut.begin()));
+      if (it == cut.end())
+        cut.push_back(std::move(e));
+    }
     std::vector<Tensor> grads;
     try {
       in_backward_ = true;
@@ -873,12 +947,20 @@ std::vector<CaptureMeta *> Session::trace_backward() {
       for (size_t k = 0; k < outs.size(); ++k)
         trace_.inputs.push_back({tangent_values[k], ir::InputKind::Tangent,
                                  int(k), "tangent" + std::to_string(k)});
+      std::vector<int> slot_of_cut(cut.size(), -1);
       for (size_t k = 0; k < grads.size(); ++k) {
         if (!grads[k].defined())
           continue;
         CaptureMeta *m = nullptr;
+        slot_of_cut[k] = int(trace_.gradients.size());
         trace_.gradients.push_back(value_of(grads[k], &m));
-        grad_inputs_.push_back(rg_inputs[k]);
+      }
+      // Each edge gets its gradient once (the first entry standing for it).
+      for (size_t k = 0; k < cut_of.size(); ++k) {
+        int c = cut_of[k];
+        bool first = std::find(cut_of.begin(), cut_of.begin() + long(k), c) ==
+                     cut_of.begin() + long(k);
+        grad_slots_.push_back(first ? slot_of_cut[size_t(c)] : -1);
       }
       // The nodes built during capture are done: drop what they saved
       // (the stand-ins) before the graph's outputs are chosen.
@@ -959,14 +1041,11 @@ void Session::end_graph() {
     // inputs' edges (Note [The joint graph]).
     std::vector<int> slots;
     autograd::edge_list edges;
-    for (size_t i = 0; i < inputs_.size(); ++i) {
-      if (!inputs_[i].requires_grad())
-        continue;
-      auto it = std::find(grad_inputs_.begin(), grad_inputs_.end(), int(i));
-      slots.push_back(
-          it == grad_inputs_.end() ? -1 : int(it - grad_inputs_.begin()));
-      edges.push_back(slots.back() < 0 ? autograd::Edge()
-                                       : autograd::gradient_edge(inputs_[i]));
+    for (size_t k = 0; k < grad_reals_.size(); ++k) {
+      slots.push_back(grad_slots_[k]);
+      edges.push_back(slots.back() < 0
+                          ? autograd::Edge()
+                          : autograd::gradient_edge(grad_reals_[k]));
     }
     auto node = std::make_shared<CompiledFunctionBackward>(
         result.backward, result.saved, std::move(slots));
@@ -1007,15 +1086,16 @@ void Session::end_graph() {
   // An input that requires grad written in place (its graph keeps the
   // eager backward): the real tensor's history is the writes', as eagerly.
   for (CaptureMeta *m : roots) {
-    if (!m->real.defined() || m->value == m->input_value)
+    if (!m->real.defined() || m->value == m->input_value || m->scratch)
       continue;
     auto *wm = autograd::get_meta(capture_tensor(m));
-    auto *rm = autograd::get_meta(m->real);
-    if (wm && rm && wm->grad_fn_ &&
+    if (wm && wm->grad_fn_ &&
         !dynamic_cast<CaptureInput *>(wm->grad_fn_.get())) {
+      auto *rm = autograd::materialize_meta(m->real);
       rm->grad_fn_ = wm->grad_fn_;
       rm->output_nr_ = wm->output_nr_;
       rm->attr_version_ = m->real._version();
+      m->real.unsafeGetTensorImpl()->set_key(DispatchKey::Autograd, true);
     }
   }
   // Drop the capture records (their destructors leave live_).

@@ -313,9 +313,16 @@ private:
   std::string joint_blocked_;
   bool in_backward_ = false;   ///< tracing the backward (trace_backward)
   bool made_backward_ = false; ///< a graph of this call had a backward
-  /// Per joint graph: the inputs (indices into trace_.inputs) whose
-  /// gradients it computes, in Trace::gradients' order.
-  std::vector<int> grad_inputs_;
+  /// The real tensors that capture tensors of this graph stand for and
+  /// that require grad (each capture tensor's CaptureInput leads to one):
+  /// where the backward trace is cut, and the node's next edges.
+  std::vector<Tensor> grad_reals_;
+  /// Per grad_reals_ entry: its gradient's index in Trace::gradients, or
+  /// -1 (none reaches it).
+  std::vector<int> grad_slots_;
+  /// Gives capture tensor `t` standing for `real` (which requires grad) a
+  /// CaptureInput grad_fn leading to real's edge.
+  void attach_input(const Tensor &t, const Tensor &real);
   std::vector<std::string> eager_backward_;
   std::vector<int> last_outputs_;
   std::vector<ir::Input> last_inputs_;

@@ -137,7 +137,8 @@ void execute(const std::shared_ptr<Node> &root, GraphTask &task) {
       buffers.erase(it);
     }
     inputs.resize(fn->num_inputs());
-    if (fn->has_grad_hooks())
+    // (a node at the cut of grad_at_edges runs its hooks when it runs)
+    if (fn->has_grad_hooks() && !task.cut.count(fn))
       fn->run_grad_hooks(inputs);
     if (auto it = task.captures.find(fn); it != task.captures.end())
       for (const auto &c : it->second) {

@@ -236,7 +236,12 @@ layer_norm_backward(const Tensor &grad, const Tensor &input,
   bool graph = GradMode::is_enabled() &&
                (grad.requires_grad() || input.requires_grad() ||
                 (has_w && weight->requires_grad()));
-  if (!graph) {
+  // Traced into a compiled backward (Note [The joint graph] in
+  // frontend/Capture.cpp), the formula in ember ops fuses, and a gradient
+  // not asked for is no undefined result of a graph op.
+  bool capturing =
+      tls_local_dispatch_key_set().included.has(DispatchKey::Capture);
+  if (!graph && !capturing) {
     std::vector<int64_t> mask = {grad_input_mask[0], grad_input_mask[1],
                                  grad_input_mask[2]};
     return ember::native_layer_norm_backward(grad, input, normalized_shape,

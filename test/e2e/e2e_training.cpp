@@ -550,3 +550,155 @@ TEST(E2ETraining, ResidualMlpPeakFallsWithTheBudget) {
     os << " " << saved[i] << "/" << peaks[i];
   RecordProperty("saved_bytes_over_peak_bytes", os.str());
 }
+
+// Found by an independent probe.
+
+TEST(E2ETraining, ArgumentsSharingMemoryKeepTheirGradients) {
+  auto fn = [](const Tensor &x, const Tensor &y) {
+    return (x * y.exp()).sum();
+  };
+  auto f = compile(fn);
+  auto check = [&](auto make) {
+    Tensor le = random({4, 4}, kDouble, 301).requires_grad_();
+    Tensor lc = le.detach().clone().requires_grad_();
+    auto [xe, ye] = make(le);
+    auto [xc, yc] = make(lc);
+    Tensor e = fn(xe, ye), c = f(xc, yc);
+    ASSERT_TRUE(c.requires_grad());
+    EXPECT_TRUE(same(c, e));
+    e.backward();
+    c.backward();
+    EXPECT_TRUE(same(lc.grad(), le.grad()));
+  };
+  check([](const Tensor &l) { return std::make_pair(l, l.t()); });
+  check([](const Tensor &l) {
+    return std::make_pair(l.narrow(0, 0, 2), l.narrow(0, 2, 2));
+  });
+  check([](const Tensor &l) {
+    return std::make_pair(l.narrow(0, 0, 1).expand({3, 4}), l.narrow(0, 1, 3));
+  });
+}
+
+TEST(E2ETraining, DetachedAliasAcrossABreakKeepsTheGradient) {
+  Fn fn = [](const std::vector<Tensor> &a) {
+    Tensor h = a[0] * 2;
+    Tensor m = h * h;
+    Tensor idx = (m > 0).nonzero().squeeze(1); // a graph break
+    Tensor u = m.index_select(0, idx).sum() + m;
+    Tensor d = h.detach() * 3;
+    return h.sum() + (u.sum() + d.sum()) * 0;
+  };
+  expect_same_training(fn, {random({3}, kDouble, 302)}, {true});
+}
+
+TEST(E2ETraining, HookAcrossABreakRunsOnce) {
+  Fn fn = [](const std::vector<Tensor> &a) {
+    Tensor h = a[0].exp();
+    h.register_hook([](const Tensor &g) { return g * 2; });
+    double s = h.sum().item<double>(); // a graph break
+    return (h * s).sum();
+  };
+  expect_same_training(fn, {random({2}, kDouble, 303)}, {true});
+}
+
+TEST(E2ETraining, BufferMadeInsideWrittenFromAGradient) {
+  for (int variant = 0; variant < 3; ++variant) {
+    SCOPED_TRACE("variant " + std::to_string(variant));
+    Fn fn = [variant](const std::vector<Tensor> &a) {
+      Tensor h = zeros({3}, TensorOptions(kDouble));
+      if (variant == 0)
+        h.add_(a[0]);
+      else if (variant == 1)
+        h.narrow(0, 1, 2).copy_(a[0].narrow(0, 0, 2));
+      else
+        h.index_put_({tensor({2, 0}).to(kLong)}, a[0].narrow(0, 0, 2) * 3);
+      return h.sin().sum();
+    };
+    ExplainOutput e =
+        expect_same_training(fn, {random({3}, kDouble, 304)}, {true});
+    for (const std::string &r : e.eager_reasons)
+      EXPECT_FALSE(contains(r, "requires grad and is written")) << r;
+  }
+}
+
+TEST(E2ETraining, CopyIntoAnArgumentFromAValueThatRequiresGrad) {
+  auto fn = [](const Tensor &src, const Tensor &dst) {
+    dst.copy_(src * 2);
+    return dst.sin().sum();
+  };
+  Tensor s1 = random({3}, kDouble, 305).requires_grad_();
+  Tensor s2 = s1.detach().clone().requires_grad_();
+  Tensor d1 = zeros({3}, TensorOptions(kDouble)),
+         d2 = zeros({3}, TensorOptions(kDouble));
+  Tensor e = fn(s1, d1), c = compile(fn)(s2, d2);
+  EXPECT_TRUE(same(c, e));
+  EXPECT_TRUE(same(d2, d1));
+  EXPECT_EQ(d2.requires_grad(), d1.requires_grad());
+  // The argument's new history reaches src, as eagerly.
+  (e + d1.sum()).backward();
+  (c + d2.sum()).backward();
+  EXPECT_TRUE(same(s2.grad(), s1.grad()));
+}
+
+TEST(E2ETraining, ExpandedLeafArgument) {
+  Tensor base = random({1, 4}, kDouble, 306);
+  Tensor e1 = base.expand({3, 4}).requires_grad_(),
+         e2 = base.clone().expand({3, 4}).requires_grad_();
+  Tensor y = random({3, 4}, kDouble, 307);
+  auto fn = [](const Tensor &x, const Tensor &y) { return (x * y).sum(); };
+  fn(e1, y).backward();
+  compile(fn)(e2, y).backward();
+  EXPECT_TRUE(same(e2.grad(), e1.grad()));
+}
+
+TEST(E2ETraining, SeparateBackwardsThroughOneGraphSayWhy) {
+  auto fn = [](const Tensor &x, const Tensor &y) {
+    return std::make_tuple(x.sin().sum(), y.cos().sum());
+  };
+  Tensor x = random({3}, kDouble, 308).requires_grad_(),
+         y = random({3}, kDouble, 309).requires_grad_();
+  auto [c, d] = compile(fn)(x, y);
+  c.backward();
+  try {
+    d.backward();
+    ADD_FAILURE() << "the shared node was freed";
+  } catch (const Error &e) {
+    EXPECT_TRUE(contains(e.what(), "share one backward node")) << e.what();
+  }
+  // With retain_graph the second works.
+  auto [c2, d2] = compile(fn)(x, y);
+  c2.backward({}, /*retain_graph=*/true);
+  d2.backward();
+}
+
+TEST(E2ETraining, UnusedOutputGivesNoGradient) {
+  auto fn = [](const Tensor &x, const Tensor &y) {
+    return std::make_tuple(x.sin().sum(), y.exp());
+  };
+  Tensor x = random({3}, kDouble, 310).requires_grad_();
+  Tensor y1 = random({3}, kDouble, 311).requires_grad_(),
+         y2 = y1.detach().clone().requires_grad_();
+  std::get<0>(fn(x, y1)).backward();
+  std::get<0>(compile(fn)(x, y2)).backward();
+  EXPECT_FALSE(y1.grad().defined());
+  EXPECT_FALSE(y2.grad().defined());
+}
+
+TEST(E2ETraining, LayerNormWithoutAffineCompilesItsBackward) {
+  Fn fn = [](const std::vector<Tensor> &a) {
+    return F::layer_norm(a[0], F::LayerNormFuncOptions({6})).pow(2).sum();
+  };
+  ExplainOutput e =
+      expect_same_training(fn, {random({4, 6}, kDouble, 312)}, {true});
+  EXPECT_TRUE(e.eager_reasons.empty()) << e;
+  // A frozen weight.
+  Fn frozen = [](const std::vector<Tensor> &a) {
+    return F::layer_norm(a[0], F::LayerNormFuncOptions({6}).weight(a[1]))
+        .sin()
+        .sum();
+  };
+  e = expect_same_training(
+      frozen, {random({4, 6}, kDouble, 313), random({6}, kDouble, 314)},
+      {true, false});
+  EXPECT_TRUE(e.eager_reasons.empty()) << e;
+}
