@@ -91,6 +91,12 @@ struct CompiledFunctionBackward final : autograd::Node {
     in.reserve(saved_.size() + grads.size());
     for (const autograd::SavedVariable &s : saved_)
       in.push_back(s.unpack());
+    // Without retain_graph the saved tensors are freed now, and each as the
+    // backward program is done with it (AOTAutograd's stolen arguments):
+    // the peak is not all of them plus all the gradients.
+    bool keep = autograd::current_graph_task_keep_graph();
+    if (!keep)
+      release_variables();
     for (size_t k = 0; k < grads.size(); ++k) {
       // The backward was compiled for contiguous tangents; a gradient that
       // never arrived is zeros (as AOTAutograd materializes them).
@@ -99,7 +105,8 @@ struct CompiledFunctionBackward final : autograd::Node {
                        ? grads[k].contiguous()
                        : zeros(IntArrayRef(m.shape), m.options()));
     }
-    std::vector<Tensor> outs = backward_->run(in);
+    std::vector<Tensor> outs =
+        keep ? backward_->run(in) : backward_->run_consuming(std::move(in));
     // A gradient that only gradients which never arrived reach is not
     // defined, as eagerly (not zeros: an optimizer skips a parameter
     // without a gradient).
@@ -943,10 +950,9 @@ std::vector<CaptureMeta *> Session::trace_backward() {
       why = std::string("tracing it raised: ") + e.what();
     }
     if (why.empty()) {
-      // Inputs lifted by the backward's ops come before the tangents.
-      for (size_t k = 0; k < outs.size(); ++k)
-        trace_.inputs.push_back({tangent_values[k], ir::InputKind::Tangent,
-                                 int(k), "tangent" + std::to_string(k)});
+      // The gradients' values first: a gradient that is a real tensor (a
+      // factory's zeros) is lifted, and inputs lifted by the backward come
+      // before the tangents.
       std::vector<int> slot_of_cut(cut.size(), -1);
       for (size_t k = 0; k < grads.size(); ++k) {
         if (!grads[k].defined())
@@ -955,6 +961,9 @@ std::vector<CaptureMeta *> Session::trace_backward() {
         slot_of_cut[k] = int(trace_.gradients.size());
         trace_.gradients.push_back(value_of(grads[k], &m));
       }
+      for (size_t k = 0; k < outs.size(); ++k)
+        trace_.inputs.push_back({tangent_values[k], ir::InputKind::Tangent,
+                                 int(k), "tangent" + std::to_string(k)});
       // Each edge gets its gradient once (the first entry standing for it).
       for (size_t k = 0; k < cut_of.size(); ++k) {
         int c = cut_of[k];

@@ -51,6 +51,17 @@ namespace ember {
 ///   op runs.
 /// - Order. When several ops of a graph would raise, the compiled program
 ///   may report another one of them first (fusion and CSE reorder work).
+/// Training (Note [The joint graph] in frontend/Capture.cpp) differs as
+/// torch.compile's does:
+/// - The outputs of one graph share one backward node
+///   (CompiledFunctionBackward): a backward through one of them frees it for
+///   all, so a second backward through another needs retain_graph=true on
+///   the first (eagerly, independent outputs have independent graphs).
+/// - A tensor autograd saved and then wrote in place: eagerly backward
+///   raises; compiled, the graph is functional and its backward reads the
+///   value that was saved.
+/// - create_graph=true through a compiled graph raises.
+/// - A returned view of a graph output gets an AsStridedBackward0 grad_fn.
 /// And one thing compile() refuses: requires_grad_() on a tensor argument
 /// inside the function raises (the function sees a stand-in for the
 /// caller's tensor, whose autograd identity it cannot take over); call it

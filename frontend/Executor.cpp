@@ -71,9 +71,30 @@ Program::Program(ir::Trace trace) : trace_(std::move(trace)) {
   for (size_t v = 0; v < nvalues; ++v)
     if (last[v] >= 0 && !keep_[v])
       steps_[last[v]].free_after.push_back(int(v));
+  // Inputs that are not also outputs, mutated or read after the steps.
+  std::vector<bool> held(nvalues, false);
+  for (int v : trace_.outputs)
+    held[size_t(v)] = true;
+  for (const ir::Mutation &m : trace_.mutations) {
+    held[size_t(m.value)] = true;
+    held[size_t(trace_.inputs[size_t(m.input)].value)] = true;
+  }
+  for (const ir::Input &in : trace_.inputs)
+    if (last[in.value] >= 0 && !held[size_t(in.value)])
+      steps_[last[in.value]].free_inputs_after.push_back(in.value);
 }
 
 std::vector<Tensor> Program::run(const std::vector<Tensor> &inputs) const {
+  std::vector<Tensor> in = inputs;
+  return run_impl(in, false);
+}
+
+std::vector<Tensor> Program::run_consuming(std::vector<Tensor> inputs) const {
+  return run_impl(inputs, true);
+}
+
+std::vector<Tensor> Program::run_impl(std::vector<Tensor> &inputs,
+                                      bool consume) const {
   EMBER_CHECK(inputs.size() == trace_.inputs.size(), "graph ", trace_.name,
               " expects ", trace_.inputs.size(), " inputs, got ",
               inputs.size());
@@ -91,6 +112,12 @@ std::vector<Tensor> Program::run(const std::vector<Tensor> &inputs) const {
   std::vector<Tensor> env(trace_.types.size());
   for (size_t i = 0; i < inputs.size(); ++i)
     env[trace_.inputs[i].value] = inputs[i];
+  if (consume) // the environment holds them alone (mutated ones stay)
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (std::none_of(
+              trace_.mutations.begin(), trace_.mutations.end(),
+              [&](const ir::Mutation &m) { return m.input == int(i); }))
+        inputs[i] = Tensor();
   for (size_t i = 0; i < constants_.size(); ++i)
     env[trace_.constants[i].value] = constants_[i];
 
@@ -179,6 +206,9 @@ std::vector<Tensor> Program::run(const std::vector<Tensor> &inputs) const {
     EMBER_INTERNAL_ASSERT(r == n.results.size());
     for (int v : s.free_after)
       env[v] = Tensor();
+    if (consume)
+      for (int v : s.free_inputs_after)
+        env[v] = Tensor();
   }
 
   for (const ir::Mutation &m : trace_.mutations) {

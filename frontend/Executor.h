@@ -24,6 +24,10 @@ public:
   /// Runs the graph on `inputs` (one per trace input), applies the trace's
   /// mutations to them, and returns the outputs (one per trace output).
   std::vector<Tensor> run(const std::vector<Tensor> &inputs) const;
+  /// run(), taking the inputs over: each is released after its last use
+  /// (a compiled backward frees the tensors saved for it as it goes, when
+  /// the graph is not retained).
+  std::vector<Tensor> run_consuming(std::vector<Tensor> inputs) const;
 
   const ir::Trace &trace() const { return trace_; }
 
@@ -34,10 +38,13 @@ public:
   void set_plain_outputs_from(size_t k) { plain_from_ = k; }
 
 private:
+  std::vector<Tensor> run_impl(std::vector<Tensor> &inputs, bool consume) const;
   struct Step {
     const ir::Node *node;
     bool inplace = false;        ///< value semantics for an in-place op
     std::vector<int> free_after; ///< values whose last use is this step
+    /// Inputs whose last use is this step (run_consuming releases them).
+    std::vector<int> free_inputs_after;
     /// A fusion without a kernel: its body, run as a program.
     std::shared_ptr<const Program> body;
   };

@@ -600,10 +600,29 @@ public:
     // out, after the recomputed forward ops.
     llvm::SmallVector<Value> bwd_ins(saved.begin(), saved.end());
     bwd_ins.append(tangents.begin(), tangents.end());
-    llvm::SmallVector<Operation *> bwd_ops(p.recompute.begin(),
-                                           p.recompute.end());
-    bwd_ops.append(backward_.begin(), backward_.end());
+    // Each recomputed op just before its first reader (as late as
+    // possible): recomputed values live only while the backward needs
+    // them, not all at once from its start.
+    llvm::SmallVector<Operation *> bwd_ops;
+    llvm::DenseSet<Operation *> placed;
+    std::function<void(Operation *)> place = [&](Operation *op) {
+      if (!p.recompute.contains(op) || !placed.insert(op).second)
+        return;
+      for (Value v : op->getOperands())
+        if (Operation *d = v.getDefiningOp())
+          place(d);
+      bwd_ops.push_back(op);
+    };
+    for (Operation *op : backward_) {
+      for (Value v : op->getOperands())
+        if (Operation *d = v.getDefiningOp())
+          place(d);
+      bwd_ops.push_back(op);
+    }
     llvm::SmallVector<Value> grads(results.begin() + nfwd_, results.end());
+    for (Value g : grads)
+      if (Operation *d = g.getDefiningOp())
+        place(d);
     func::FuncOp bwd =
         outline(b, fn_.getLoc(), name + "_backward", bwd_ins, bwd_ops, grads);
     llvm::SmallVector<Attribute> names;

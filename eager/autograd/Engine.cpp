@@ -123,7 +123,14 @@ nodes_leading_to(Node *root, const std::unordered_set<Node *> &targets) {
   return needed;
 }
 
+thread_local bool tls_keep_graph = false;
+
 void execute(const std::shared_ptr<Node> &root, GraphTask &task) {
+  struct KeepGraph { // (nested backward calls restore the outer one's)
+    bool was = tls_keep_graph;
+    ~KeepGraph() { tls_keep_graph = was; }
+  } restore;
+  tls_keep_graph = task.keep_graph;
   auto deps = compute_dependencies(root.get(), task.cut);
   std::unordered_map<Node *, variable_list> buffers;
   std::priority_queue<Node *, std::vector<Node *>, CompareSeq> ready;
@@ -351,6 +358,8 @@ void backward(const variable_list &tensors, const variable_list &grad_tensors,
   run_backward(tensors, grad_tensors, retain_graph.value_or(create_graph),
                create_graph, inputs, /*accumulate=*/true, false);
 }
+
+bool current_graph_task_keep_graph() { return tls_keep_graph; }
 
 variable_list grad_at_edges(const variable_list &outputs,
                             const variable_list &grad_outputs,

@@ -24,6 +24,11 @@ variable_list grad(const variable_list &outputs, const variable_list &inputs,
                    std::optional<bool> retain_graph = std::nullopt,
                    bool create_graph = false, bool allow_unused = false);
 
+/// Inside a node's apply(): whether the backward running it keeps the graph
+/// (retain_graph); false outside a backward
+/// (torch::autograd::get_current_graph_task_keep_graph).
+bool current_graph_task_keep_graph();
+
 /// The gradients of `outputs` (weighted by `grad_outputs`, one each) that
 /// arrive at each edge of `cut` (undefined where none does), without running
 /// the nodes at those edges or anything behind them: the graph is cut
