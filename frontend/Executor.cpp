@@ -3,6 +3,7 @@
 #include "eager/autograd/GradMode.h"
 
 #include "eager/Factory.h"
+#include "eager/Meta.h"
 
 #include <algorithm>
 
@@ -241,7 +242,9 @@ std::vector<Tensor> Program::run_impl(std::vector<Tensor> &inputs,
     }
     DimVector want = k < trace_.output_strides.size()
                          ? DimVector(trace_.output_strides[k])
-                         : contiguous_strides(t.sizes());
+                         : (any_layout_ && !meta::has_internal_overlap(t)
+                                ? DimVector(t.strides())
+                                : contiguous_strides(t.sizes()));
     bool fresh = std::none_of(held.begin(), held.end(),
                               [&](const Tensor &h) {
                                 return h.defined() && h.is_alias_of(t);

@@ -36,6 +36,10 @@ public:
   /// not apply): the tensors a joint graph's forward saves for its backward,
   /// which only the backward reads.
   void set_plain_outputs_from(size_t k) { plain_from_ = k; }
+  /// Outputs keep the strides the graph gave them (a non-overlapping,
+  /// dense tensor that is its whole storage) instead of output_strides or
+  /// contiguous ones: a compiled backward's gradients.
+  void set_any_layout() { any_layout_ = true; }
 
 private:
   std::vector<Tensor> run_impl(std::vector<Tensor> &inputs, bool consume) const;
@@ -53,6 +57,7 @@ private:
   std::vector<Tensor> constants_; ///< by index in trace_.constants
   std::vector<bool> keep_;        ///< values that outlive the steps
   size_t plain_from_ = SIZE_MAX;
+  bool any_layout_ = false;
 };
 
 } // namespace ember::frontend

@@ -207,8 +207,12 @@ void lower_joint(mlir::ModuleOp module, const ir::Trace &trace,
   f.output_strides = trace.output_strides; // the outputs' (not the saved)
   out.program = Program(std::move(f));
   out.program.set_plain_outputs_from(nout);
-  out.backward = std::make_shared<const Program>(
-      compile_func(bwd, options, out, "backward"));
+  auto backward =
+      std::make_shared<Program>(compile_func(bwd, options, out, "backward"));
+  // Gradients keep the layout the program gives them (eager's formulas
+  // hand back transposed products too); only sharing memory is copied.
+  backward->set_any_layout();
+  out.backward = std::move(backward);
 }
 } // namespace
 
