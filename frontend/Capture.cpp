@@ -262,6 +262,7 @@ void Session::reset_graph() {
   joint_blocked_.clear();
   grad_reals_.clear();
   grad_slots_.clear();
+  written_reals_.clear();
   trace_ = ir::Trace();
   trace_.name = name_ + "_graph" + std::to_string(graph_index_);
   inputs_.clear();
@@ -271,6 +272,7 @@ void Session::reset_graph() {
 }
 
 void Session::abandon() {
+  unmark_written();
   for (CaptureMeta *m : std::vector<CaptureMeta *>(live_.begin(), live_.end()))
     m->session = nullptr;
   live_.clear();
@@ -281,8 +283,9 @@ CaptureMeta *Session::meta_of(const Tensor &t) const {
   if (!t.defined()) // an undefined result is handed back as it is
     return nullptr;
   TensorImpl *impl = t.unsafeGetTensorImpl();
-  if (!impl->key_set().has(DispatchKey::Capture))
-    return nullptr;
+  if (!impl->key_set().has(DispatchKey::Capture) ||
+      (!impl->capture_meta() && written_.count(impl)))
+    return nullptr; // (Note [Reading a tensor the graph writes])
   auto *m = static_cast<CaptureMeta *>(impl->capture_meta());
   EMBER_CHECK(m && m->session == this,
               "a capture tensor from another compiled call (or from a call "
@@ -592,6 +595,50 @@ void Session::write_through_view(CaptureMeta *m, int new_value) {
   m->base_gen = root->gen;
 }
 
+std::string Session::inplace_on_view_reason(const OperatorHandle &op,
+                                            const Stack &stack) {
+  const FunctionSchema &schema = op.schema();
+  if (schema.arguments.empty() || !schema.arguments[0].is_write ||
+      !GradMode::is_enabled() || !stack[0].isTensor())
+    return "";
+  const Tensor &self = stack[0].toTensor();
+  CaptureMeta *m = self.defined() ? meta_of(self) : nullptr;
+  if (!m || !m->root()->real.defined() || !m->root()->real.is_view())
+    return "";
+  bool rg = false;
+  for (const IValue &v : stack) {
+    if (v.isTensor() && v.toTensor().defined())
+      rg = rg || v.toTensor().requires_grad();
+    if (v.isTensorList())
+      for (const Tensor &t : v.toTensorList())
+        rg = rg || (t.defined() && t.requires_grad());
+  }
+  // Eagerly the write gives the view's base a CopySlices history, which
+  // the tensor standing for the view in the graph cannot give it.
+  return rg ? op.name() +
+                  " writes in place, with autograd, into a view of a tensor "
+                  "from outside the graph (its base's history changes)"
+            : "";
+}
+
+void Session::mark_written(const Tensor &real) {
+  // Note [Reading a tensor the graph writes]
+  // A real tensor the graph writes holds its old value until the graph
+  // runs; code that reads it directly (item(), data_ptr()) must see the
+  // write. It gets the Capture key until the graph ends, so that reading it
+  // syncs (a graph break) as reading a capture tensor does.
+  TensorImpl *impl = real.unsafeGetTensorImpl();
+  if (impl->capture_meta() || !written_.emplace(impl, real).second)
+    return;
+  impl->set_key(DispatchKey::Capture, true);
+}
+
+void Session::unmark_written() {
+  for (auto &[impl, t] : written_)
+    impl->set_key(DispatchKey::Capture, false);
+  written_.clear();
+}
+
 void Session::record(const OperatorHandle &op, Stack &stack) {
   const FunctionSchema &schema = op.schema();
   check_requires_grad();
@@ -607,6 +654,8 @@ void Session::record(const OperatorHandle &op, Stack &stack) {
     for (const IValue &v : stack)
       if (v.isGenerator())
         needs_data = op.name() + " takes an explicit Generator";
+    if (needs_data.empty())
+      needs_data = inplace_on_view_reason(op, stack);
     if (needs_data.empty()) {
       r = meta::infer(op, stack);
       needs_data = r.needs_data;
@@ -698,8 +747,18 @@ void Session::record(const OperatorHandle &op, Stack &stack) {
       autograd::check_inplace(self_meta->root()->real,
                               self_meta->root()->real.requires_grad());
     int nv = add_node(op, std::move(args), r.outputs[0]);
-    // Autograd's saved tensors check the version, as eagerly.
-    stack[0].toTensor().unsafeGetTensorImpl()->bump_version();
+    // Autograd's saved tensors check the version, as eagerly: the capture
+    // tensor's and the real tensor's (end_graph keeps the count the
+    // write-back would add to it).
+    TensorImpl *self_impl = stack[0].toTensor().unsafeGetTensorImpl();
+    self_impl->bump_version();
+    if (!self_impl->capture_meta()) // a real tensor, its autograd kernel ran
+      written_reals_.push_back(stack[0].toTensor());
+    if (Tensor &real = self_meta->root()->real; real.defined()) {
+      if (self_impl->capture_meta())
+        real.unsafeGetTensorImpl()->bump_version();
+      mark_written(real);
+    }
     if (self_meta->is_view()) {
       write_through_view(self_meta, nv);
     } else {
@@ -868,7 +927,19 @@ std::string Session::joint_blocker(const std::vector<CaptureMeta *> &outs) {
         m->value != m->input_value && capture_tensor(m).requires_grad())
       return "input " + trace_.inputs.at(size_t(m->input)).name +
              " is written in place with a value that requires grad";
-  // The nodes built during this graph.
+  // A real tensor written in place during this graph (its autograd kernel
+  // ran on it) has a history built here: its nodes must stay.
+  for (const Tensor &real : written_reals_)
+    if (const auto *am = autograd::get_meta(real);
+        am && am->grad_fn_ && am->grad_fn_->sequence_nr() >= graph_seq_)
+      return "a tensor from outside the graph was written in place with a "
+             "value that requires grad";
+  // The nodes built during this graph, up to the cut: the edges of the
+  // real tensors it reads (those may be newer, made by eager code between
+  // graphs).
+  std::unordered_set<autograd::Node *> cut;
+  for (const Tensor &real : grad_reals_)
+    cut.insert(autograd::gradient_edge(real).function.get());
   std::vector<autograd::Node *> work;
   std::unordered_set<autograd::Node *> seen;
   for (CaptureMeta *m : outs)
@@ -877,7 +948,7 @@ std::string Session::joint_blocker(const std::vector<CaptureMeta *> &outs) {
   while (!work.empty()) {
     autograd::Node *n = work.back();
     work.pop_back();
-    if (n->sequence_nr() < graph_seq_ || !seen.insert(n).second)
+    if (n->sequence_nr() < graph_seq_ || cut.count(n) || !seen.insert(n).second)
       continue;
     if (n->has_grad_hooks())
       return "a hook is registered on a tensor of the graph (register_hook "
@@ -973,6 +1044,9 @@ std::vector<CaptureMeta *> Session::trace_backward() {
       }
       // The nodes built during capture are done: drop what they saved
       // (the stand-ins) before the graph's outputs are chosen.
+      std::unordered_set<autograd::Node *> cut_nodes;
+      for (const autograd::Edge &e : cut)
+        cut_nodes.insert(e.function.get());
       std::vector<autograd::Node *> work;
       std::unordered_set<autograd::Node *> seen;
       for (const Tensor &r : roots)
@@ -980,8 +1054,8 @@ std::vector<CaptureMeta *> Session::trace_backward() {
       while (!work.empty()) {
         autograd::Node *n = work.back();
         work.pop_back();
-        if (!n || n->sequence_nr() < graph_seq_ || !seen.insert(n).second ||
-            dynamic_cast<CaptureInput *>(n))
+        if (!n || n->sequence_nr() < graph_seq_ || cut_nodes.count(n) ||
+            !seen.insert(n).second || dynamic_cast<CaptureInput *>(n))
           continue;
         n->release_variables();
         for (const autograd::Edge &e : n->next_edges())
@@ -997,6 +1071,7 @@ std::vector<CaptureMeta *> Session::trace_backward() {
 }
 
 void Session::end_graph() {
+  unmark_written();
   // Note [The joint graph]: the backward of the outputs that require grad.
   std::vector<CaptureMeta *> tangent_outs = trace_backward();
 
@@ -1024,8 +1099,11 @@ void Session::end_graph() {
     } else if (std::find(trace_.outputs.begin(), trace_.outputs.end(),
                          m->value) == trace_.outputs.end()) {
       trace_.outputs.push_back(m->value);
-      // The strides eager gives the tensor (Note [Outputs are new tensors]).
-      trace_.output_strides.push_back(m->self->strides().vec());
+      // The strides eager gives the tensor (Note [Outputs are new tensors]);
+      // a saved stand-in of a view (maybe expanded) is made contiguous.
+      trace_.output_strides.push_back(
+          m->saved ? contiguous_strides(m->self->sizes()).vec()
+                   : m->self->strides().vec());
       out_roots.push_back(m);
     } else {
       out_roots.push_back(m);
@@ -1040,10 +1118,21 @@ void Session::end_graph() {
 
   GraphResult result;
   if (!trace_.nodes.empty() || !trace_.mutations.empty()) {
+    // The versions of written inputs already count each in-place op
+    // (record()); the write-back adds none.
+    std::vector<std::pair<StorageImpl *, uint32_t>> versions;
+    for (const ir::Mutation &mu : trace_.mutations) {
+      const Tensor &real = inputs_.at(size_t(mu.input));
+      if (real.storage().defined())
+        versions.emplace_back(real.storage().unsafeGetStorageImpl(),
+                              real._version());
+    }
     // The graph runs without capture (and without the grad mode switch
     // below having any effect on it).
     result = runner_(trace_, inputs_);
     ++graphs_run_;
+    for (auto &[s, v] : versions)
+      s->version.store(v, std::memory_order_relaxed);
   }
   if (!tangent_outs.empty()) {
     // One node for the outputs that require grad; its gradients go to the
@@ -1144,7 +1233,9 @@ void capture_fallback(const OperatorHandle &op, DispatchKeySet, Stack &stack) {
 void capture_sync(TensorImpl &t, const char *reason,
                   const std::source_location &where) {
   auto *m = static_cast<CaptureMeta *>(t.capture_meta());
-  Session *s = m ? m->session : nullptr;
+  // (a real tensor the graph writes: Note [Reading a tensor the graph
+  // writes])
+  Session *s = m ? m->session : Session::current();
   EMBER_CHECK(s && s == Session::current(),
               "a capture tensor was used outside of the compiled call that "
               "made it (",

@@ -262,6 +262,17 @@ private:
   void write_through_view(CaptureMeta *m, int new_value);
   void end_graph();
   void reset_graph();
+  /// Why `op` must run eagerly: it writes in place, with autograd, into a
+  /// capture tensor whose real tensor is a view ("" otherwise).
+  std::string inplace_on_view_reason(const OperatorHandle &op,
+                                     const Stack &stack);
+  /// Note [Reading a tensor the graph writes].
+  void mark_written(const Tensor &real);
+  void unmark_written();
+  std::unordered_map<TensorImpl *, Tensor> written_;
+  /// Real tensors (not capture tensors) an in-place op of this graph
+  /// wrote: their autograd kernel ran on them (Note [The joint graph]).
+  std::vector<Tensor> written_reals_;
   /// Note [The joint graph]: traces the backward of the graph's live
   /// outputs that require grad into trace_ (their tangents last among the
   /// inputs, the gradients in trace_.gradients); returns the outputs in

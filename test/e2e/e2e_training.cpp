@@ -540,7 +540,8 @@ TEST(E2ETraining, ResidualMlpMemoryFallsWithTheBudget) {
     peaks.push_back(max_memory_allocated() - before);
     for (size_t i = 0; i < layers.size(); ++i)
       EXPECT_TRUE(same(layers[i]->weight.grad(), ref[i])) << "layer " << i;
-    const GraphInfo &g = f.explain().graphs.at(0);
+    ExplainOutput e = f.explain(); // (a reference into a temporary dangles)
+    const GraphInfo &g = e.graphs.at(0);
     EXPECT_LE(g.saved_bytes, budget);
     saved.push_back(g.saved_bytes);
   }
@@ -707,4 +708,113 @@ TEST(E2ETraining, LayerNormWithoutAffineCompilesItsBackward) {
       frozen, {random({4, 6}, kDouble, 313), random({6}, kDouble, 314)},
       {true, false});
   EXPECT_TRUE(e.eager_reasons.empty()) << e;
+}
+
+// Found by a second independent probe.
+
+TEST(E2ETraining, WritingIntoAViewArgumentGivesItsBaseCopySlices) {
+  auto body = [](const Tensor &v, const Tensor &w) {
+    v.mul_(w);
+    v.add_(1); // (two writes: each one the base's history, as eagerly)
+    return v.sum();
+  };
+  auto f = compile(body);
+  std::vector<Tensor> grads[2];
+  for (int c = 0; c < 2; ++c) {
+    Tensor x = tensor({1., 2., 3., 4.}).to(kDouble).requires_grad_();
+    Tensor w = tensor({5., 6.}).to(kDouble).requires_grad_();
+    Tensor b = x * 1;
+    Tensor y = c ? f(b.slice(0, 1, 3), w) : body(b.slice(0, 1, 3), w);
+    EXPECT_EQ(b.grad_fn()->name(), "CopySlices");
+    (void)y; // (the base alone: the writes' nodes are its history)
+    (b * b).sum().backward();
+    grads[c] = {x.grad(), w.grad()};
+  }
+  EXPECT_TRUE(same(grads[1][0], grads[0][0]));
+  EXPECT_TRUE(same(grads[1][1], grads[0][1]));
+  // A view of a base that does not require grad, written from one that
+  // does: the base requires grad after, as eagerly.
+  auto copy = [](const Tensor &v, const Tensor &w) {
+    v.copy_(w * 2);
+    return v.sum();
+  };
+  Tensor w = tensor({5., 6.}).to(kDouble).requires_grad_();
+  Tensor b1 = zeros({4}, TensorOptions(kDouble)),
+         b2 = zeros({4}, TensorOptions(kDouble));
+  copy(b1.slice(0, 1, 3), w);
+  compile(copy)(b2.slice(0, 1, 3), w);
+  EXPECT_TRUE(b2.requires_grad());
+  EXPECT_TRUE(same(b2, b1));
+}
+
+TEST(E2ETraining, InPlaceAfterABreakThenSaved) {
+  Fn fn = [](const std::vector<Tensor> &a) {
+    Tensor h = a[0] * a[1];
+    if (h.sum().item<double>() > 1e9) // a graph break
+      h = h * 2;
+    h.relu_();
+    return (h * h).sum();
+  };
+  expect_same_training(
+      fn, {random({4}, kDouble, 401), random({4}, kDouble, 402)}, {true, true});
+}
+
+TEST(E2ETraining, ViewMadeBeforeABreakWrittenAfter) {
+  Fn fn = [](const std::vector<Tensor> &a) {
+    Tensor h = a[0] + 1;
+    Tensor v = h.t();
+    v.sum().item<double>(); // a graph break
+    v.mul_(2);
+    return h.sum();
+  };
+  expect_same_training(fn, {random({2, 3}, kDouble, 403)}, {true});
+}
+
+TEST(E2ETraining, CapturedBufferWrittenFromAGradValue) {
+  Tensor w1 = tensor({5., 6.}).to(kDouble).requires_grad_();
+  Tensor w2 = w1.detach().clone().requires_grad_();
+  Tensor b1 = zeros({2}, TensorOptions(kDouble)),
+         b2 = zeros({2}, TensorOptions(kDouble));
+  auto body = [](Tensor &buf) {
+    return [&buf](const Tensor &w) {
+      buf.copy_(w * 2);
+      return buf.sum();
+    };
+  };
+  body(b1)(w1);
+  compile(body(b2))(w2);
+  (b1 * b1).sum().backward();
+  (b2 * b2).sum().backward();
+  EXPECT_TRUE(same(w2.grad(), w1.grad()));
+}
+
+TEST(E2ETraining, ItemOfACapturedTensorWrittenBeforeReadsTheWrite) {
+  // Note [Reading a tensor the graph writes] (frontend/Capture.cpp).
+  Tensor n1 = zeros({}, TensorOptions(kLong)),
+         n2 = zeros({}, TensorOptions(kLong));
+  auto body = [](Tensor &n) {
+    return [&n](const Tensor &x) {
+      n += 1;
+      return x * n.item<double>();
+    };
+  };
+  auto f = compile(body(n2));
+  for (int i = 0; i < 2; ++i) {
+    Tensor x = random({3}, kDouble, 404);
+    EXPECT_TRUE(same(f(x), body(n1)(x))) << "call " << i;
+    EXPECT_EQ(n2.item<int64_t>(), n1.item<int64_t>());
+  }
+  // BatchNorm with a cumulative average reads num_batches_tracked so.
+  auto make = [] {
+    manual_seed(21);
+    return nn::BatchNorm1d(nn::BatchNormOptions(3).momentum(std::nullopt));
+  };
+  nn::BatchNorm1d be = make(), bc = make();
+  auto fc = compile([&](const Tensor &x) { return bc->forward(x); });
+  for (int i = 0; i < 3; ++i) {
+    Tensor x = random({5, 3}, kDouble, 405 + i).to(kFloat);
+    EXPECT_TRUE(same(fc(x), be->forward(x)));
+  }
+  EXPECT_TRUE(same(bc->running_mean, be->running_mean));
+  EXPECT_TRUE(same(bc->running_var, be->running_var));
 }
