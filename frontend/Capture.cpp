@@ -175,6 +175,19 @@ private:
   bool released_ = false;
 };
 
+/// Whether a tensor (or a tensor in a list) of `stack` requires grad.
+bool any_requires_grad(const Stack &stack) {
+  for (const IValue &v : stack) {
+    if (v.isTensor() && v.toTensor().defined() && v.toTensor().requires_grad())
+      return true;
+    if (v.isTensorList())
+      for (const Tensor &t : v.toTensorList())
+        if (t.defined() && t.requires_grad())
+          return true;
+  }
+  return false;
+}
+
 /// Thrown out of the backward trace when it cannot go on (a graph break).
 struct JointAbort {
   std::string reason;
@@ -605,14 +618,7 @@ std::string Session::inplace_on_view_reason(const OperatorHandle &op,
   CaptureMeta *m = self.defined() ? meta_of(self) : nullptr;
   if (!m || !m->root()->real.defined() || !m->root()->real.is_view())
     return "";
-  bool rg = false;
-  for (const IValue &v : stack) {
-    if (v.isTensor() && v.toTensor().defined())
-      rg = rg || v.toTensor().requires_grad();
-    if (v.isTensorList())
-      for (const Tensor &t : v.toTensorList())
-        rg = rg || (t.defined() && t.requires_grad());
-  }
+  bool rg = any_requires_grad(stack);
   // Eagerly the write gives the view's base a CopySlices history, which
   // the tensor standing for the view in the graph cannot give it.
   return rg ? op.name() +
@@ -671,18 +677,8 @@ void Session::record(const OperatorHandle &op, Stack &stack) {
     // the graph's nodes: the graph keeps its eager backward (Note [The joint
     // graph]).
     if (tls_local_dispatch_key_set().excluded.has(DispatchKey::Autograd) &&
-        GradMode::is_enabled()) {
-      bool rg = false;
-      for (const IValue &v : stack) {
-        if (v.isTensor() && v.toTensor().defined())
-          rg = rg || v.toTensor().requires_grad();
-        if (v.isTensorList())
-          for (const Tensor &t : v.toTensorList())
-            rg = rg || (t.defined() && t.requires_grad());
-      }
-      if (rg)
-        joint_blocked_ = needs_data + " (inside its autograd kernel)";
-    }
+        GradMode::is_enabled() && any_requires_grad(stack))
+      joint_blocked_ = needs_data + " (inside its autograd kernel)";
     graph_break(needs_data, "");
     call_eager(op, stack);
     return;

@@ -214,6 +214,15 @@ void make_roots(const variable_list &tensors, const variable_list &grads,
   }
 }
 
+/// The GraphRoot of a backward from `tensors` with `grads`.
+std::shared_ptr<GraphRoot> make_root(const variable_list &tensors,
+                                     const variable_list &grads) {
+  edge_list roots;
+  variable_list root_grads;
+  make_roots(tensors, grads, roots, root_grads);
+  return std::make_shared<GraphRoot>(std::move(roots), std::move(root_grads));
+}
+
 } // namespace
 
 namespace {
@@ -283,11 +292,7 @@ variable_list run_backward_here(const variable_list &tensors,
                                 bool keep_graph, bool create_graph,
                                 const variable_list &inputs, bool accumulate,
                                 bool allow_unused) {
-  edge_list roots;
-  variable_list root_grads;
-  make_roots(tensors, grad_tensors, roots, root_grads);
-  auto root =
-      std::make_shared<GraphRoot>(std::move(roots), std::move(root_grads));
+  auto root = make_root(tensors, grad_tensors);
   GraphTask task;
   task.keep_graph = keep_graph;
   std::vector<Tensor> nonleaf_inputs; // backward(inputs=) on non-leaves
@@ -364,11 +369,7 @@ bool current_graph_task_keep_graph() { return tls_keep_graph; }
 variable_list grad_at_edges(const variable_list &outputs,
                             const variable_list &grad_outputs,
                             const edge_list &cut) {
-  edge_list roots;
-  variable_list root_grads;
-  make_roots(outputs, grad_outputs, roots, root_grads);
-  auto root =
-      std::make_shared<GraphRoot>(std::move(roots), std::move(root_grads));
+  auto root = make_root(outputs, grad_outputs);
   GraphTask task;
   task.keep_graph = true;
   task.captured.resize(cut.size());
