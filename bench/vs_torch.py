@@ -136,6 +136,34 @@ def torch_workloads(torch, only):
 
     out.append(("mlp_train", "torch_eager", mlp_step(loss, opt.step)))
     out.append(("mlp_train", "torch_compiled", mlp_step(closs, cstep)))
+
+    # An AdamW step of 4 pre-norm encoder layers (d_model 256, 4 heads,
+    # feed-forward 1024, gelu, dropout 0, batch first), batch 8 x sequence
+    # 128, mean-squared loss against a random target.
+    torch.manual_seed(2)
+    enc = torch.nn.Sequential(*[torch.nn.TransformerEncoderLayer(
+        256, 4, 1024, dropout=0.0, activation="gelu", batch_first=True,
+        norm_first=True) for _ in range(4)])
+    topt = torch.optim.AdamW(enc.parameters(), lr=1e-4)
+    tin = torch.randn(8, 128, 256, generator=g)
+    ttarget = torch.randn(8, 128, 256, generator=g)
+
+    def tloss(x, t):
+        return F.mse_loss(enc(x), t)
+
+    ctloss = torch.compile(tloss)
+    ctstep = torch.compile(topt.step)
+
+    def tstep(lf, sf):
+        def call():
+            topt.zero_grad()
+            lf(tin, ttarget).backward()
+            sf()
+        return call
+
+    out.append(("transformer_train", "torch_eager", tstep(tloss, topt.step)))
+    out.append(("transformer_train", "torch_compiled",
+                tstep(ctloss, ctstep)))
     return [o for o in out if not only or o[0] == only]
 
 
@@ -203,7 +231,7 @@ def summarize(rounds, meta):
              "layer_norm": 2, "sum": 1}
     for wl in ["gelu_chain", "gelu", "chain8", "softmax", "layer_norm", "sum",
                "mlp", "mlp_gemms", "layer_norm_fwd_bwd", "softmax_fwd_bwd",
-               "gelu_fwd_bwd", "mlp_train"]:
+               "gelu_fwd_bwd", "mlp_train", "transformer_train"]:
         ec, ee = get(wl, "ember_compiled"), get(wl, "ember_eager")
         tc, te = get(wl, "torch_compiled"), get(wl, "torch_eager")
         parts = []
