@@ -2,6 +2,7 @@
 
 #include "eager/Factory.h"
 #include "eager/autograd/BuiltinNodes.h"
+#include "eager/autograd/Checkpoint.h"
 #include "eager/autograd/Engine.h"
 #include "eager/autograd/GradMode.h"
 #include "eager/autograd/SavedVariable.h"
@@ -188,6 +189,20 @@ bool any_requires_grad(const Stack &stack) {
   return false;
 }
 
+/// The outputs' node when tracing the backward raised what eagerly the
+/// backward raises (a saved tensor written in place): it raises that.
+struct RaisingBackward final : autograd::Node {
+  explicit RaisingBackward(std::string message)
+      : message_(std::move(message)) {}
+  autograd::variable_list apply(autograd::variable_list &&) override {
+    throw Error(message_);
+  }
+  std::string name() const override { return "CompiledFunctionBackward"; }
+
+private:
+  std::string message_;
+};
+
 /// Thrown out of the backward trace when it cannot go on (a graph break).
 struct JointAbort {
   std::string reason;
@@ -273,9 +288,9 @@ bool Session::fresh(const Tensor &t) const {
 void Session::reset_graph() {
   graph_seq_ = autograd::peek_sequence_nr();
   joint_blocked_.clear();
+  backward_error_.clear();
   grad_reals_.clear();
   grad_slots_.clear();
-  written_reals_.clear();
   trace_ = ir::Trace();
   trace_.name = name_ + "_graph" + std::to_string(graph_index_);
   inputs_.clear();
@@ -565,6 +580,8 @@ void Session::push_node(const OperatorHandle &op, std::vector<ir::Arg> args,
   n.op = &op;
   n.args = std::move(args);
   n.results = std::move(results);
+  // Note [Checkpoint regions in a compiled function]
+  n.recompute = !in_backward_ && detail::checkpoint_depth() > 0;
   trace_.nodes.push_back(std::move(n));
 }
 
@@ -632,7 +649,9 @@ void Session::mark_written(const Tensor &real) {
   // A real tensor the graph writes holds its old value until the graph
   // runs; code that reads it directly (item(), data_ptr()) must see the
   // write. It gets the Capture key until the graph ends, so that reading it
-  // syncs (a graph break) as reading a capture tensor does.
+  // syncs (a graph break) as reading a capture tensor does. (Reading through
+  // `storage().data()` reads the buffer itself and bypasses this, as it
+  // bypasses every tensor-level check.)
   TensorImpl *impl = real.unsafeGetTensorImpl();
   if (impl->capture_meta() || !written_.emplace(impl, real).second)
     return;
@@ -748,10 +767,9 @@ void Session::record(const OperatorHandle &op, Stack &stack) {
     // write-back would add to it).
     TensorImpl *self_impl = stack[0].toTensor().unsafeGetTensorImpl();
     self_impl->bump_version();
-    if (!self_impl->capture_meta()) // a real tensor, its autograd kernel ran
-      written_reals_.push_back(stack[0].toTensor());
     if (Tensor &real = self_meta->root()->real; real.defined()) {
-      if (self_impl->capture_meta())
+      // (a capture view made from the real tensor may share its storage)
+      if (!self_impl->storage().is_alias_of(real.storage()))
         real.unsafeGetTensorImpl()->bump_version();
       mark_written(real);
     }
@@ -925,9 +943,8 @@ std::string Session::joint_blocker(const std::vector<CaptureMeta *> &outs) {
              " is written in place with a value that requires grad";
   // A real tensor written in place during this graph (its autograd kernel
   // ran on it) has a history built here: its nodes must stay.
-  for (const Tensor &real : written_reals_)
-    if (const auto *am = autograd::get_meta(real);
-        am && am->grad_fn_ && am->grad_fn_->sequence_nr() >= graph_seq_)
+  for (CaptureMeta *m : live_)
+    if (got_history(m))
       return "a tensor from outside the graph was written in place with a "
              "value that requires grad";
   // The nodes built during this graph, up to the cut: the edges of the
@@ -1004,7 +1021,29 @@ std::vector<CaptureMeta *> Session::trace_backward() {
       if (it == cut.end())
         cut.push_back(std::move(e));
     }
+    // The nodes built during capture, once done: what they saved (the
+    // stand-ins) is dropped before the graph's outputs are chosen.
+    auto release = [&] {
+      std::unordered_set<autograd::Node *> cut_nodes;
+      for (const autograd::Edge &e : cut)
+        cut_nodes.insert(e.function.get());
+      std::vector<autograd::Node *> work;
+      std::unordered_set<autograd::Node *> seen;
+      for (const Tensor &r : roots)
+        work.push_back(autograd::grad_fn_of(r).get());
+      while (!work.empty()) {
+        autograd::Node *n = work.back();
+        work.pop_back();
+        if (!n || n->sequence_nr() < graph_seq_ || cut_nodes.count(n) ||
+            !seen.insert(n).second || dynamic_cast<CaptureInput *>(n))
+          continue;
+        n->release_variables();
+        for (const autograd::Edge &e : n->next_edges())
+          work.push_back(e.function.get());
+      }
+    };
     std::vector<Tensor> grads;
+    bool version_error = false;
     try {
       in_backward_ = true;
       grads = autograd::grad_at_edges(roots, tangents, cut);
@@ -1014,7 +1053,14 @@ std::vector<CaptureMeta *> Session::trace_backward() {
       why = a.reason;
     } catch (const std::exception &e) {
       in_backward_ = false;
-      why = std::string("tracing it raised: ") + e.what();
+      why = e.what();
+      // (SavedVariable::unpack's message)
+      version_error = why.rfind("one of the variables needed for gradient "
+                                "computation has been modified by an "
+                                "inplace operation",
+                                0) == 0;
+      if (!version_error)
+        why = "tracing it raised: " + why;
     }
     if (why.empty()) {
       // The gradients' values first: a gradient that is a real tensor (a
@@ -1038,32 +1084,49 @@ std::vector<CaptureMeta *> Session::trace_backward() {
                      cut_of.begin() + long(k);
         grad_slots_.push_back(first ? slot_of_cut[size_t(c)] : -1);
       }
-      // The nodes built during capture are done: drop what they saved
-      // (the stand-ins) before the graph's outputs are chosen.
-      std::unordered_set<autograd::Node *> cut_nodes;
-      for (const autograd::Edge &e : cut)
-        cut_nodes.insert(e.function.get());
-      std::vector<autograd::Node *> work;
-      std::unordered_set<autograd::Node *> seen;
-      for (const Tensor &r : roots)
-        work.push_back(autograd::grad_fn_of(r).get());
-      while (!work.empty()) {
-        autograd::Node *n = work.back();
-        work.pop_back();
-        if (!n || n->sequence_nr() < graph_seq_ || cut_nodes.count(n) ||
-            !seen.insert(n).second || dynamic_cast<CaptureInput *>(n))
-          continue;
-        n->release_variables();
-        for (const autograd::Edge &e : n->next_edges())
-          work.push_back(e.function.get());
-      }
+      release();
       return outs;
     }
     // Undo the partial trace: its nodes go, its values stay unused.
     trace_.nodes.resize(nodes);
+    trace_.gradients.clear();
+    if (version_error) {
+      // A tensor saved for backward was written in place after: eagerly
+      // backward raises, and so does the outputs' node here (Note [The
+      // joint graph]).
+      backward_error_ = why;
+      release();
+      return outs;
+    }
   }
   eager_backward_.push_back(trace_.name + " (" + why + ")");
   return {};
+}
+
+bool Session::got_history(CaptureMeta *m) const {
+  if (m->is_view() || !m->real.defined() || m->storage_root || m->scratch)
+    return false;
+  const auto *am = autograd::get_meta(m->real);
+  return am && am->grad_fn_ && am->grad_fn_->sequence_nr() >= graph_seq_;
+}
+
+void Session::take_history(const Tensor &real,
+                           const autograd::AutogradMeta *from) {
+  // The real tensor, and (after a break, when it is an argument's capture
+  // tensor of an earlier graph) the caller's argument.
+  std::vector<Tensor> targets{real};
+  if (auto a = arg_wrappers_.find(real.unsafeGetTensorImpl());
+      a != arg_wrappers_.end())
+    targets.push_back(arg_pairs_.at(size_t(a->second)).second);
+  for (const Tensor &t : targets) {
+    auto *rm = autograd::materialize_meta(t);
+    if (rm == from)
+      continue;
+    rm->grad_fn_ = from->grad_fn_;
+    rm->output_nr_ = from->output_nr_;
+    rm->attr_version_ = t._version();
+    t.unsafeGetTensorImpl()->set_key(DispatchKey::Autograd, true);
+  }
 }
 
 void Session::end_graph() {
@@ -1130,7 +1193,11 @@ void Session::end_graph() {
     for (auto &[s, v] : versions)
       s->version.store(v, std::memory_order_relaxed);
   }
-  if (!tangent_outs.empty()) {
+  if (!tangent_outs.empty() && !backward_error_.empty()) {
+    auto node = std::make_shared<RaisingBackward>(backward_error_);
+    for (CaptureMeta *m : tangent_outs)
+      autograd::set_history(capture_tensor(m), node);
+  } else if (!tangent_outs.empty()) {
     // One node for the outputs that require grad; its gradients go to the
     // inputs' edges (Note [The joint graph]).
     std::vector<int> slots;
@@ -1183,15 +1250,20 @@ void Session::end_graph() {
     if (!m->real.defined() || m->value == m->input_value || m->scratch)
       continue;
     auto *wm = autograd::get_meta(capture_tensor(m));
-    if (wm && wm->grad_fn_ &&
-        !dynamic_cast<CaptureInput *>(wm->grad_fn_.get())) {
-      auto *rm = autograd::materialize_meta(m->real);
-      rm->grad_fn_ = wm->grad_fn_;
-      rm->output_nr_ = wm->output_nr_;
-      rm->attr_version_ = m->real._version();
-      m->real.unsafeGetTensorImpl()->set_key(DispatchKey::Autograd, true);
-    }
+    if (!wm || !wm->grad_fn_ ||
+        dynamic_cast<CaptureInput *>(wm->grad_fn_.get()))
+      continue;
+    // The real tensor, and (after a break, when it is an argument's
+    // capture tensor of an earlier graph) the caller's argument.
+    take_history(m->real, wm);
   }
+  // A real tensor written in place directly, or through a view made from
+  // it (its autograd kernel gave it the write's history): an argument's
+  // capture tensor of an earlier graph passes it on to the caller's
+  // argument.
+  for (CaptureMeta *m : roots)
+    if (got_history(m) && arg_wrappers_.count(m->real.unsafeGetTensorImpl()))
+      take_history(m->real, autograd::get_meta(m->real));
   // Drop the capture records (their destructors leave live_).
   std::vector<CaptureMeta *> all(live_.begin(), live_.end());
   for (CaptureMeta *m : all) {

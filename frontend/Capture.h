@@ -82,6 +82,13 @@
 namespace ember::frontend {
 
 class Session;
+} // namespace ember::frontend
+
+namespace ember::autograd {
+struct AutogradMeta;
+} // namespace ember::autograd
+
+namespace ember::frontend {
 
 /// One view op in a view's recipe: `op` applied to the previous tensor
 /// (argument 0, left None here) and the other arguments.
@@ -262,6 +269,9 @@ private:
   void write_through_view(CaptureMeta *m, int new_value);
   void end_graph();
   void reset_graph();
+  /// Gives `real` (and the caller's argument it stands for, after a break)
+  /// the history in `from`: a write's, as eagerly.
+  void take_history(const Tensor &real, const autograd::AutogradMeta *from);
   /// Why `op` must run eagerly: it writes in place, with autograd, into a
   /// capture tensor whose real tensor is a view ("" otherwise).
   std::string inplace_on_view_reason(const OperatorHandle &op,
@@ -270,9 +280,10 @@ private:
   void mark_written(const Tensor &real);
   void unmark_written();
   std::unordered_map<TensorImpl *, Tensor> written_;
-  /// Real tensors (not capture tensors) an in-place op of this graph
-  /// wrote: their autograd kernel ran on them (Note [The joint graph]).
-  std::vector<Tensor> written_reals_;
+  /// Whether the real tensor root `m` stands for got a history from an
+  /// in-place op of this graph (its autograd kernel ran on the real tensor,
+  /// or on a view made from it).
+  bool got_history(CaptureMeta *m) const;
   /// Note [The joint graph]: traces the backward of the graph's live
   /// outputs that require grad into trace_ (their tangents last among the
   /// inputs, the gradients in trace_.gradients); returns the outputs in
@@ -322,7 +333,10 @@ private:
   /// Set when an op inside an autograd kernel broke the graph: the node
   /// being built holds the graph's nodes (Note [The joint graph]).
   std::string joint_blocked_;
-  bool in_backward_ = false;   ///< tracing the backward (trace_backward)
+  bool in_backward_ = false; ///< tracing the backward (trace_backward)
+  /// What the graph's backward raises (a saved tensor written in place),
+  /// "" when it does not.
+  std::string backward_error_;
   bool made_backward_ = false; ///< a graph of this call had a backward
   /// The real tensors that capture tensors of this graph stand for and
   /// that require grad (each capture tensor's CaptureInput leads to one):

@@ -57,9 +57,6 @@ namespace ember {
 ///   (CompiledFunctionBackward): a backward through one of them frees it for
 ///   all, so a second backward through another needs retain_graph=true on
 ///   the first (eagerly, independent outputs have independent graphs).
-/// - A tensor autograd saved and then wrote in place: eagerly backward
-///   raises; compiled, the graph is functional and its backward reads the
-///   value that was saved.
 /// - create_graph=true through a compiled graph raises.
 /// - A returned view of a graph output gets an AsStridedBackward0 grad_fn.
 /// And one thing compile() refuses: requires_grad_() on a tensor argument

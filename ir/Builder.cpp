@@ -212,6 +212,8 @@ private:
     Operation *op = has_dialect_op(ctx_, *n.op) && !with_generator
                         ? dialect_op(n, loc, result_types)
                         : eager_call(n, loc, result_types);
+    if (n.recompute)
+      op->setAttr("ember.recompute", b_.getUnitAttr());
     for (size_t i = 0; i < n.results.size(); ++i)
       define(n.results[i], op->getResult(unsigned(i)));
   }

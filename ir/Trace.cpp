@@ -185,7 +185,7 @@ bool Trace::same_structure(const Trace &o) const {
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node &a = nodes[i], &b = o.nodes[i];
     if (a.op != b.op || a.body != b.body || a.results != b.results ||
-        a.args.size() != b.args.size())
+        a.recompute != b.recompute || a.args.size() != b.args.size())
       return false;
     for (size_t k = 0; k < a.args.size(); ++k)
       if (!same_arg(a.args[k], b.args[k]))
@@ -218,6 +218,7 @@ uint64_t Trace::structure_hash() const {
   }
   for (const Node &n : nodes) {
     h.add(reinterpret_cast<uintptr_t>(n.op));
+    h.add(n.recompute);
     for (const Arg &a : n.args) {
       h.add(uint64_t(a.kind));
       h.add(uint64_t(a.value));

@@ -129,6 +129,9 @@ struct Node {
   std::vector<int> results; ///< one per tensor returned (lists flattened)
   /// The user's source location ("file.cpp:12:7"), or empty.
   std::string loc;
+  /// Recorded inside a checkpoint() region: the backward recomputes its
+  /// results rather than saving them (`ember.recompute`).
+  bool recompute = false;
   /// A fusion (ember.fusion): the trace of its body, whose inputs are the
   /// node's arguments and whose outputs are its results; and the kernel
   /// that runs it, when a backend compiled it (else its ops run eagerly).

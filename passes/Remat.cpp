@@ -54,6 +54,9 @@ using namespace mlir;
 // other kernel of the forward reads it) -- the chains that fusion keeps in
 // registers. A value the forward writes to memory regardless is saved
 // rather than recomputed: saving costs memory, recomputing also time.
+// Results of ops marked `ember.recompute` (recorded in a checkpoint()
+// region) are never saved, under any budget: the backward recomputes them
+// whatever they cost (unless they have effects).
 //
 // With `memory-budget` (bytes of saved values other than primals), the
 // saved set is the one with the least estimated recompute cost (FLOPs)
@@ -103,6 +106,13 @@ int64_t bytes_of(Value v) {
 bool has_effects(Operation *op) { return !isMemoryEffectFree(op); }
 
 bool is_view(Operation *op) { return op->hasTrait<ir::OpTrait::View>(); }
+
+/// Recorded in a checkpoint() region (`ember.recompute`): the backward
+/// recomputes it whatever it costs, unless it has effects (Note [Checkpoint
+/// regions in a compiled function] in eager/autograd/Checkpoint.cpp).
+bool forced(Operation *op) {
+  return op && op->hasAttr("ember.recompute") && !has_effects(op);
+}
 
 /// Pointwise ops, views, conversions and constants: what fusion keeps in
 /// registers, cheap to recompute.
@@ -332,11 +342,12 @@ public:
     for (Value v : values) {
       Operation *d = v.getDefiningOp();
       bool free = !d || llvm::isa<ir::ConstantOp>(d);
-      g.add(in(v), out(v), free ? 0 : bytes_of(v));
-      bool banned = !free && (!is_cheap(d) || has_effects(d) ||
-                              llvm::any_of(d->getResults(), [&](Value r) {
-                                return materialized_.contains(r);
-                              }));
+      g.add(in(v), out(v), free ? 0 : forced(d) ? kInf : bytes_of(v));
+      bool banned = !free && !forced(d) &&
+                    (!is_cheap(d) || has_effects(d) ||
+                     llvm::any_of(d->getResults(), [&](Value r) {
+                       return materialized_.contains(r);
+                     }));
       if (free || banned)
         g.add(0, in(v), kInf);
       if (d)
@@ -420,7 +431,8 @@ public:
       work.append(d->operand_begin(), d->operand_end());
     }
     for (Operation *op : forward_)
-      if (cone.contains(op) && !llvm::isa<ir::ConstantOp>(op) && !is_view(op))
+      if (cone.contains(op) && !llvm::isa<ir::ConstantOp>(op) && !is_view(op) &&
+          !forced(op))
         for (Value r : op->getResults())
           cand.push_back(r);
 

@@ -11,6 +11,12 @@ namespace ember {
 using autograd::variable_list;
 
 namespace {
+thread_local int tls_checkpoint_depth = 0;
+} // namespace
+
+int detail::checkpoint_depth() { return tls_checkpoint_depth; }
+
+namespace {
 
 // Note [Non-reentrant checkpoint]
 // The forward runs fn under saved-tensor hooks whose pack returns only a
@@ -119,12 +125,19 @@ checkpoint(const std::function<variable_list(const variable_list &)> &fn,
            const variable_list &inputs, bool preserve_rng_state) {
   if (!GradMode::is_enabled()) // nothing is saved: just run it
     return fn(inputs);
-  // Inside ember::compile the region is recorded as it is: what the
-  // compiled backward saves or recomputes is ember-remat's choice, with the
-  // random ops' numbers kept (recomputing them here, at trace time, would
-  // draw new ones).
-  if (tls_local_dispatch_key_set().included.has(DispatchKey::Capture))
+  // Note [Checkpoint regions in a compiled function]
+  // Inside ember::compile the region is recorded as it is, its ops marked
+  // (`ember.recompute`): ember-remat never saves their results for the
+  // backward but recomputes them there, as checkpoint() would, whatever
+  // they cost; random ops are the exception (their numbers are saved:
+  // recomputing them would draw new ones).
+  if (tls_local_dispatch_key_set().included.has(DispatchKey::Capture)) {
+    ++tls_checkpoint_depth;
+    struct Leave {
+      ~Leave() { --tls_checkpoint_depth; }
+    } leave;
     return fn(inputs);
+  }
   auto frame = std::make_shared<Frame>();
   frame->fn = fn;
   frame->inputs = inputs;

@@ -30,4 +30,11 @@ autograd::variable_list checkpoint(const std::function<autograd::variable_list(
 Tensor checkpoint(const std::function<Tensor(const Tensor &)> &fn,
                   const Tensor &input, bool preserve_rng_state = true);
 
+namespace detail {
+/// How many checkpoint() regions enclose the running code on this thread
+/// (ember::compile marks the ops it records inside one: Note [Checkpoint
+/// regions in a compiled function] in eager/autograd/Checkpoint.cpp).
+int checkpoint_depth();
+} // namespace detail
+
 } // namespace ember

@@ -101,9 +101,16 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node> &saved_for) const {
               "a second time or if you need to access saved tensors after "
               "calling backward.");
   Tensor data = packed_ ? unpack_hook_(*packed_) : data_;
-  bool same_storage = !capture_storage_.defined() ||
-                      data.storage().is_alias_of(capture_storage_);
-  if (!packed_ && same_storage && data._version() != saved_version_) {
+  // A capture tensor made real since: the writes that count are the ones
+  // its graph recorded, on its capture storage (later eager writes to the
+  // real storage are not seen).
+  uint32_t version =
+      !capture_storage_.defined() ||
+              data.storage().is_alias_of(capture_storage_)
+          ? data._version()
+          : capture_storage_.unsafeGetStorageImpl()->version.load(
+                std::memory_order_relaxed);
+  if (!packed_ && version != saved_version_) {
     std::ostringstream w; // (not string +: GCC 12 -Wrestrict, bug 105329)
     w << "[" << data.toString() << " [";
     for (size_t i = 0; i < sizes_.size(); ++i)
@@ -120,9 +127,8 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node> &saved_for) const {
                    : "");
     throw Error("one of the variables needed for gradient computation has "
                 "been modified by an inplace operation: " +
-                what + producer + " is at version " +
-                std::to_string(data._version()) + "; expected version " +
-                std::to_string(saved_version_) +
+                what + producer + " is at version " + std::to_string(version) +
+                "; expected version " + std::to_string(saved_version_) +
                 " instead. Hint: the backtrace further above can point to "
                 "the operation that failed to compute its gradient. The "
                 "variable in question was changed in there or anywhere "

@@ -73,7 +73,8 @@ private:
   std::string grad_fn_name_; // of the saved tensor, for the error message
   /// A capture tensor's (fake) storage when it was saved: once the tensor is
   /// made real (its graph ran), its version is the real storage's, which
-  /// the saved version does not describe.
+  /// the saved version does not describe; the capture storage's still
+  /// counts the writes the graph recorded.
   Storage capture_storage_;
   std::weak_ptr<Node> grad_accumulator_;
 };
