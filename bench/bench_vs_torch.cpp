@@ -96,6 +96,25 @@ void train(const std::string &only, const std::string &name,
          step([&](const Tensor &t) { return compiled(t); }), iters);
 }
 
+/// Training steps (zero_grad, loss(in, target).backward(), opt.step())
+/// eagerly, then with the loss (forward and backward) and the optimizer
+/// step compiled.
+template <class Loss>
+void optimizer_steps(const std::string &name, Loss &loss, optim::Optimizer &opt,
+                     const Tensor &in, const Tensor &target, int iters) {
+  auto steps = [&](auto &&l, auto &&step) {
+    return [&] {
+      opt.zero_grad();
+      l(in, target).backward();
+      step();
+    };
+  };
+  report(name, "ember_eager", steps(loss, [&] { opt.step(); }), iters);
+  auto closs = compile(loss);
+  auto cstep = compile([&] { opt.step(); });
+  report(name, "ember_compiled", steps(closs, cstep), iters);
+}
+
 /// An SGD step of the MLP 784-1024-1024-10 at batch 256 with cross
 /// entropy: eagerly, and with the loss (forward and backward) and the
 /// optimizer step compiled.
@@ -110,24 +129,7 @@ void mlp_train(const std::string &only, int iters) {
   auto loss = [&](const Tensor &x, const Tensor &t) {
     return F::cross_entropy(mlp->forward(x), t);
   };
-  report(
-      "mlp_train", "ember_eager",
-      [&] {
-        opt.zero_grad();
-        loss(in, target).backward();
-        opt.step();
-      },
-      iters);
-  auto closs = compile(loss);
-  auto cstep = compile([&] { opt.step(); });
-  report(
-      "mlp_train", "ember_compiled",
-      [&] {
-        opt.zero_grad();
-        closs(in, target).backward();
-        cstep();
-      },
-      iters);
+  optimizer_steps("mlp_train", loss, opt, in, target, iters);
 }
 
 /// A pre-norm transformer encoder layer (batch first): x + attn(ln1(x)),
@@ -179,24 +181,7 @@ void transformer_train(const std::string &only, int iters) {
       h = l.forward(h);
     return F::mse_loss(h, t);
   };
-  report(
-      "transformer_train", "ember_eager",
-      [&] {
-        opt.zero_grad();
-        loss(in, target).backward();
-        opt.step();
-      },
-      iters);
-  auto closs = compile(loss);
-  auto cstep = compile([&] { opt.step(); });
-  report(
-      "transformer_train", "ember_compiled",
-      [&] {
-        opt.zero_grad();
-        closs(in, target).backward();
-        cstep();
-      },
-      iters);
+  optimizer_steps("transformer_train", loss, opt, in, target, iters);
 }
 
 } // namespace

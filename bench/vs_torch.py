@@ -124,18 +124,19 @@ def torch_workloads(torch, only):
     def loss(x, t):
         return F.cross_entropy(tmlp(x), t)
 
-    closs = torch.compile(loss)
-    cstep = torch.compile(opt.step)
+    def steps(name, lf, o, x, t):
+        """Training steps eagerly and with loss and step compiled."""
+        def make(lfn, sfn):
+            def call():
+                o.zero_grad()
+                lfn(x, t).backward()
+                sfn()
+            return call
+        out.append((name, "torch_eager", make(lf, o.step)))
+        out.append((name, "torch_compiled",
+                    make(torch.compile(lf), torch.compile(o.step))))
 
-    def mlp_step(lf, sf):
-        def call():
-            opt.zero_grad()
-            lf(mlp_in, target).backward()
-            sf()
-        return call
-
-    out.append(("mlp_train", "torch_eager", mlp_step(loss, opt.step)))
-    out.append(("mlp_train", "torch_compiled", mlp_step(closs, cstep)))
+    steps("mlp_train", loss, opt, mlp_in, target)
 
     # An AdamW step of 4 pre-norm encoder layers (d_model 256, 4 heads,
     # feed-forward 1024, gelu, dropout 0, batch first), batch 8 x sequence
@@ -151,19 +152,7 @@ def torch_workloads(torch, only):
     def tloss(x, t):
         return F.mse_loss(enc(x), t)
 
-    ctloss = torch.compile(tloss)
-    ctstep = torch.compile(topt.step)
-
-    def tstep(lf, sf):
-        def call():
-            topt.zero_grad()
-            lf(tin, ttarget).backward()
-            sf()
-        return call
-
-    out.append(("transformer_train", "torch_eager", tstep(tloss, topt.step)))
-    out.append(("transformer_train", "torch_compiled",
-                tstep(ctloss, ctstep)))
+    steps("transformer_train", tloss, topt, tin, ttarget)
     return [o for o in out if not only or o[0] == only]
 
 
