@@ -284,3 +284,129 @@ TEST(E2EModels, BatchNormTrainingUpdatesLiftedBuffers) {
   ASSERT_EQ(e.graphs.size(), 1u);
   EXPECT_GE(e.graphs[0].mutations, 2);
 }
+
+namespace {
+using TrainFn = std::function<std::vector<Tensor>(const std::vector<Tensor> &)>;
+
+/// The models above, trained: `fn` under grad mode eagerly and compiled,
+/// its floating outputs summed into a loss (through tanh), backward; the
+/// loss and the gradients of `params` and of the floating inputs equal
+/// (Note [The joint graph] in frontend/Capture.cpp).
+void expect_same_training(const TrainFn &fn, const std::vector<Tensor> &params,
+                          const std::vector<Tensor> &inputs) {
+  std::vector<Tensor> grads[2];
+  Tensor losses[2];
+  auto compiled = compile(fn);
+  for (int c = 0; c < 2; ++c) {
+    for (const Tensor &p : params)
+      p.mutable_grad() = Tensor();
+    std::vector<Tensor> in;
+    for (const Tensor &t : inputs)
+      in.push_back(
+          isFloatingType(t.dtype()) ? t.detach().clone().requires_grad_() : t);
+    std::vector<Tensor> outs = c ? compiled(in) : fn(in);
+    Tensor loss = zeros({}, TensorOptions(kDouble));
+    for (const Tensor &o : outs)
+      if (isFloatingType(o.dtype()) && o.requires_grad())
+        loss = loss + o.to(kDouble).tanh().sum();
+    loss.backward();
+    losses[c] = loss.detach();
+    for (const Tensor &p : params)
+      grads[c].push_back(p.grad().defined() ? p.grad().clone() : Tensor());
+    for (const Tensor &t : in)
+      if (t.requires_grad())
+        grads[c].push_back(t.grad().defined() ? t.grad().clone() : Tensor());
+  }
+  EXPECT_TRUE(same(losses[1], losses[0]));
+  ASSERT_EQ(grads[1].size(), grads[0].size());
+  for (size_t i = 0; i < grads[0].size(); ++i) {
+    ASSERT_EQ(grads[1][i].defined(), grads[0][i].defined()) << "gradient " << i;
+    if (grads[0][i].defined())
+      EXPECT_TRUE(ember::test::close(grads[1][i], grads[0][i], 1e-4, 1e-5))
+          << "gradient " << i;
+  }
+  ExplainOutput e = compiled.explain();
+  EXPECT_TRUE(e.eager_reasons.empty()) << e;
+  for (const GraphInfo &g : e.graphs)
+    EXPECT_TRUE(g.training) << e;
+}
+} // namespace
+
+TEST(E2EModels, TheModelsTrainCompiledAsEagerly) {
+  manual_seed(6);
+  {
+    SCOPED_TRACE("CNN, BatchNorm in training");
+    nn::Conv2d c1(nn::Conv2dOptions(3, 6, 3).padding(1));
+    nn::BatchNorm2d bn(6);
+    nn::Conv2d c2(nn::Conv2dOptions(6, 8, 3).stride(2));
+    nn::Linear head(8, 5);
+    TrainFn fn = [&](const std::vector<Tensor> &in) {
+      Tensor h = F::relu(bn->forward(c1->forward(in[0])));
+      h = F::max_pool2d(h, F::MaxPool2dFuncOptions(2));
+      h = F::silu(c2->forward(h));
+      return std::vector<Tensor>{
+          F::cross_entropy(head->forward(h.flatten(1)), in[1])};
+    };
+    std::vector<Tensor> params;
+    for (auto ps : {c1->parameters(), bn->parameters(), c2->parameters(),
+                    head->parameters()})
+      params.insert(params.end(), ps.begin(), ps.end());
+    expect_same_training(fn, params,
+                         {random({2, 3, 8, 8}, kFloat, 230),
+                          randint(0, 5, {2}, Generator(231))});
+  }
+  {
+    SCOPED_TRACE("embedding and norms");
+    nn::Embedding emb(nn::EmbeddingOptions(10, 6).padding_idx(0));
+    nn::LayerNorm ln(nn::LayerNormOptions({6}));
+    TrainFn fn = [&](const std::vector<Tensor> &in) {
+      Tensor h = ln->forward(emb->forward(in[0]));
+      Tensor g = F::group_norm(h.transpose(1, 2), F::GroupNormFuncOptions(2));
+      return std::vector<Tensor>{h, g};
+    };
+    std::vector<Tensor> params = emb->parameters();
+    for (const Tensor &p : ln->parameters())
+      params.push_back(p);
+    expect_same_training(fn, params, {randint(0, 10, {2, 3}, Generator(232))});
+  }
+  {
+    SCOPED_TRACE("attention block");
+    const int64_t E = 16, H = 4;
+    nn::MultiheadAttention mha(
+        nn::MultiheadAttentionOptions(E, H).batch_first(true));
+    nn::LayerNorm ln1(std::vector<int64_t>{E}), ln2(std::vector<int64_t>{E});
+    nn::Linear up(E, 4 * E), down(4 * E, E);
+    TrainFn fn = [&](const std::vector<Tensor> &in) {
+      Tensor h = ln1->forward(in[0]);
+      Tensor causal =
+          ember::ones({in[0].size(1), in[0].size(1)}, TensorOptions(kBool))
+              .triu(1);
+      auto [att, w] = mha->forward(h, h, h, {}, false, causal);
+      Tensor y = in[0] + att;
+      return std::vector<Tensor>{
+          y + down->forward(F::gelu(up->forward(ln2->forward(y))))};
+    };
+    std::vector<Tensor> params;
+    for (auto ps : {mha->parameters(), ln1->parameters(), ln2->parameters(),
+                    up->parameters(), down->parameters()})
+      params.insert(params.end(), ps.begin(), ps.end());
+    expect_same_training(fn, params, {random({2, 5, E}, kFloat, 233)});
+  }
+  {
+    SCOPED_TRACE("attention and losses");
+    TrainFn fn = [](const std::vector<Tensor> &in) {
+      Tensor a =
+          F::scaled_dot_product_attention(in[0], in[1], in[2], {}, 0.0, true);
+      Tensor logits = a.flatten(2).sum(1);
+      return std::vector<Tensor>{
+          F::mse_loss(a, in[3]), F::cross_entropy(logits, in[4]),
+          F::smooth_l1_loss(a, in[3]),
+          F::binary_cross_entropy_with_logits(a, in[3].sigmoid())};
+    };
+    expect_same_training(
+        fn, {},
+        {random({2, 3, 4, 8}, kFloat, 234), random({2, 3, 4, 8}, kFloat, 235),
+         random({2, 3, 4, 8}, kFloat, 236), random({2, 3, 4, 8}, kFloat, 237),
+         randint(0, 32, {2}, Generator(238))});
+  }
+}
