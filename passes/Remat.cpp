@@ -482,6 +482,7 @@ public:
       llvm::DenseSet<Value> used(p.used.begin(), p.used.end());
       struct Delta {
         bool ok = true;
+        bool chain = false; ///< it reads another recomputed needed value
         int64_t flops = 0, bytes = 0;
         llvm::SmallVector<Operation *> ops;
         llvm::SmallVector<Value> reads; ///< saved values newly read
@@ -511,6 +512,9 @@ public:
                   d.bytes = sat_add(d.bytes, bytes_of(o));
               }
             } else {
+              // Recomputing v needs another recomputed value the backward
+              // reads: one of a chain, kept alive together in the backward.
+              d.chain = d.chain || rec.contains(od) || needed_.contains(o);
               work.push_back(od);
             }
           }
@@ -530,8 +534,13 @@ public:
           Delta d = delta(v);
           if (!d.ok)
             continue;
+          // Drops whose recomputation is local come first (a chain of
+          // recomputed values is live all at once in the backward), then
+          // the fewest FLOPs per byte.
           double ratio = double(d.flops) / double(bytes_of(v));
-          if (ratio < best_ratio) {
+          bool better = !drop || (d.chain != chosen.chain ? !d.chain
+                                                          : ratio < best_ratio);
+          if (better) {
             best_ratio = ratio;
             drop = v;
             chosen = std::move(d);
