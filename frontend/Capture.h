@@ -56,9 +56,13 @@
 /// nodes built during capture are dropped. When the backward cannot be
 /// traced (an op needed data inside an autograd kernel, a hook on a graph
 /// tensor, a tensor made inside that requires grad, an input that requires
-/// grad written in place or sharing memory, a formula that needs data) the
-/// graph's backward runs those nodes eagerly instead, after the graph's
-/// tensors are made real, as eagerly; explain() says why.
+/// grad written in place, a formula that needs data) the graph's backward
+/// runs those nodes eagerly instead, after the graph's tensors are made
+/// real, as eagerly; explain() says why. When tracing it raises what the
+/// backward raises eagerly (a saved tensor written in place after), the
+/// outputs' node raises that at backward. An in-place write with autograd
+/// into a capture tensor whose real tensor is a view breaks the graph and
+/// runs eagerly (its base gets CopySlices, as eagerly).
 ///
 /// Note [Materialization]
 /// A graph ends at a sync point (item(), printing, data_ptr(), an op that
