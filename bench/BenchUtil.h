@@ -3,7 +3,9 @@
 
 #include <ember/ember.h>
 
+#include <cstdio>
 #include <cstring>
+#include <vector>
 
 namespace ember::bench {
 
@@ -18,6 +20,16 @@ inline void parallel_copy(const Tensor &dst, const Tensor &src) {
                [&](int64_t lo, int64_t hi) {
                  std::memcpy(d + lo, s + lo, size_t(hi - lo));
                });
+}
+
+/// Prints `ms` as the JSON array of a result line: `"ms": [1.2345, ...]}`
+/// and a newline, then flushes.
+inline void print_ms(const std::vector<double> &ms) {
+  std::printf("\"ms\": [");
+  for (size_t i = 0; i < ms.size(); ++i)
+    std::printf("%s%.4f", i ? ", " : "", ms[i]);
+  std::printf("]}\n");
+  std::fflush(stdout);
 }
 
 } // namespace ember::bench

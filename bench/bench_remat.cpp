@@ -12,6 +12,8 @@
 // then 1/2, 1/3 and 0 of what save-all keeps; eager last, for reference.
 //
 //   bench_remat [--iters N] [--threads T]
+#include "BenchUtil.h"
+
 #include <ember/ember.h>
 
 #include <chrono>
@@ -65,13 +67,10 @@ void report(const std::string &budget, int64_t saved, Model &m, Step step,
     ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
   }
   std::printf("{\"budget\": \"%s\", \"saved_bytes\": %lld, "
-              "\"held_bytes\": %lld, \"peak_bytes\": %lld, \"ms\": [",
+              "\"held_bytes\": %lld, \"peak_bytes\": %lld, ",
               budget.c_str(), static_cast<long long>(saved),
               static_cast<long long>(held), static_cast<long long>(peak));
-  for (size_t i = 0; i < ms.size(); ++i)
-    std::printf("%s%.3f", i ? ", " : "", ms[i]);
-  std::printf("]}\n");
-  std::fflush(stdout);
+  bench::print_ms(ms);
 }
 
 } // namespace

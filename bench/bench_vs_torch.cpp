@@ -40,12 +40,9 @@ void report(const std::string &workload, const std::string &impl,
     auto t1 = std::chrono::steady_clock::now();
     ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
   }
-  std::printf("{\"workload\": \"%s\", \"impl\": \"%s\", \"ms\": [",
-              workload.c_str(), impl.c_str());
-  for (size_t i = 0; i < ms.size(); ++i)
-    std::printf("%s%.4f", i ? ", " : "", ms[i]);
-  std::printf("]}\n");
-  std::fflush(stdout);
+  std::printf("{\"workload\": \"%s\", \"impl\": \"%s\", ", workload.c_str(),
+              impl.c_str());
+  bench::print_ms(ms);
 }
 
 Tensor gelu_chain(const Tensor &x, const Tensor &w, const Tensor &b) {

@@ -947,39 +947,51 @@ std::string Session::joint_blocker(const std::vector<CaptureMeta *> &outs) {
     if (got_history(m))
       return "a tensor from outside the graph was written in place with a "
              "value that requires grad";
-  // The nodes built during this graph, up to the cut: the edges of the
-  // real tensors it reads (those may be newer, made by eager code between
-  // graphs).
+  std::vector<Tensor> roots;
+  for (CaptureMeta *m : outs)
+    roots.push_back(capture_tensor(m));
+  std::string why;
+  visit_graph_nodes(roots, [&](autograd::Node *n) {
+    if (n->has_grad_hooks())
+      why = "a hook is registered on a tensor of the graph (register_hook "
+            "or retain_grad)";
+    else if (dynamic_cast<autograd::NotImplemented *>(n))
+      why = "an op of the graph has no derivative formula";
+    else if (auto *acc = dynamic_cast<autograd::AccumulateGrad *>(n);
+             acc && acc->variable.unsafeGetTensorImpl()->key_set().has(
+                        DispatchKey::Capture))
+      why = "a tensor made inside the function requires grad (a leaf of "
+            "the graph)";
+    return why.empty();
+  });
+  return why;
+}
+
+void Session::visit_graph_nodes(
+    const std::vector<Tensor> &roots,
+    const std::function<bool(autograd::Node *)> &visit) const {
+  // Up to the cut: the edges of the real tensors the graph reads (their
+  // nodes may be newer, made by eager code between graphs).
   std::unordered_set<autograd::Node *> cut;
   for (const Tensor &real : grad_reals_)
     cut.insert(autograd::gradient_edge(real).function.get());
   std::vector<autograd::Node *> work;
   std::unordered_set<autograd::Node *> seen;
-  for (CaptureMeta *m : outs)
-    if (const auto &fn = autograd::grad_fn_of(capture_tensor(m)))
-      work.push_back(fn.get());
+  for (const Tensor &r : roots)
+    work.push_back(autograd::grad_fn_of(r).get());
   while (!work.empty()) {
     autograd::Node *n = work.back();
     work.pop_back();
-    if (n->sequence_nr() < graph_seq_ || cut.count(n) || !seen.insert(n).second)
+    if (!n || n->sequence_nr() < graph_seq_ || cut.count(n) ||
+        !seen.insert(n).second)
       continue;
-    if (n->has_grad_hooks())
-      return "a hook is registered on a tensor of the graph (register_hook "
-             "or retain_grad)";
-    if (dynamic_cast<CaptureInput *>(n))
+    if (!visit(n))
+      return;
+    if (dynamic_cast<CaptureInput *>(n)) // (leads to a real tensor's edge)
       continue;
-    if (dynamic_cast<autograd::NotImplemented *>(n))
-      return "an op of the graph has no derivative formula";
-    if (auto *acc = dynamic_cast<autograd::AccumulateGrad *>(n))
-      if (acc->variable.unsafeGetTensorImpl()->key_set().has(
-              DispatchKey::Capture))
-        return "a tensor made inside the function requires grad (a leaf of "
-               "the graph)";
     for (const autograd::Edge &e : n->next_edges())
-      if (e.function)
-        work.push_back(e.function.get());
+      work.push_back(e.function.get());
   }
-  return "";
 }
 
 std::vector<CaptureMeta *> Session::trace_backward() {
@@ -1024,23 +1036,10 @@ std::vector<CaptureMeta *> Session::trace_backward() {
     // The nodes built during capture, once done: what they saved (the
     // stand-ins) is dropped before the graph's outputs are chosen.
     auto release = [&] {
-      std::unordered_set<autograd::Node *> cut_nodes;
-      for (const autograd::Edge &e : cut)
-        cut_nodes.insert(e.function.get());
-      std::vector<autograd::Node *> work;
-      std::unordered_set<autograd::Node *> seen;
-      for (const Tensor &r : roots)
-        work.push_back(autograd::grad_fn_of(r).get());
-      while (!work.empty()) {
-        autograd::Node *n = work.back();
-        work.pop_back();
-        if (!n || n->sequence_nr() < graph_seq_ || cut_nodes.count(n) ||
-            !seen.insert(n).second || dynamic_cast<CaptureInput *>(n))
-          continue;
-        n->release_variables();
-        for (const autograd::Edge &e : n->next_edges())
-          work.push_back(e.function.get());
-      }
+      visit_graph_nodes(roots, [](autograd::Node *n) {
+        n->release_variables(); // (a CaptureInput saves nothing)
+        return true;
+      });
     };
     std::vector<Tensor> grads;
     bool version_error = false;

@@ -90,6 +90,7 @@ class Session;
 
 namespace ember::autograd {
 struct AutogradMeta;
+struct Node;
 } // namespace ember::autograd
 
 namespace ember::frontend {
@@ -293,6 +294,13 @@ private:
   /// inputs, the gradients in trace_.gradients); returns the outputs in
   /// tangent order, or none when the graph keeps an eager backward.
   std::vector<CaptureMeta *> trace_backward();
+  /// Calls `visit` on each autograd node built during this graph that the
+  /// grad_fns of `roots` reach, up to the real tensors' edges (the cut)
+  /// and the CaptureInput nodes (visited, not passed); stops when `visit`
+  /// returns false.
+  void
+  visit_graph_nodes(const std::vector<Tensor> &roots,
+                    const std::function<bool(autograd::Node *)> &visit) const;
   /// Why the graph's backward cannot be traced ("" if it can).
   std::string joint_blocker(const std::vector<CaptureMeta *> &outs);
 

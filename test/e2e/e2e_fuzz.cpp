@@ -237,14 +237,18 @@ private:
   }
 };
 
+/// The seed of program `i` of the stream from `seed`.
+uint64_t program_seed(uint64_t seed, int i) {
+  return seed * 1000003 + uint64_t(i);
+}
+
 /// Runs programs [first, first + n) of the stream from `seed`; returns how
 /// many compiled to at least one kernel.
 int fuzz(uint64_t seed, int first, int n) {
   int with_kernels = 0;
   for (int i = first; i < first + n; ++i) {
-    uint64_t s = seed * 1000003 + uint64_t(i);
-    Generator gen(s);
-    Program p = gen.make();
+    uint64_t s = program_seed(seed, i);
+    Program p = Generator(s).make();
     auto fn = [&p](const std::vector<Tensor> &in) { return p.run(in); };
     std::vector<Tensor> want, up, down;
     bool unstable = false;
@@ -284,15 +288,14 @@ int fuzz(uint64_t seed, int first, int n) {
 /// The same programs made differentiable: floating inputs in float64
 /// require grad, the loss weighs every floating output by a smooth
 /// function; compiled training's gradients (Note [The joint graph] in
-/// frontend/Capture.cpp) equal eager's. Programs whose forward is unstable
-/// (Note [Unstable values]) or raises are skipped. Returns how many
-/// compiled their backward.
+/// frontend/Capture.cpp) equal eager's. Programs whose eager forward or
+/// backward raises, or whose loss is not finite, are skipped. Returns how
+/// many graphs compiled their backward.
 int fuzz_training(uint64_t seed, int first, int n) {
   int compiled_backward = 0;
   for (int i = first; i < first + n; ++i) {
-    uint64_t s = seed * 1000003 + uint64_t(i);
-    Generator gen(s);
-    Program p = gen.make();
+    uint64_t s = program_seed(seed, i);
+    Program p = Generator(s).make();
     std::vector<Tensor> in;
     bool any = false;
     for (const Tensor &t : p.inputs) {
