@@ -1050,16 +1050,13 @@ std::vector<CaptureMeta *> Session::trace_backward() {
     } catch (const JointAbort &a) {
       in_backward_ = false;
       why = a.reason;
-    } catch (const std::exception &e) {
+    } catch (const autograd::SavedTensorModifiedError &e) {
       in_backward_ = false;
       why = e.what();
-      // (SavedVariable::unpack's message)
-      version_error = why.rfind("one of the variables needed for gradient "
-                                "computation has been modified by an "
-                                "inplace operation",
-                                0) == 0;
-      if (!version_error)
-        why = "tracing it raised: " + why;
+      version_error = true;
+    } catch (const std::exception &e) {
+      in_backward_ = false;
+      why = std::string("tracing it raised: ") + e.what();
     }
     if (why.empty()) {
       // The gradients' values first: a gradient that is a real tensor (a

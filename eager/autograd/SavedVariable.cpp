@@ -125,14 +125,15 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node> &saved_for) const {
                    ? ", which is output " + std::to_string(output_nr_) +
                          " of " + grad_fn_name_ + ","
                    : "");
-    throw Error("one of the variables needed for gradient computation has "
-                "been modified by an inplace operation: " +
-                what + producer + " is at version " + std::to_string(version) +
-                "; expected version " + std::to_string(saved_version_) +
-                " instead. Hint: the backtrace further above can point to "
-                "the operation that failed to compute its gradient. The "
-                "variable in question was changed in there or anywhere "
-                "later. Good luck!");
+    throw SavedTensorModifiedError(
+        "one of the variables needed for gradient computation has "
+        "been modified by an inplace operation: " +
+        what + producer + " is at version " + std::to_string(version) +
+        "; expected version " + std::to_string(saved_version_) +
+        " instead. Hint: the backtrace further above can point to "
+        "the operation that failed to compute its gradient. The "
+        "variable in question was changed in there or anywhere "
+        "later. Good luck!");
   }
   if (!is_output_ || !saved_for || !requires_grad_)
     return data;

@@ -41,6 +41,14 @@ private:
 };
 } // namespace graph
 
+/// A tensor saved for backward was modified in place before backward read
+/// it (PyTorch raises a RuntimeError with the same message). Compiled
+/// training raises it at backward too (Note [The joint graph]).
+class SavedTensorModifiedError : public Error {
+public:
+  using Error::Error;
+};
+
 class SavedVariable {
 public:
   SavedVariable() = default;
