@@ -2,6 +2,7 @@
 #include "eager/Dtype.h"
 #include "eager/generated/Functions.h"
 #include "runtime/Cuda.h"
+#include "runtime/Philox.h"
 
 #include <cmath>
 #include <mutex>
@@ -17,6 +18,11 @@ void checkDevice(const TensorOptions &o) {
               cuda::is_available() ? "true" : "false",
               " on this machine). Use ember::kCPU.");
 }
+void checkSizes(IntArrayRef size) {
+  for (int64_t s : size)
+    EMBER_CHECK_VALUE(s >= 0, "Trying to create tensor with negative ",
+                      "dimension ", s, ": ", size);
+}
 Tensor finish(Tensor t, const TensorOptions &o) {
   if (o.requires_grad())
     t.set_requires_grad(true);
@@ -26,9 +32,7 @@ Tensor finish(Tensor t, const TensorOptions &o) {
 
 Tensor empty(IntArrayRef size, const TensorOptions &options) {
   checkDevice(options);
-  for (int64_t s : size)
-    EMBER_CHECK_VALUE(s >= 0, "Trying to create tensor with negative ",
-                      "dimension ", s, ": ", size);
+  checkSizes(size);
   ScalarType dt = options.dtype();
   int64_t n = multiply_sizes(size);
   size_t nbytes;
@@ -198,23 +202,44 @@ Tensor eye(int64_t n, int64_t m, const TensorOptions &options) {
 
 // --- random ------------------------------------------------------------------
 
+// Note [Random ops in a compiled function]
+// rand, randn and randint take numel counters from the generator (Note
+// [Counter-based random numbers] in runtime/Philox.h) and call a table op
+// with the generator's state before the draw, a (seed, offset) int64
+// tensor: _philox_uniform, _philox_normal, _philox_randint. Inside
+// ember::compile the state tensor, made fresh at each call, is a graph
+// input and the op is recorded, a pure op of it: the graph's numbers are
+// eager's for the same seed, each call draws new ones, and ember-remat may
+// recompute the op in the backward (under a memory budget, or in a
+// checkpoint() region) from the 16 bytes of state instead of saving its
+// result, with the forward's values (dropout's mask in particular).
 namespace {
-GeneratorImpl *genOf(const std::optional<Generator> &g) {
-  return (g && g->defined() ? *g : default_generator()).get();
+Generator &genOf(std::optional<Generator> &g) {
+  return g && g->defined() ? *g : default_generator();
 }
-template <class Draw>
-Tensor fillRandom(IntArrayRef size, const TensorOptions &options,
-                  const std::optional<Generator> &gen, const char *name,
-                  DtypeGroup group, Draw draw) {
-  Tensor t = empty(size, options.requires_grad(false));
-  GeneratorImpl *g = genOf(gen);
-  std::lock_guard<std::mutex> lock(g->mutex);
-  dispatch_group(t.dtype(), group, name, [&]<class T>() {
-    T *p = t.data_ptr<T>();
-    for (int64_t i = 0, n = t.numel(); i < n; ++i)
-      p[i] = T(draw(g));
-  });
-  return finish(t, options);
+/// The state a draw of numel(size) numbers starts from, as a tensor;
+/// the generator moves past them.
+Tensor draw_state(IntArrayRef size, std::optional<Generator> &gen) {
+  checkSizes(size);
+  GeneratorState st = genOf(gen).reserve(uint64_t(multiply_sizes(size)));
+  Tensor t = empty({2}, TensorOptions(kLong));
+  t.data_ptr<int64_t>()[0] = int64_t(st.seed);
+  t.data_ptr<int64_t>()[1] = int64_t(st.offset);
+  return t;
+}
+/// Runs a draw op (`name`'s) after the checks that must come before the
+/// generator moves. A result that requires grad is a leaf made here, real
+/// even inside ember::compile (as any factory's).
+template <class Op>
+Tensor drawn(const char *name, DtypeGroup group, const TensorOptions &o,
+             Op op) {
+  checkDevice(o);
+  if (!in_group(o.dtype(), group))
+    throw_unsupported_dtype(name, o.dtype());
+  std::optional<ExcludeDispatchKeyGuard> real;
+  if (o.requires_grad())
+    real.emplace(DispatchKey::Capture);
+  return finish(op(), o);
 }
 } // namespace
 
@@ -223,16 +248,18 @@ Tensor rand(IntArrayRef size, const TensorOptions &o) {
 }
 Tensor rand(IntArrayRef size, std::optional<Generator> gen,
             const TensorOptions &o) {
-  return fillRandom(size, o, gen, "rand", DtypeGroup::Float,
-                    [](GeneratorImpl *g) { return Generator::uniform(g); });
+  return drawn("rand", DtypeGroup::Float, o, [&] {
+    return _philox_uniform(draw_state(size, gen), size, o.dtype());
+  });
 }
 Tensor randn(IntArrayRef size, const TensorOptions &o) {
   return randn(size, std::nullopt, o);
 }
 Tensor randn(IntArrayRef size, std::optional<Generator> gen,
              const TensorOptions &o) {
-  return fillRandom(size, o, gen, "randn", DtypeGroup::Float,
-                    [](GeneratorImpl *g) { return Generator::normal(g); });
+  return drawn("randn", DtypeGroup::Float, o, [&] {
+    return _philox_normal(draw_state(size, gen), size, o.dtype());
+  });
 }
 Tensor randint(int64_t high, IntArrayRef size, const TensorOptions &o) {
   return randint(0, high, size, std::nullopt, o);
@@ -246,11 +273,9 @@ Tensor randint(int64_t low, int64_t high, IntArrayRef size,
   EMBER_CHECK_VALUE(low < high, "random_ expects 'from' to be less than ",
                     "'to', but got from=", low, " >= to=", high);
   TensorOptions o = options.has_dtype() ? options : options.dtype(kLong);
-  uint64_t range = uint64_t(high) - uint64_t(low);
-  return fillRandom(size, o, gen, "randint", DtypeGroup::All,
-                    [&](GeneratorImpl *g) {
-                      return low + int64_t(Generator::next(g) % range);
-                    });
+  return drawn("randint", DtypeGroup::All, o, [&] {
+    return _philox_randint(draw_state(size, gen), low, high, size, o.dtype());
+  });
 }
 Tensor randperm(int64_t n, const TensorOptions &o) {
   return randperm(n, std::nullopt, o);
@@ -279,11 +304,11 @@ Tensor randperm(int64_t n, std::optional<Generator> gen,
   Tensor t = empty({n}, TensorOptions(kLong));
   int64_t *perm = t.data_ptr<int64_t>();
   std::iota(perm, perm + n, int64_t(0));
-  GeneratorImpl *g = genOf(gen);
-  {
-    std::lock_guard<std::mutex> lock(g->mutex);
-    for (int64_t i = n - 1; i > 0; --i) // Fisher-Yates
-      std::swap(perm[i], perm[Generator::next(g) % uint64_t(i + 1)]);
+  GeneratorState st = genOf(gen).reserve(uint64_t(n));
+  for (int64_t i = n - 1; i > 0; --i) { // Fisher-Yates, draw k at offset + k
+    uint64_t k = uint64_t(n - 1 - i);
+    uint64_t r = philox::word64(philox::bits(st.seed, st.offset + k), 0);
+    std::swap(perm[i], perm[r % uint64_t(i + 1)]);
   }
   t = t.to(o.dtype());
   return finish(t, options);

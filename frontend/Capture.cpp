@@ -8,6 +8,7 @@
 #include "eager/autograd/SavedVariable.h"
 #include "eager/autograd/Variable.h"
 #include "frontend/Executor.h"
+#include "runtime/Allocator.h"
 #include "runtime/Logging.h"
 
 #include <algorithm>
@@ -70,8 +71,10 @@ struct CaptureInput final : autograd::Node {
 struct CompiledFunctionBackward final : autograd::Node {
   CompiledFunctionBackward(std::shared_ptr<const Program> backward,
                            const std::vector<Tensor> &saved,
-                           std::vector<int> slots)
-      : backward_(std::move(backward)), slots_(std::move(slots)) {
+                           std::vector<int> slots,
+                           std::shared_ptr<StepPeaks> peaks)
+      : backward_(std::move(backward)), slots_(std::move(slots)),
+        peaks_(std::move(peaks)) {
     for (const Tensor &t : saved)
       saved_.emplace_back(t, false);
   }
@@ -106,8 +109,14 @@ struct CompiledFunctionBackward final : autograd::Node {
                        ? grads[k].contiguous()
                        : zeros(IntArrayRef(m.shape), m.options()));
     }
-    std::vector<Tensor> outs =
-        keep ? backward_->run(in) : backward_->run_consuming(std::move(in));
+    std::vector<Tensor> outs;
+    {
+      PeakMemoryScope scope;
+      outs =
+          keep ? backward_->run(in) : backward_->run_consuming(std::move(in));
+      if (peaks_)
+        peaks_->backward = scope.peak();
+    }
     // A gradient that only gradients which never arrived reach is not
     // defined, as eagerly (not zeros: an optimizer skips a parameter
     // without a gradient).
@@ -173,6 +182,7 @@ private:
   std::shared_ptr<const Program> backward_;
   std::vector<autograd::SavedVariable> saved_;
   std::vector<int> slots_; ///< per next edge: its backward output, or -1
+  std::shared_ptr<StepPeaks> peaks_;
   bool released_ = false;
 };
 
@@ -1205,7 +1215,7 @@ void Session::end_graph() {
                           : autograd::gradient_edge(grad_reals_[k]));
     }
     auto node = std::make_shared<CompiledFunctionBackward>(
-        result.backward, result.saved, std::move(slots));
+        result.backward, result.saved, std::move(slots), result.peaks);
     node->set_next_edges(std::move(edges));
     for (CaptureMeta *m : tangent_outs)
       autograd::set_history(capture_tensor(m), node);

@@ -76,6 +76,7 @@
 #include "eager/TensorImpl.h"
 #include "ir/Trace.h"
 
+#include <atomic>
 #include <functional>
 #include <source_location>
 #include <string>
@@ -164,12 +165,20 @@ struct OutputRecipe {
 class Program; // frontend/Executor.h
 
 /// What running a graph gives back.
+/// Measured while a joint graph's programs run (explain()'s last step): the
+/// most bytes allocated at once during the last forward and the last
+/// backward of the graph, -1 until one ran.
+struct StepPeaks {
+  std::atomic<int64_t> forward{-1}, backward{-1};
+};
+
 struct GraphResult {
   std::vector<Tensor> outputs; ///< one per trace output
   /// A joint graph: the tensors its forward saved for the backward, and the
   /// backward program (Lowered::backward).
   std::vector<Tensor> saved;
   std::shared_ptr<const Program> backward;
+  std::shared_ptr<StepPeaks> peaks; ///< where its backward records its peak
 };
 
 /// Runs a finished graph: gets the trace and the real tensors of its inputs

@@ -162,6 +162,10 @@ struct GraphInfo {
   std::vector<std::string> recomputed; ///< ops the backward recomputes
   int64_t recompute_flops = 0;         ///< their estimated cost
   bool over_budget = false;            ///< no saved set met memory_budget
+  /// Measured over the last call: the most bytes allocated at once
+  /// (memory_allocated, all tensors of the process) while the forward
+  /// program ran, and while the backward program ran; -1 until one ran.
+  int64_t forward_peak = -1, backward_peak = -1;
 };
 
 /// What explain() reports (torch._dynamo.explain's ExplainOutput, plus the

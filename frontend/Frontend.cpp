@@ -8,6 +8,7 @@
 
 #include "eager/autograd/GradMode.h"
 #include "eager/autograd/ThreadLocalState.h"
+#include "runtime/Allocator.h"
 #include "runtime/Env.h"
 #include "runtime/Logging.h"
 
@@ -112,6 +113,8 @@ struct Entry {
   std::unique_ptr<Program> program;
   /// A joint graph's backward (also held by the autograd nodes it made).
   std::shared_ptr<const Program> backward;
+  /// A joint graph's measured peaks (also held by the autograd nodes).
+  std::shared_ptr<frontend::StepPeaks> peaks;
   GraphInfo info;
   frontend::LowerOptions lower_options; ///< how `program` was made
   /// Note [Graph texts when asked]: made by the first explain() that needs
@@ -337,6 +340,8 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
   frontend::Lowered lowered = frontend::lower(trace, lo);
   e->program = std::make_unique<Program>(std::move(lowered.program));
   e->backward = lowered.backward;
+  if (e->backward)
+    e->peaks = std::make_shared<frontend::StepPeaks>();
 
   GraphInfo &info = e->info;
   info.name = e->name;
@@ -568,8 +573,15 @@ CompiledState::run_graph(ir::Trace &trace, const std::vector<Tensor> &inputs) {
   ++position;
   last_entry = e;
   auto t0 = Clock::now();
-  frontend::GraphResult out =
-      split_results(e->program->run(inputs), trace, e->backward);
+  frontend::GraphResult out;
+  if (e->peaks) {
+    PeakMemoryScope scope;
+    out = split_results(e->program->run(inputs), trace, e->backward);
+    e->peaks->forward = scope.peak();
+    out.peaks = e->peaks;
+  } else {
+    out = split_results(e->program->run(inputs), trace, e->backward);
+  }
   run_seconds += seconds_since(t0);
   return out;
 }
@@ -763,10 +775,14 @@ ExplainOutput explain_of(const CompiledState &st) {
     lock.lock();
   ExplainOutput e = st.stats;
   e.name = st.name;
-  // Note [Graph texts when asked]: made here when compile() did not.
   for (size_t i = 0; i < e.graphs.size() && i < st.entries.size(); ++i) {
     GraphInfo &g = e.graphs[i];
     const Entry &entry = *st.entries[i];
+    if (entry.peaks) {
+      g.forward_peak = entry.peaks->forward;
+      g.backward_peak = entry.peaks->backward;
+    }
+    // Note [Graph texts when asked]: made here when compile() did not.
     if (!g.trace.empty())
       continue;
     if (!entry.texts) {
@@ -846,6 +862,12 @@ std::string ExplainOutput::str() const {
           os << " " << op;
         os << "\n";
       }
+      auto peak = [](int64_t b) {
+        return b < 0 ? std::string("not run") : std::to_string(b) + " bytes";
+      };
+      os << "    last step, most bytes allocated at once: forward "
+         << peak(g.forward_peak) << ", backward " << peak(g.backward_peak)
+         << "\n";
     }
     if (!g.pass_times.empty()) {
       os << "    passes:";

@@ -41,8 +41,12 @@ using namespace mlir;
 // backward recomputes follows from the saved set: every needed value that
 // is not saved, and transitively the operands of those ops that are not
 // saved either (the closure). Ops with effects are never recomputed: a
-// random op (a table op with a Generator argument, or a call captured as
-// ember.eager_call) would draw fresh numbers, not the forward's.
+// random op with effects (a table op with a Generator argument, or a call
+// captured as ember.eager_call) would draw fresh numbers, not the
+// forward's. ember's own random numbers (rand, randn, randint, hence
+// dropout) are pure ops of a (seed, offset) input, recomputed with the
+// forward's values like any other op (Note [Random ops in a compiled
+// function] in eager/Factory.cpp).
 //
 // Without a budget the saved set is a minimum cut over bytes (as
 // AOTAutograd's min-cut partitioner): each forward value is a node split

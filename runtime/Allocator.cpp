@@ -2,6 +2,7 @@
 
 #include "runtime/Profiler.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -72,6 +73,7 @@ class CPUCachingAllocator final : public Allocator {
   std::mutex mu_;
   std::unordered_map<size_t, std::vector<void *>> free_; // by size class
   MemoryStats stats_;
+  int64_t window_peak_ = 0; ///< PeakMemoryScope's (begin_window)
 
   static size_t &sizeOf(void *user) {
     return *reinterpret_cast<size_t *>(static_cast<char *>(user) - kHeader);
@@ -145,8 +147,8 @@ public:
       }
       EMBER_CHECK_TYPED(OutOfMemoryError, p,
                         "CPU out of memory: tried to allocate ", nbytes,
-                  " bytes. Free tensors you no longer need, or call "
-                  "ember::empty_cache(ember::kCPU).");
+                        " bytes. Free tensors you no longer need, or call "
+                        "ember::empty_cache(ember::kCPU).");
       std::lock_guard<std::mutex> g(mu_);
       stats_.reserved_bytes += int64_t(sz);
       stats_.reserved_bytes_total += int64_t(sz);
@@ -173,6 +175,8 @@ public:
     stats_.num_allocs++;
     if (stats_.allocated_bytes > stats_.allocated_bytes_peak)
       stats_.allocated_bytes_peak = stats_.allocated_bytes;
+    if (stats_.allocated_bytes > window_peak_)
+      window_peak_ = stats_.allocated_bytes;
     if (stats_.active_blocks > stats_.active_blocks_peak)
       stats_.active_blocks_peak = stats_.active_blocks;
   }
@@ -193,6 +197,21 @@ public:
   MemoryStats stats() {
     std::lock_guard<std::mutex> g(mu_);
     return stats_;
+  }
+  /// PeakMemoryScope's window: the peak since the innermost scope began.
+  int64_t begin_window() {
+    std::lock_guard<std::mutex> g(mu_);
+    int64_t outer = window_peak_;
+    window_peak_ = stats_.allocated_bytes;
+    return outer;
+  }
+  int64_t window_peak() {
+    std::lock_guard<std::mutex> g(mu_);
+    return window_peak_;
+  }
+  void end_window(int64_t outer) {
+    std::lock_guard<std::mutex> g(mu_);
+    window_peak_ = std::max(outer, window_peak_);
   }
   void reset_peak() {
     std::lock_guard<std::mutex> g(mu_);
@@ -223,6 +242,17 @@ void reset_peak_memory_stats(Device d) {
 void empty_cache(Device d) {
   checkCPU(d, "empty_cache");
   CPUCachingAllocator::instance().empty_cache();
+}
+
+PeakMemoryScope::PeakMemoryScope(Device d) {
+  checkCPU(d, "PeakMemoryScope");
+  outer_ = CPUCachingAllocator::instance().begin_window();
+}
+PeakMemoryScope::~PeakMemoryScope() {
+  CPUCachingAllocator::instance().end_window(outer_);
+}
+int64_t PeakMemoryScope::peak() const {
+  return CPUCachingAllocator::instance().window_peak();
 }
 
 } // namespace ember

@@ -129,8 +129,11 @@ checkpoint(const std::function<variable_list(const variable_list &)> &fn,
   // Inside ember::compile the region is recorded as it is, its ops marked
   // (`ember.recompute`): ember-remat never saves their results for the
   // backward but recomputes them there, as checkpoint() would, whatever
-  // they cost; random ops are the exception (their numbers are saved:
-  // recomputing them would draw new ones).
+  // they cost. ember's random ops are pure ops of their generator state
+  // (Note [Random ops in a compiled function] in eager/Factory.cpp), so a
+  // recomputed dropout draws the forward's mask; ops with effects (a custom
+  // op with a Generator, an eager_call) are the exception: their results
+  // are saved, as recomputing them would draw new numbers.
   if (tls_local_dispatch_key_set().included.has(DispatchKey::Capture)) {
     ++tls_checkpoint_depth;
     struct Leave {

@@ -447,4 +447,25 @@ Result index_put_(const Tensor &self, TensorList indices, const Tensor &values,
   return self_result(self);
 }
 
+// --- random numbers -------------------------------------------------------
+
+Result _philox_uniform(const Tensor &state, IntArrayRef size,
+                       ScalarType dtype) {
+  check_philox(state, size, dtype, false, "_philox_uniform");
+  return one(fake(size, dtype, state.device()));
+}
+
+Result _philox_normal(const Tensor &state, IntArrayRef size, ScalarType dtype) {
+  check_philox(state, size, dtype, false, "_philox_normal");
+  return one(fake(size, dtype, state.device()));
+}
+
+Result _philox_randint(const Tensor &state, int64_t low, int64_t high,
+                       IntArrayRef size, ScalarType dtype) {
+  check_philox(state, size, dtype, true, "_philox_randint");
+  EMBER_CHECK_VALUE(low < high, "random_ expects 'from' to be less than ",
+                    "'to', but got from=", low, " >= to=", high);
+  return one(fake(size, dtype, state.device()));
+}
+
 } // namespace ember::meta::rules

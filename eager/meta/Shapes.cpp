@@ -1,6 +1,7 @@
 // The output geometry and metadata checks of the `cpu:` ops (eager/meta/
 // Shapes.h), shared by their kernels and their shape rules.
 #include "eager/meta/Shapes.h"
+#include "eager/Dtype.h"
 #include "eager/TensorIterator.h"
 #include "eager/WrapDim.h"
 
@@ -749,6 +750,24 @@ int64_t check_topk(const Tensor &self, int64_t k, int64_t dim) {
                     "selected index k out of range (k = ", k,
                     ", but dimension ", d, " has size ", size, ")");
   return d;
+}
+
+// --- random numbers ---------------------------------------------------------
+
+void check_philox(const Tensor &state, IntArrayRef size, ScalarType dtype,
+                  bool any_dtype, const char *op) {
+  EMBER_CHECK_VALUE(state.scalar_type() == kLong && state.dim() == 1 &&
+                        state.numel() == 2 && state.is_cpu(),
+                    op,
+                    ": expected the generator state as a CPU int64 tensor of "
+                    "2 elements (seed, offset), but got a ",
+                    state.scalar_type(), " tensor of shape ", state.sizes(),
+                    " on ", state.device());
+  if (!any_dtype && !in_group(dtype, DtypeGroup::Float))
+    throw_unsupported_dtype(op, dtype);
+  for (int64_t d : size)
+    EMBER_CHECK_VALUE(d >= 0, op, ": negative dimension in the requested size ",
+                      size);
 }
 
 // --- _im2col / _col2im ------------------------------------------------------

@@ -148,6 +148,16 @@ int64_t check_topk(const Tensor &self, int64_t k, int64_t dim);
 
 // --- _im2col / _col2im ------------------------------------------------------
 
+// --- random numbers ---------------------------------------------------------
+
+/// _philox_uniform / _philox_normal / _philox_randint: the state is a CPU
+/// int64 tensor of 2 elements (seed, offset), the dtype floating (any
+/// dtype when `any_dtype`), the size valid.
+void check_philox(const Tensor &state, IntArrayRef size, ScalarType dtype,
+                  bool any_dtype, const char *op);
+
+// --- _im2col / _col2im ------------------------------------------------------
+
 /// A sliding window (kernel, dilation, padding, stride), validated.
 struct Window {
   int64_t kh, kw, dh, dw, ph, pw, sh, sw;

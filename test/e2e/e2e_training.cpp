@@ -399,6 +399,94 @@ TEST(E2ETraining, DropoutMaskMatchesItsGradient) {
   EXPECT_LT(frac, 0.7);
 }
 
+TEST(E2ETraining, RandomOpsReplayTheirState) {
+  // Note [Random ops in a compiled function]: a compiled graph draws eager's
+  // numbers for a seed, new ones at each call, and a budget of 0 recomputes
+  // dropout's mask in the backward from the generator's state (16 bytes, a
+  // graph input) instead of saving it: the gradient is the forward's mask.
+  auto fn = [](const Tensor &x) {
+    Tensor y = F::dropout(x * 3, 0.5, /*training=*/true).tanh();
+    return (y + randn({x.size(0)}, TensorOptions(x.dtype())) * 0.1)
+        .pow(2)
+        .sum();
+  };
+  Tensor x = random({300}, kDouble, 163);
+  for (int64_t budget : {int64_t(-1), int64_t(0)}) {
+    SCOPED_TRACE("budget " + std::to_string(budget));
+    auto f = compile(fn, CompileOptions().memory_budget(budget));
+    Tensor last;
+    for (int call = 0; call < 3; ++call) {
+      Tensor a = x.clone().requires_grad_(), b = x.clone().requires_grad_();
+      manual_seed(100 + uint64_t(call));
+      Tensor ye = fn(a);
+      uint64_t offset = default_generator().get_offset();
+      manual_seed(100 + uint64_t(call));
+      Tensor yc = f(b);
+      EXPECT_EQ(default_generator().get_offset(), offset) << "call " << call;
+      EXPECT_TRUE(same(yc, ye)) << "call " << call;
+      ye.backward();
+      yc.backward();
+      EXPECT_TRUE(same(b.grad(), a.grad())) << "call " << call;
+      // (a call with the next seed draws other numbers)
+      if (last.defined())
+        EXPECT_FALSE(same(yc, last));
+      last = yc.detach();
+    }
+    ExplainOutput e = f.explain();
+    ASSERT_EQ(e.graphs.size(), 1u) << e;
+    const GraphInfo &g = e.graphs[0];
+    EXPECT_EQ(e.cache_misses, 1) << e;
+    EXPECT_TRUE(e.eager_reasons.empty()) << e;
+    auto recomputed = [&](const std::string &op) {
+      return std::find(g.recomputed.begin(), g.recomputed.end(), op) !=
+             g.recomputed.end();
+    };
+    if (budget == 0) {
+      EXPECT_EQ(g.saved_bytes, 0) << e;
+      EXPECT_FALSE(g.over_budget) << e;
+      EXPECT_TRUE(recomputed("ember._philox_uniform")) << e;
+    } else {
+      EXPECT_FALSE(recomputed("ember._philox_uniform")) << e;
+    }
+  }
+}
+
+TEST(E2ETraining, CheckpointInsideReplaysDropout) {
+  // A checkpoint() region is recomputed in the backward, its dropout too,
+  // from the generator's state: values and gradients equal eager
+  // checkpoint's, which replays the mask the same way.
+  auto fn = [](const Tensor &x, const Tensor &w) {
+    Tensor h = checkpoint(
+        [](const Tensor &t) {
+          return F::dropout(t.sin(), 0.3, /*training=*/true).exp();
+        },
+        x);
+    return (h * w).sum();
+  };
+  auto f = compile(fn);
+  for (int call = 0; call < 2; ++call) {
+    Tensor x = random({400}, kDouble, 211), w = random({400}, kDouble, 212);
+    Tensor xa = x.clone().requires_grad_(), xb = x.clone().requires_grad_();
+    manual_seed(7 + uint64_t(call));
+    Tensor ye = fn(xa, w);
+    ye.backward();
+    manual_seed(7 + uint64_t(call));
+    Tensor yc = f(xb, w);
+    yc.backward();
+    EXPECT_TRUE(same(yc, ye)) << "call " << call;
+    EXPECT_TRUE(same(xb.grad(), xa.grad())) << "call " << call;
+  }
+  ExplainOutput e = f.explain();
+  ASSERT_EQ(e.graphs.size(), 1u) << e;
+  const GraphInfo &g = e.graphs[0];
+  for (const GraphInfo::Saved &sv : g.saved)
+    EXPECT_NE(sv.what, "ember._philox_uniform") << e;
+  EXPECT_NE(std::find(g.recomputed.begin(), g.recomputed.end(),
+                      "ember._philox_uniform"),
+            g.recomputed.end())
+      << e;
+}
+
 TEST(E2ETraining, MemoryBudgetKeepsGradientsAndCutsSavedBytes) {
   Fn fn = [](const std::vector<Tensor> &a) {
     Tensor h = a[0];
@@ -539,7 +627,7 @@ TEST(E2ETraining, ResidualMlpMemoryFallsWithTheBudget) {
   saved_all(x);
   int64_t all = saved_all.explain().graphs.at(0).saved_bytes;
   ASSERT_GT(all, 0);
-  std::vector<int64_t> held, peaks, saved;
+  std::vector<int64_t> held, peaks, saved, forward_peaks;
   for (int64_t budget : {all, all * 3 / 4, all / 2, all / 3, int64_t(0)}) {
     SCOPED_TRACE("budget " + std::to_string(budget));
     auto f = compile(fn, CompileOptions().opt_level(1).memory_budget(budget));
@@ -558,6 +646,13 @@ TEST(E2ETraining, ResidualMlpMemoryFallsWithTheBudget) {
     const GraphInfo &g = e.graphs.at(0);
     EXPECT_LE(g.saved_bytes, budget);
     saved.push_back(g.saved_bytes);
+    // explain()'s measured peaks of this step: within the process's peak,
+    // the forward's at least what it left allocated.
+    EXPECT_GE(g.forward_peak, before + held.back()) << e;
+    EXPECT_LE(g.forward_peak, before + peaks.back()) << e;
+    EXPECT_GT(g.backward_peak, before) << e;
+    EXPECT_LE(g.backward_peak, before + peaks.back()) << e;
+    forward_peaks.push_back(g.forward_peak - before);
   }
   std::ostringstream os;
   for (size_t i = 0; i < held.size(); ++i)
@@ -566,6 +661,7 @@ TEST(E2ETraining, ResidualMlpMemoryFallsWithTheBudget) {
     EXPECT_LE(held[i], held[i - 1]) << "budget step " << i << os.str();
     EXPECT_LE(saved[i], saved[i - 1]) << "budget step " << i;
     EXPECT_LE(peaks[i], peaks[0] + peaks[0] / 20) << os.str();
+    EXPECT_LE(forward_peaks[i], forward_peaks[i - 1]) << "budget step " << i;
   }
   EXPECT_LT(held.back(), held.front() / 10) << os.str();
   EXPECT_EQ(saved.back(), 0);

@@ -428,6 +428,20 @@ void addIndexingCases() {
   bad("index_put_", [] {
     return Stack{R({4, 5}), TL({Idx({3}, 4)}), R({3, 5}, kDouble), false};
   });
+  // The random ops read a (seed, offset) state.
+  auto state = [] { return tensor({7, 100}, TensorOptions(kLong)); };
+  add("_philox_uniform", [=] { return Stack{state(), L({2, 3}), kFloat}; });
+  add("_philox_uniform", [=] { return Stack{state(), L({}), kBFloat16}; });
+  add("_philox_normal", [=] { return Stack{state(), L({0, 4}), kDouble}; });
+  add("_philox_randint", [=] { return Stack{state(), -2, 5, L({3}), kLong}; });
+  add("_philox_randint", [=] { return Stack{state(), 0, 2, L({3}), kBool}; });
+  bad("_philox_uniform", [=] { return Stack{state(), L({2}), kLong}; });
+  bad("_philox_normal", [=] { return Stack{state(), L({-1}), kFloat}; });
+  bad("_philox_uniform", [] {
+    return Stack{tensor({7, 100, 1}, TensorOptions(kLong)), L({2}), kFloat};
+  });
+  bad("_philox_normal", [] { return Stack{R({2}), L({2}), kFloat}; });
+  bad("_philox_randint", [=] { return Stack{state(), 3, 3, L({3}), kLong}; });
   bad("index_put_", [] {
     return Stack{R({4, 5}), TL({Idx({3}, 4)}), R({2, 5}), false};
   });

@@ -2,6 +2,7 @@
 // statistics, the thread pool, the environment registry, devices.
 #include "TestUtil.h"
 #include "runtime/Env.h"
+#include "runtime/Philox.h"
 
 #include <atomic>
 #include <cstdlib>
@@ -178,6 +179,40 @@ TEST(Runtime, GeneratorSeedReadWhileAnotherThreadSeeds) {
   seeder.join();
   EXPECT_EQ(g.current_seed(), 999u);
   EXPECT_LE(last, 999u);
+}
+
+TEST(Runtime, PhiloxMatchesTheKnownAnswers) {
+  // Random123's tests/kat_vectors, the three philox4x32 10 lines: counter,
+  // key, result.
+  using philox::Counter;
+  EXPECT_EQ(philox::philox4x32_10({0, 0, 0, 0}, 0, 0),
+            (Counter{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
+  EXPECT_EQ(
+      philox::philox4x32_10({0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff},
+                            0xffffffff, 0xffffffff),
+      (Counter{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}));
+  EXPECT_EQ(
+      philox::philox4x32_10({0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344},
+                            0xa4093822, 0x299f31d0),
+      (Counter{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
+  // A uniform with `digits` bits is below 1 for the largest bits.
+  EXPECT_EQ(philox::uniform(~uint64_t(0), 24), 1.0 - 0x1.0p-24);
+  EXPECT_EQ(philox::uniform(0, 53), 0.0);
+}
+
+TEST(Runtime, GeneratorStateIsASeedAndAnOffset) {
+  Generator g(5);
+  EXPECT_EQ(g.get_state(), (GeneratorState{5, 0}));
+  EXPECT_EQ(g.reserve(10), (GeneratorState{5, 0}));
+  EXPECT_EQ(g.get_offset(), 10u);
+  g.set_offset(3);
+  EXPECT_EQ(g.reserve(1), (GeneratorState{5, 3}));
+  g.set_current_seed(9); // rewinds the offset
+  EXPECT_EQ(g.get_state(), (GeneratorState{9, 0}));
+  // Copies share the state.
+  Generator h = g;
+  h.reserve(7);
+  EXPECT_EQ(g.get_offset(), 7u);
 }
 
 TEST(Runtime, EnvironmentRegistryRejectsUnknownNames) {

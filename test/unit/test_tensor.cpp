@@ -239,6 +239,60 @@ TEST(TensorCore, RandomIsDeterministicForASeed) {
   EXPECT_EMBER_ERROR(rand({2}, kLong), "not implemented for dtype int64");
 }
 
+TEST(TensorCore, RandomDrawsAreCounterBased) {
+  // Note [Counter-based random numbers]: element i of a draw depends on the
+  // seed and its counter only, so two draws are one longer draw, split.
+  Generator g(11);
+  Tensor a = rand({300}, g), b = rand({500}, g);
+  EXPECT_EQ(g.get_offset(), 800u);
+  Tensor whole = rand({800}, Generator(11));
+  EXPECT_TRUE(close(cat({a, b}), whole, 0, 0));
+  // Restoring the state replays a draw (checkpoint's dropout masks).
+  g.set_state({11, 300});
+  EXPECT_TRUE(close(rand({500}, g), b, 0, 0));
+  // The same numbers whatever the thread count.
+  int threads = get_num_threads();
+  set_num_threads(1);
+  Tensor one = randn({100000}, Generator(3));
+  set_num_threads(2);
+  Tensor two = randn({100000}, Generator(3));
+  set_num_threads(threads);
+  EXPECT_TRUE(close(one, two, 0, 0));
+  // A failed draw does not move the generator.
+  EXPECT_EMBER_ERROR(rand({2}, g, TensorOptions(kLong)), "int64");
+  EXPECT_EMBER_ERROR(randint(5, 5, {2}, g), "from=5 >= to=5");
+  EXPECT_EMBER_ERROR(rand({-2}, g), "negative dimension");
+  EXPECT_EQ(g.get_offset(), 800u);
+}
+
+TEST(TensorCore, RandomNumbersHaveTheirDistributions) {
+  Generator g(2024);
+  // Uniform in [0, 1) in every floating dtype: never 1, even where a 53-bit
+  // number would round up to it in the dtype.
+  for (ScalarType dt : {kFloat, kDouble, kHalf, kBFloat16}) {
+    SCOPED_TRACE(toString(dt));
+    Tensor u = rand({200000}, g, TensorOptions(dt)).to(kDouble);
+    EXPECT_LT(u.max().item<double>(), 1.0);
+    EXPECT_GE(u.min().item<double>(), 0.0);
+    EXPECT_NEAR(u.mean().item<double>(), 0.5, 0.01);
+    EXPECT_NEAR(u.var().item<double>(), 1.0 / 12, 0.01);
+  }
+  Tensor n = randn({200000}, g, TensorOptions(kDouble));
+  EXPECT_NEAR(n.mean().item<double>(), 0, 0.01);
+  EXPECT_NEAR(n.std().item<double>(), 1, 0.01);
+  EXPECT_TRUE((n == n).all().item<bool>() && n.abs().max().item<double>() < 10);
+  // Fraction within one standard deviation: 68.27%.
+  EXPECT_NEAR((n.abs() < 1).to(kDouble).mean().item<double>(), 0.6827, 0.01);
+  Tensor r = randint(-3, 4, {70000}, g);
+  EXPECT_EQ(r.min().item<int64_t>(), -3);
+  EXPECT_EQ(r.max().item<int64_t>(), 3);
+  for (int64_t v = -3; v <= 3; ++v)
+    EXPECT_NEAR(r.eq(v).to(kDouble).mean().item<double>(), 1.0 / 7, 0.01);
+  // Empty and 0-dim draws.
+  EXPECT_EQ(rand({0, 3}, g).numel(), 0);
+  EXPECT_EQ(randn({}, g).dim(), 0);
+}
+
 TEST(TensorCore, FromBlobBorrowsAndCallsDeleter) {
   float data[6] = {1, 2, 3, 4, 5, 6};
   Tensor t = from_blob(data, {2, 3});
