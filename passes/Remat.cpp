@@ -14,6 +14,7 @@
 #include "llvm/ADT/SetVector.h"
 
 #include <algorithm>
+#include <cassert>
 #include <functional>
 #include <limits>
 #include <queue>
@@ -67,17 +68,39 @@ using namespace mlir;
 // whose bytes fit, ties to fewer bytes: a knapsack over the forward values
 // with a cost, solved exactly by a depth-first search over the subsets that
 // fit (up to 20 candidates; views, whose recompute costs nothing, are not
-// candidates), greedily beyond (drop the saved value whose removal costs
-// the fewest FLOPs per byte freed until the rest fits). Any op but a random
-// one may then be recomputed, matmuls too when the budget forces it. A
-// smaller budget can only raise the cost and lower the saved bytes, so the
-// peak falls monotonically with the budget. A budget that no saved set
-// meets (the random values alone exceed it) gives the smallest set that
-// works, marked `ember.over_budget`.
+// candidates), greedily beyond (Note [Recompute spans]). Any op without
+// effects may then be recomputed, matmuls too when the budget forces it. A
+// smaller budget can only raise the cost and lower the saved bytes. A
+// budget that no saved set meets (the values of ops with effects alone
+// exceed it) gives the smallest set that works, marked `ember.over_budget`.
+//
+// Note [Recompute spans]
+// The bytes saved are what the forward leaves for the backward, but not
+// all the backward holds: a recomputed value lives from its recomputation
+// (just before its first reader) to its last reader, and a value whose
+// recomputation needs other recomputed values that the backward reads
+// later brings them to life with it. In a residual chain h' = h + f(h)
+// with no h saved, the backward's first step recomputes every h at once:
+// the step's peak is save-all's, whatever the budget. The *span* of a
+// group of recomputed ops joined through their operands is the bytes of
+// the needed values among them, live together; the backward's activation
+// peak is about the saved bytes plus the largest span. So the greedy pass
+// (all candidates the backward reads saved, then one dropped at a time
+// until the rest fits) prefers the drops whose group's span stays within
+// an allowance (a sixteenth of the save-all bytes, at least two of the
+// largest candidates), among them the one whose removal costs the fewest
+// FLOPs per byte freed, and otherwise the drop with the smallest span:
+// saved values end up spaced along a chain (checkpoints every few layers,
+// each segment recomputed when the backward reaches it), and the step's
+// peak falls with the budget. The exact search minimizes FLOPs alone: its
+// graphs are small.
 
 constexpr int64_t kInf = std::numeric_limits<int64_t>::max() / 4;
 /// The knapsack is solved exactly up to this many candidates.
 constexpr size_t kExactCandidates = 20;
+/// The greedy budget pass lets recompute spans grow to this fraction of
+/// the save-all bytes freely (Note [Recompute spans]).
+constexpr int64_t kSpanFraction = 16;
 
 int64_t sat_add(int64_t a, int64_t b) {
   int64_t r;
@@ -475,23 +498,33 @@ public:
       };
       dfs(0, 0);
     } else {
-      // Greedy: all candidates the backward reads saved, then drop the one
-      // whose removal costs the fewest FLOPs per byte until the rest fits.
-      // Dropping a value only adds to the recomputation (its op, and the
-      // operands of it that are neither saved nor recomputed yet), so each
-      // candidate's cost is found locally from the current plan.
+      // Greedy: all candidates the backward reads saved, then drop one at a
+      // time until the rest fits (Note [Recompute spans]). Dropping a value
+      // only adds to the recomputation (its op, and the operands of it that
+      // are neither saved nor recomputed yet), so each candidate's cost is
+      // found locally from the current plan.
       llvm::DenseSet<Value> s(cand.begin(), cand.end());
       Plan p = plan(s);
       llvm::DenseSet<Operation *> rec(p.recompute.begin(), p.recompute.end());
       llvm::DenseSet<Value> used(p.used.begin(), p.used.end());
+      // (a sixteenth of what saving everything takes, at least two of the
+      // largest candidates)
+      int64_t largest = 0;
+      for (Value v : cand)
+        largest = std::max(largest, bytes_of(v));
+      const int64_t span_allowance =
+          std::max(p.bytes / kSpanFraction, sat_mul(2, largest));
       struct Delta {
         bool ok = true;
-        bool chain = false; ///< it reads another recomputed needed value
         int64_t flops = 0, bytes = 0;
         llvm::SmallVector<Operation *> ops;
-        llvm::SmallVector<Value> reads; ///< saved values newly read
+        llvm::SmallVector<Value> reads;   ///< saved values newly read
+        llvm::SmallVector<Value> unsaved; ///< unread saved values recomputed
       };
-      // What dropping v (saved, read) from s adds.
+      // What dropping v (saved, read) from s adds: v is recomputed from the
+      // values the backward reads already (primals, saved values it reads),
+      // through any value it does not read yet, which saves v's bytes
+      // outright; only a value of an op with effects is read instead.
       auto delta = [&](Value v) {
         Delta d;
         llvm::DenseSet<Operation *> seen;
@@ -509,21 +542,53 @@ public:
           d.flops = sat_add(d.flops, flops_of(op));
           for (Value o : op->getOperands()) {
             Operation *od = o.getDefiningOp();
-            if (!od || (o != v && s.contains(o))) {
-              if (o != v && !used.contains(o) && newly.insert(o).second) {
+            bool read = !od || (o != v && s.contains(o) &&
+                                (used.contains(o) || has_effects(od)));
+            if (read) {
+              if (!used.contains(o) && newly.insert(o).second) {
                 d.reads.push_back(o);
                 if (od)
                   d.bytes = sat_add(d.bytes, bytes_of(o));
               }
             } else {
-              // Recomputing v needs another recomputed value the backward
-              // reads: one of a chain, kept alive together in the backward.
-              d.chain = d.chain || rec.contains(od) || needed_.contains(o);
+              if (o != v && s.contains(o) && newly.insert(o).second)
+                d.unsaved.push_back(o);
               work.push_back(od);
             }
           }
         }
         return d;
+      };
+      // The span of a drop (Note [Recompute spans]): the bytes of the
+      // needed values in the group of recomputed ops that v's drop joins.
+      auto span = [&](Value v, const Delta &d) {
+        llvm::DenseSet<Operation *> fresh(d.ops.begin(), d.ops.end());
+        // (constants and views of primals hold no activations: groups
+        // sharing one are not joined through it)
+        auto recomputed = [&](Operation *op) {
+          return op && (rec.contains(op) || fresh.contains(op)) &&
+                 !llvm::isa<ir::ConstantOp>(op) &&
+                 !(is_view(op) && llvm::isa<BlockArgument>(op->getOperand(0)));
+        };
+        int64_t bytes = 0;
+        llvm::DenseSet<Operation *> seen;
+        llvm::SmallVector<Operation *> work{v.getDefiningOp()};
+        while (!work.empty()) {
+          Operation *op = work.pop_back_val();
+          if (!seen.insert(op).second)
+            continue;
+          for (Value r : op->getResults()) {
+            if (needed_.contains(r))
+              bytes = sat_add(bytes, bytes_of(r));
+            for (Operation *u : r.getUsers())
+              if (recomputed(u))
+                work.push_back(u);
+          }
+          for (Value o : op->getOperands())
+            if (Operation *od = o.getDefiningOp(); recomputed(od))
+              work.push_back(od);
+        }
+        return bytes;
       };
       for (;;) {
         consider(s, p);
@@ -532,20 +597,22 @@ public:
         Value drop;
         Delta chosen;
         double best_ratio = std::numeric_limits<double>::infinity();
+        int64_t best_span = kInf;
         for (Value v : p.used) {
           if (!v.getDefiningOp() || !s.contains(v) || !used.contains(v))
             continue;
           Delta d = delta(v);
           if (!d.ok)
             continue;
-          // Drops whose recomputation is local come first (a chain of
-          // recomputed values is live all at once in the backward), then
-          // the fewest FLOPs per byte.
+          // Drops whose span stays within the allowance come first, the
+          // fewest FLOPs per byte among them; else the smallest span.
           double ratio = double(d.flops) / double(bytes_of(v));
-          bool better = !drop || (d.chain != chosen.chain ? !d.chain
-                                                          : ratio < best_ratio);
+          int64_t sp = std::max(span(v, d), span_allowance);
+          bool better = !drop || sp < best_span ||
+                        (sp == best_span && ratio < best_ratio);
           if (better) {
             best_ratio = ratio;
+            best_span = sp;
             drop = v;
             chosen = std::move(d);
           }
@@ -554,6 +621,8 @@ public:
           break;
         s.erase(drop);
         used.erase(drop);
+        for (Value u : chosen.unsaved)
+          s.erase(u);
         for (Operation *op : chosen.ops)
           rec.insert(op);
         for (Value r : chosen.reads)
@@ -602,10 +671,48 @@ public:
       if (d && run.insert(d).second)
         work.append(d->operand_begin(), d->operand_end());
     }
-    llvm::SmallVector<Operation *> fwd_ops;
+    // The ops only saved values need (formulas of the backward that read
+    // forward values only: relu's mask) run as soon as their operands are
+    // there, so that what they read is freed early, not held to the end.
+    llvm::DenseSet<Operation *> main;
+    work.assign(results.begin(), results.begin() + nfwd_);
+    while (!work.empty()) {
+      Operation *d = work.pop_back_val().getDefiningOp();
+      if (d && main.insert(d).second)
+        work.append(d->operand_begin(), d->operand_end());
+    }
+    llvm::SmallVector<Operation *> fwd_ops, pending;
+    llvm::DenseSet<Operation *> emitted;
+    auto ready = [&](Operation *op) {
+      return llvm::all_of(op->getOperands(), [&](Value v) {
+        Operation *d = v.getDefiningOp();
+        return !d || emitted.contains(d);
+      });
+    };
+    // (pending ops are in program order: one pass emits a chain of them)
+    auto flush = [&] {
+      for (auto it = pending.begin(); it != pending.end();)
+        if (ready(*it)) {
+          fwd_ops.push_back(*it);
+          emitted.insert(*it);
+          it = pending.erase(it);
+        } else {
+          ++it;
+        }
+    };
     for (Operation *op : forward_)
-      if (run.contains(op))
-        fwd_ops.push_back(op);
+      if (run.contains(op) && !main.contains(op) && !has_effects(op))
+        pending.push_back(op);
+    flush();
+    for (Operation *op : forward_) {
+      // (ops with effects keep their order)
+      if (!run.contains(op) || (!main.contains(op) && !has_effects(op)))
+        continue;
+      fwd_ops.push_back(op);
+      emitted.insert(op);
+      flush();
+    }
+    assert(pending.empty() && "an op of the forward was never ready");
     func::FuncOp fwd =
         outline(b, fn_.getLoc(), name + "_forward", primals, fwd_ops, fwd_outs);
     for (unsigned i = 0; i < saved.size(); ++i) {

@@ -597,9 +597,11 @@ TEST(E2ETraining, CompiledOptimizerSteps) {
 
 TEST(E2ETraining, ResidualMlpMemoryFallsWithTheBudget) {
   // 64 layers h = h + relu(linear(h)): the memory a training step holds
-  // between forward and backward falls as the budget falls, the step's peak
-  // never exceeds save-all's (saved tensors are freed as the backward goes),
-  // and gradients stay.
+  // between forward and backward and the step's measured peak fall as the
+  // budget falls over five budgets (Note [Recompute spans]: the saved
+  // values are spaced along the residual chain), and gradients stay. At a
+  // budget of 0 nothing is held, but the backward recomputes the whole
+  // chain at once: its peak is about twice save-all's.
   // (activations dominate: 256 x 32 per layer, the weights 32 x 32)
   constexpr int kLayers = 64, kWidth = 32, kBatch = 256;
   manual_seed(3);
@@ -628,7 +630,8 @@ TEST(E2ETraining, ResidualMlpMemoryFallsWithTheBudget) {
   int64_t all = saved_all.explain().graphs.at(0).saved_bytes;
   ASSERT_GT(all, 0);
   std::vector<int64_t> held, peaks, saved, forward_peaks;
-  for (int64_t budget : {all, all * 3 / 4, all / 2, all / 3, int64_t(0)}) {
+  for (int64_t budget :
+       {all, all * 3 / 4, all / 2, all / 3, all / 4, int64_t(0)}) {
     SCOPED_TRACE("budget " + std::to_string(budget));
     auto f = compile(fn, CompileOptions().opt_level(1).memory_budget(budget));
     f(x).backward(); // compiles (not measured)
@@ -660,9 +663,13 @@ TEST(E2ETraining, ResidualMlpMemoryFallsWithTheBudget) {
   for (size_t i = 1; i < held.size(); ++i) {
     EXPECT_LE(held[i], held[i - 1]) << "budget step " << i << os.str();
     EXPECT_LE(saved[i], saved[i - 1]) << "budget step " << i;
-    EXPECT_LE(peaks[i], peaks[0] + peaks[0] / 20) << os.str();
     EXPECT_LE(forward_peaks[i], forward_peaks[i - 1]) << "budget step " << i;
   }
+  for (size_t i = 1; i < 5; ++i)
+    EXPECT_LE(peaks[i], peaks[i - 1]) << "budget step " << i << os.str();
+  // (a quarter of the bytes: the peak is about a third of save-all's)
+  EXPECT_LT(peaks[4], peaks[0] / 2) << os.str();
+  EXPECT_LT(peaks[5], peaks[0] * 2) << os.str();
   EXPECT_LT(held.back(), held.front() / 10) << os.str();
   EXPECT_EQ(saved.back(), 0);
   RecordProperty("saved_held_peak_bytes", os.str());
