@@ -1,6 +1,7 @@
 #include "eager/Factory.h"
 #include "eager/Dtype.h"
 #include "eager/generated/Functions.h"
+#include "eager/meta/Shapes.h"
 #include "runtime/Cuda.h"
 #include "runtime/Philox.h"
 
@@ -217,29 +218,33 @@ namespace {
 Generator &genOf(std::optional<Generator> &g) {
   return g && g->defined() ? *g : default_generator();
 }
-/// The state a draw of numel(size) numbers starts from, as a tensor;
-/// the generator moves past them.
-Tensor draw_state(IntArrayRef size, std::optional<Generator> &gen) {
-  checkSizes(size);
-  GeneratorState st = genOf(gen).reserve(uint64_t(multiply_sizes(size)));
-  Tensor t = empty({2}, TensorOptions(kLong));
-  t.data_ptr<int64_t>()[0] = int64_t(st.seed);
-  t.data_ptr<int64_t>()[1] = int64_t(st.offset);
-  return t;
-}
-/// Runs a draw op (`name`'s) after the checks that must come before the
-/// generator moves. A result that requires grad is a leaf made here, real
+/// Runs the draw op `op` of `name` on the state of a draw of numel(size)
+/// numbers from `gen` (a (seed, offset) tensor), after the checks that must
+/// come before the generator moves; a draw that fails (out of memory) gives
+/// its counters back. A result that requires grad is a leaf made here, real
 /// even inside ember::compile (as any factory's).
 template <class Op>
-Tensor drawn(const char *name, DtypeGroup group, const TensorOptions &o,
-             Op op) {
+Tensor drawn(const char *name, DtypeGroup group, IntArrayRef size,
+             std::optional<Generator> &gen, const TensorOptions &o, Op op) {
   checkDevice(o);
   if (!in_group(o.dtype(), group))
     throw_unsupported_dtype(name, o.dtype());
-  std::optional<ExcludeDispatchKeyGuard> real;
-  if (o.requires_grad())
-    real.emplace(DispatchKey::Capture);
-  return finish(op(), o);
+  checkSizes(size);
+  uint64_t n = uint64_t(multiply_sizes(size));
+  Generator &g = genOf(gen);
+  GeneratorState from = g.reserve(n);
+  try {
+    Tensor state = empty({2}, TensorOptions(kLong));
+    state.data_ptr<int64_t>()[0] = int64_t(from.seed);
+    state.data_ptr<int64_t>()[1] = int64_t(from.offset);
+    std::optional<ExcludeDispatchKeyGuard> real;
+    if (o.requires_grad())
+      real.emplace(DispatchKey::Capture);
+    return finish(op(state), o);
+  } catch (...) {
+    g.unreserve(from, n);
+    throw;
+  }
 }
 } // namespace
 
@@ -248,18 +253,16 @@ Tensor rand(IntArrayRef size, const TensorOptions &o) {
 }
 Tensor rand(IntArrayRef size, std::optional<Generator> gen,
             const TensorOptions &o) {
-  return drawn("rand", DtypeGroup::Float, o, [&] {
-    return _philox_uniform(draw_state(size, gen), size, o.dtype());
-  });
+  return drawn("rand", DtypeGroup::Float, size, gen, o,
+               [&](Tensor st) { return _philox_uniform(st, size, o.dtype()); });
 }
 Tensor randn(IntArrayRef size, const TensorOptions &o) {
   return randn(size, std::nullopt, o);
 }
 Tensor randn(IntArrayRef size, std::optional<Generator> gen,
              const TensorOptions &o) {
-  return drawn("randn", DtypeGroup::Float, o, [&] {
-    return _philox_normal(draw_state(size, gen), size, o.dtype());
-  });
+  return drawn("randn", DtypeGroup::Float, size, gen, o,
+               [&](Tensor st) { return _philox_normal(st, size, o.dtype()); });
 }
 Tensor randint(int64_t high, IntArrayRef size, const TensorOptions &o) {
   return randint(0, high, size, std::nullopt, o);
@@ -270,11 +273,10 @@ Tensor randint(int64_t low, int64_t high, IntArrayRef size,
 }
 Tensor randint(int64_t low, int64_t high, IntArrayRef size,
                std::optional<Generator> gen, const TensorOptions &options) {
-  EMBER_CHECK_VALUE(low < high, "random_ expects 'from' to be less than ",
-                    "'to', but got from=", low, " >= to=", high);
   TensorOptions o = options.has_dtype() ? options : options.dtype(kLong);
-  return drawn("randint", DtypeGroup::All, o, [&] {
-    return _philox_randint(draw_state(size, gen), low, high, size, o.dtype());
+  meta::check_randint_range(low, high, o.dtype());
+  return drawn("randint", DtypeGroup::All, size, gen, o, [&](Tensor st) {
+    return _philox_randint(st, low, high, size, o.dtype());
   });
 }
 Tensor randperm(int64_t n, const TensorOptions &o) {

@@ -15,4 +15,9 @@ bool is_conversion(const OperatorHandle &op);
 /// op. Such an op costs 2 * numel(result) * that size in FLOPs.
 int contraction_arg(const OperatorHandle &op);
 
+/// The schema argument holding the (seed, offset) generator state a random
+/// op draws from (ops.yaml `random_state:`: _philox_uniform's state), or -1
+/// for any other op.
+int random_state_arg(const OperatorHandle &op);
+
 } // namespace ember

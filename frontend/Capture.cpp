@@ -1,6 +1,7 @@
 #include "frontend/Capture.h"
 
 #include "eager/Factory.h"
+#include "eager/OpTraits.h"
 #include "eager/autograd/BuiltinNodes.h"
 #include "eager/autograd/Checkpoint.h"
 #include "eager/autograd/Engine.h"
@@ -735,6 +736,10 @@ void Session::record(const OperatorHandle &op, Stack &stack) {
     }
   }
 
+  // (Note [Random ops in a compiled function] in eager/Factory.cpp)
+  if (random_state_arg(op) >= 0)
+    draws_random_ = true;
+
   // Arguments -> trace arguments.
   std::vector<ir::Arg> args;
   args.reserve(stack.size());
@@ -916,6 +921,10 @@ std::vector<OutputRecipe> Session::finish(const std::vector<Tensor> &outs) {
     if (fresh(last_input_tensors_.at(size_t(m.input))))
       replay_blocker_ = "it writes into a tensor it created outside the "
                         "graph (a factory's result)";
+  if (draws_random_)
+    replay_blocker_ = "it draws random numbers (each call reads the "
+                      "generator's state anew; a replay would repeat the "
+                      "first call's numbers)";
   return recipes;
 }
 

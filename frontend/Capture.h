@@ -232,7 +232,8 @@ public:
   /// it can): a captured tensor shares memory with an argument (the graph
   /// holds for this argument only), or the function returns or writes a
   /// tensor it created outside the graph (a factory's result: replaying
-  /// would hand out or change the same tensor again). Set by finish().
+  /// would hand out or change the same tensor again), or it draws random
+  /// numbers. Set by finish().
   const std::string &replay_blocker() const { return replay_blocker_; }
 
   /// Why graphs of this call keep an eager backward (Note [The joint
@@ -341,6 +342,7 @@ private:
   std::unordered_map<const void *, CaptureMeta *> input_roots_;
   bool lifted_aliases_argument_ = false;
   std::string replay_blocker_;
+  bool draws_random_ = false; ///< a random op was recorded (replay_blocker)
   /// Note [Creation epochs]: this call's, and the thread's before it.
   uint32_t epoch_ = 0, prev_epoch_ = 0;
   /// Memory the function allocated during this call.

@@ -684,7 +684,9 @@ FlatOutputs run_compiled(
       for (size_t i = 0; i < r.inputs.size(); ++i)
         inputs.push_back(input_of(r.inputs[i], tensors, r.lifted.at(i)));
       ++st.stats.cache_hits;
-      ++st.stats.graph_count;
+      // (the last call's: graph_count and op_count describe one call)
+      st.stats.graph_count = r.entry ? 1 : 0;
+      st.stats.op_count = r.entry ? r.entry->info.ops : 0;
       std::vector<Tensor> outs;
       if (r.entry) // (never a joint graph: replay_blocker())
         outs = r.entry->program->run(inputs);

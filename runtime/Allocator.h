@@ -86,7 +86,10 @@ void empty_cache(Device d = kCPU);
 /// Measures the most bytes allocated at once (memory_allocated) over a
 /// region of code, without resetting the peak that max_memory_allocated
 /// reports (explain()'s measured peaks of a compiled training step).
-/// Regions nest; allocations of other threads meanwhile count too.
+/// Regions nest; allocations of other threads meanwhile count too. There is
+/// one window for the process: a region that another thread opens while
+/// this one is open restarts the window, so this one may read less than
+/// its true peak (two compiled training steps on two threads at once).
 class PeakMemoryScope {
 public:
   explicit PeakMemoryScope(Device d = kCPU);

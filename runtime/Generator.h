@@ -1,6 +1,7 @@
 #pragma once
 /// Random number generators: deterministic for a seed, as torch.Generator.
 
+#include "runtime/Error.h"
 #include "runtime/intrusive_ptr.h"
 
 #include <cstdint>
@@ -39,30 +40,47 @@ public:
   /// The counter the next draw starts at (torch.Generator.get_offset).
   uint64_t get_offset() const { return get_state().offset; }
   void set_offset(uint64_t offset) {
-    std::lock_guard<std::mutex> g(impl_->mutex);
+    std::lock_guard<std::mutex> g(checked()->mutex);
     impl_->state.offset = offset;
   }
   /// The state, to restore later with set_state (checkpoint replays
   /// dropout masks this way).
   GeneratorState get_state() const {
-    std::lock_guard<std::mutex> g(impl_->mutex);
+    std::lock_guard<std::mutex> g(checked()->mutex);
     return impl_->state;
   }
   void set_state(const GeneratorState &s) {
-    std::lock_guard<std::mutex> g(impl_->mutex);
+    std::lock_guard<std::mutex> g(checked()->mutex);
     impl_->state = s;
   }
   /// Takes `n` counters for one draw: returns the state the draw starts
-  /// from and advances the offset past them.
+  /// from and advances the offset past them. A stream has 2^64 counters:
+  /// a draw past its end raises rather than repeat the stream.
   GeneratorState reserve(uint64_t n) {
-    std::lock_guard<std::mutex> g(impl_->mutex);
+    std::lock_guard<std::mutex> g(checked()->mutex);
     GeneratorState s = impl_->state;
+    EMBER_CHECK(n <= ~uint64_t(0) - s.offset, "the generator's stream of seed ",
+                s.seed, " is used up: a draw of ", n, " numbers at offset ",
+                s.offset,
+                " passes 2^64; reseed it (manual_seed or set_current_seed)");
     impl_->state.offset += n;
     return s;
+  }
+  /// Gives back the `n` counters of the draw `from` returned by reserve
+  /// when that draw failed, unless the generator moved since.
+  void unreserve(const GeneratorState &from, uint64_t n) {
+    std::lock_guard<std::mutex> g(checked()->mutex);
+    if (impl_->state == GeneratorState{from.seed, from.offset + n})
+      impl_->state = from;
   }
   GeneratorImpl *get() const { return impl_.get(); }
 
 private:
+  GeneratorImpl *checked() const {
+    EMBER_CHECK(impl_, "this Generator is undefined (default-constructed): "
+                       "make one with a seed, ember::Generator(seed)");
+    return impl_.get();
+  }
   intrusive_ptr<GeneratorImpl> impl_;
 };
 

@@ -17,6 +17,7 @@
 /// device code generator can render the same function.
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 
 namespace ember::philox {

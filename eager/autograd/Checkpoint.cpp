@@ -24,7 +24,12 @@ namespace {
 // backward runs fn again (same inputs, same RNG state) under hooks that
 // collect every saved tensor in order; each unpack then returns the tensor
 // with its counter and drops it from the frame. Recomputation is repeated
-// if a retained graph is backpropagated again.
+// if a retained graph is backpropagated again. Only the default
+// generator's state is restored for the recomputation (as PyTorch's
+// checkpoint, which restores the default devices' generators): fn drawing
+// from a Generator object of its own gets other numbers when recomputed.
+// Inside ember::compile every generator replays (Note [Checkpoint regions
+// in a compiled function]).
 struct Frame {
   std::function<variable_list(const variable_list &)> fn;
   variable_list inputs;

@@ -86,8 +86,7 @@ Tensor _philox_normal(const Tensor &state, IntArrayRef size, ScalarType dtype) {
 
 Tensor _philox_randint(const Tensor &state, int64_t low, int64_t high,
                        IntArrayRef size, ScalarType dtype) {
-  EMBER_CHECK_VALUE(low < high, "random_ expects 'from' to be less than ",
-                    "'to', but got from=", low, " >= to=", high);
+  meta::check_randint_range(low, high, dtype);
   uint64_t range = uint64_t(high) - uint64_t(low);
   return draw(state, size, dtype, DtypeGroup::All, "_philox_randint",
               [&]<class T>(const philox::Counter &c) {

@@ -463,8 +463,7 @@ Result _philox_normal(const Tensor &state, IntArrayRef size, ScalarType dtype) {
 Result _philox_randint(const Tensor &state, int64_t low, int64_t high,
                        IntArrayRef size, ScalarType dtype) {
   check_philox(state, size, dtype, true, "_philox_randint");
-  EMBER_CHECK_VALUE(low < high, "random_ expects 'from' to be less than ",
-                    "'to', but got from=", low, " >= to=", high);
+  check_randint_range(low, high, dtype);
   return one(fake(size, dtype, state.device()));
 }
 

@@ -6,6 +6,8 @@
 #include "eager/WrapDim.h"
 
 #include <cmath>
+#include <limits>
+#include <type_traits>
 
 namespace ember::meta {
 
@@ -768,6 +770,24 @@ void check_philox(const Tensor &state, IntArrayRef size, ScalarType dtype,
   for (int64_t d : size)
     EMBER_CHECK_VALUE(d >= 0, op, ": negative dimension in the requested size ",
                       size);
+}
+
+void check_randint_range(int64_t low, int64_t high, ScalarType dtype) {
+  EMBER_CHECK_VALUE(low < high, "random_ expects 'from' to be less than ",
+                    "'to', but got from=", low, " >= to=", high);
+  if (!isIntegralType(dtype, /*includeBool=*/true))
+    return;
+  int64_t lo = 0, hi = 1; // bool
+  dispatch_group(dtype, DtypeGroup::Integral, "randint", [&]<class T>() {
+    if constexpr (!std::is_same_v<T, bool>) {
+      lo = int64_t(std::numeric_limits<T>::lowest());
+      hi = int64_t(std::numeric_limits<T>::max());
+    }
+  });
+  EMBER_CHECK_VALUE(low >= lo, "from is out of bounds for ", toString(dtype),
+                    ": from=", low, " is below ", lo);
+  EMBER_CHECK_VALUE(high - 1 <= hi, "to - 1 is out of bounds for ",
+                    toString(dtype), ": to - 1 = ", high - 1, " is above ", hi);
 }
 
 // --- _im2col / _col2im ------------------------------------------------------

@@ -155,6 +155,9 @@ int64_t check_topk(const Tensor &self, int64_t k, int64_t dim);
 /// dtype when `any_dtype`), the size valid.
 void check_philox(const Tensor &state, IntArrayRef size, ScalarType dtype,
                   bool any_dtype, const char *op);
+/// randint / _philox_randint: low < high, and for an integral or bool dtype
+/// low and high - 1 in its range (PyTorch's check_from_to_in_range).
+void check_randint_range(int64_t low, int64_t high, ScalarType dtype);
 
 // --- _im2col / _col2im ------------------------------------------------------
 

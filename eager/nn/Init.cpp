@@ -72,9 +72,11 @@ Tensor uniform_(Tensor tensor, double low, double high) {
                     low, " > to=", high);
   if (tensor.numel() == 0)
     return tensor;
-  fill_from(tensor,
-            ember::rand(tensor.sizes(), TensorOptions(kDouble)) * (high - low) +
-                low);
+  // (drawn with the tensor's own digits: [0, 1) stays below 1 in it)
+  ScalarType dt = tensor.is_floating_point() ? tensor.scalar_type() : kDouble;
+  fill_from(tensor, ember::rand(tensor.sizes(), TensorOptions(dt)).to(kDouble) *
+                            (high - low) +
+                        low);
   return tensor;
 }
 

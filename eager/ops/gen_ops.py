@@ -277,7 +277,7 @@ class Op:
 FIELDS = {"func", "variants", "kernel", "cpu", "composite", "pointwise",
           "identity", "decompose", "conversion", "composes", "reduction",
           "derivative", "nondifferentiable_outputs", "example",
-          "cpp_no_default_args", "contraction"}
+          "cpp_no_default_args", "contraction", "random_state"}
 POINTWISE_FIELDS = {"expr", "promote", "dtypes", "bool_args", "promote_scalars",
                     "integral_scalars", "bound_scalars", "float_numbers",
                     "nonzero_divisor", "inplace", "scalar_overload"}
@@ -514,6 +514,19 @@ def decomposition_files(ops, files):
                      "of a dispatched op)")
         r.append(f"  if (&op == &ops::{o.schema.cname}())")
         r.append(f"    return {pos[c_arg]};")
+    r.append("  return -1;")
+    r.append("}\n")
+    r.append("int random_state_arg(const OperatorHandle &op) {")
+    for o in ops:
+        st = o.entry.get("random_state")
+        if st is None:
+            continue
+        pos = {a.name: i for i, a in enumerate(o.schema.args)}
+        if not o.dispatched or st not in pos:
+            sys.exit(f"{o.schema.text}: random_state: {st}? (a tensor argument "
+                     "of a dispatched op)")
+        r.append(f"  if (&op == &ops::{o.schema.cname}())")
+        r.append(f"    return {pos[st]};")
     r.append("  return -1;")
     r.append("}\n")
     r.append("bool is_conversion(const OperatorHandle &op) {")

@@ -405,3 +405,42 @@ TEST(E2ECache, RequiresGradIsGuarded) {
   EXPECT_TRUE(
       contains(e.recompiles[0].reason, "tensor 'arg1' requires_grad mismatch"));
 }
+
+TEST(E2ECache, ReplayModeDoesNotRepeatRandomNumbers) {
+  // A graph that draws random numbers reads the generator's state at each
+  // call (Note [Random ops in a compiled function]): replay mode, which
+  // would reuse the first call's state, is not used, and explain says why.
+  auto fn = [](const Tensor &x) {
+    return nn::functional::dropout(x, 0.5, /*training=*/true);
+  };
+  auto f = compile(fn, CompileOptions().replay(true));
+  NoGradGuard no_grad;
+  Tensor x = ones({64});
+  for (int call = 0; call < 3; ++call) {
+    manual_seed(40 + uint64_t(call));
+    Tensor e = fn(x);
+    uint64_t offset = default_generator().get_offset();
+    manual_seed(40 + uint64_t(call));
+    EXPECT_TRUE(same(f(x), e)) << "call " << call;
+    EXPECT_EQ(default_generator().get_offset(), offset);
+  }
+  ExplainOutput e = f.explain();
+  EXPECT_EQ(e.graph_count, 1) << e;
+  bool said = false;
+  for (const std::string &why : e.eager_reasons)
+    said = said || why.find("draws random numbers") != std::string::npos;
+  EXPECT_TRUE(said) << e;
+}
+
+TEST(E2ECache, ReplayedCallsCountTheirGraphsOnce) {
+  // graph_count and op_count describe the last call, replayed or not.
+  auto f = compile([](const Tensor &x) { return (x * 2).exp(); },
+                   CompileOptions().replay(true));
+  Tensor x = random({4}, kFloat, 191);
+  for (int i = 0; i < 4; ++i)
+    f(x);
+  ExplainOutput e = f.explain();
+  EXPECT_EQ(e.graph_count, 1) << e;
+  EXPECT_EQ(e.op_count, 2) << e;
+  EXPECT_GE(e.cache_hits, 3) << e;
+}

@@ -155,6 +155,16 @@ TEST(Memory, OutOfMemoryRetriesOnceThenRaises) {
             s0.at("allocated_bytes.all.current"));
 }
 
+TEST(Memory, ARandomDrawThatRunsOutOfMemoryLeavesTheGenerator) {
+  // The counters of a draw that fails are given back: the next draw is the
+  // one the failed call would have been.
+  Generator g(3);
+  EXPECT_EMBER_ERROR(rand({int64_t(1) << 48}, g), "CPU out of memory");
+  EXPECT_EMBER_ERROR(randint(0, 5, {int64_t(1) << 48}, g), "CPU out of memory");
+  EXPECT_EQ(g.get_offset(), 0u);
+  EXPECT_TRUE(close(rand({5}, g), rand({5}, Generator(3)), 0, 0));
+}
+
 TEST(Memory, SummaryIsATorchStyleTable) {
   Tensor keep = empty({1024, 1024});
   std::string s = memory_summary();

@@ -1390,6 +1390,18 @@ TEST(NNInit, GainAndFans) {
                      "fewer than 2 dimensions");
 }
 
+TEST(NNInit, UniformStaysBelowItsUpperBoundInEveryDtype) {
+  // The numbers are drawn with the tensor's own digits: [0, 1) never rounds
+  // up to 1 in float16 or bfloat16.
+  for (ScalarType dt : {kHalf, kBFloat16, kFloat}) {
+    SCOPED_TRACE(toString(dt));
+    Tensor t = empty({200000}, TensorOptions(dt));
+    nn::init::uniform_(t, 0, 1);
+    EXPECT_EQ((t == 1.0).sum().item<int64_t>(), 0);
+    EXPECT_GE(t.min().item<double>(), 0.0);
+  }
+}
+
 TEST(NNInit, Distributions) {
   namespace I = nn::init;
   manual_seed(9);

@@ -263,6 +263,31 @@ TEST(TensorCore, RandomDrawsAreCounterBased) {
   EXPECT_EMBER_ERROR(randint(5, 5, {2}, g), "from=5 >= to=5");
   EXPECT_EMBER_ERROR(rand({-2}, g), "negative dimension");
   EXPECT_EQ(g.get_offset(), 800u);
+  // randint's bounds must fit the dtype (PyTorch's check_from_to_in_range),
+  // instead of wrapping.
+  EXPECT_EMBER_ERROR(randint(0, 1000, {2}, g, TensorOptions(kChar)),
+                     "to - 1 is out of bounds for int8");
+  EXPECT_EMBER_ERROR(randint(-5, 5, {2}, g, TensorOptions(kByte)),
+                     "from is out of bounds for uint8");
+  EXPECT_EMBER_ERROR(randint(0, 5, {2}, g, TensorOptions(kBool)),
+                     "to - 1 is out of bounds for bool");
+  EXPECT_EQ(g.get_offset(), 800u);
+  Tensor flips = randint(0, 2, {1000}, g, TensorOptions(kBool));
+  EXPECT_NEAR(flips.to(kDouble).mean().item<double>(), 0.5, 0.06);
+  Tensor c = randint(-128, 128, {1000}, g, TensorOptions(kChar));
+  EXPECT_EQ(c.dtype(), kChar);
+  EXPECT_LT(c.min().item<int64_t>(), -100);
+  EXPECT_GT(c.max().item<int64_t>(), 100);
+  // The full int64 range.
+  Tensor w = randint(INT64_MIN, INT64_MAX, {1000}, g);
+  EXPECT_LT(w.min().item<int64_t>(), INT64_MIN / 2);
+  EXPECT_GT(w.max().item<int64_t>(), INT64_MAX / 2);
+  // An undefined Generator raises; a stream used up raises.
+  EXPECT_EMBER_ERROR(Generator().get_offset(), "undefined");
+  Generator end(1);
+  end.set_offset(~uint64_t(0) - 2);
+  EXPECT_EMBER_ERROR(rand({4}, end), "used up");
+  EXPECT_EQ(end.get_offset(), ~uint64_t(0) - 2);
 }
 
 TEST(TensorCore, RandomNumbersHaveTheirDistributions) {
