@@ -503,32 +503,22 @@ def decomposition_files(ops, files):
     r.append("  auto it = table.find(&op);")
     r.append("  return it == table.end() ? nullptr : &it->second;")
     r.append("}\n")
-    r.append("int contraction_arg(const OperatorHandle &op) {")
-    for o in ops:
-        c_arg = o.entry.get("contraction")
-        if c_arg is None:
-            continue
-        pos = {a.name: i for i, a in enumerate(o.schema.args)}
-        if not o.dispatched or c_arg not in pos:
-            sys.exit(f"{o.schema.text}: contraction: {c_arg}? (a tensor argument "
-                     "of a dispatched op)")
-        r.append(f"  if (&op == &ops::{o.schema.cname}())")
-        r.append(f"    return {pos[c_arg]};")
-    r.append("  return -1;")
-    r.append("}\n")
-    r.append("int random_state_arg(const OperatorHandle &op) {")
-    for o in ops:
-        st = o.entry.get("random_state")
-        if st is None:
-            continue
-        pos = {a.name: i for i, a in enumerate(o.schema.args)}
-        if not o.dispatched or st not in pos:
-            sys.exit(f"{o.schema.text}: random_state: {st}? (a tensor argument "
-                     "of a dispatched op)")
-        r.append(f"  if (&op == &ops::{o.schema.cname}())")
-        r.append(f"    return {pos[st]};")
-    r.append("  return -1;")
-    r.append("}\n")
+    # The fields that name an argument: a function returning its position.
+    for fn, field in [("contraction_arg", "contraction"),
+                      ("random_state_arg", "random_state")]:
+        r.append(f"int {fn}(const OperatorHandle &op) {{")
+        for o in ops:
+            arg = o.entry.get(field)
+            if arg is None:
+                continue
+            pos = {a.name: i for i, a in enumerate(o.schema.args)}
+            if not o.dispatched or arg not in pos:
+                sys.exit(f"{o.schema.text}: {field}: {arg}? (a tensor "
+                         "argument of a dispatched op)")
+            r.append(f"  if (&op == &ops::{o.schema.cname}())")
+            r.append(f"    return {pos[arg]};")
+        r.append("  return -1;")
+        r.append("}\n")
     r.append("bool is_conversion(const OperatorHandle &op) {")
     conv = [o for o in ops if o.dispatched and o.entry.get("conversion")]
     r.append("  return " + (" || ".join(f"&op == &ops::{o.schema.cname}()" for o in conv) or "false") + ";")
