@@ -308,6 +308,7 @@ void Session::reset_graph() {
   lifted_.clear();
   storage_roots_.clear();
   input_roots_.clear();
+  region_ids_.clear();
 }
 
 void Session::abandon() {
@@ -351,7 +352,8 @@ Tensor Session::make_capture(const Tensor &like, int value) {
 Tensor Session::add_input(const Tensor &real, ir::InputKind kind, int index,
                           std::string name) {
   int v = trace_.add_value(type_of(real));
-  trace_.inputs.push_back({v, kind, index, std::move(name)});
+  trace_.inputs.push_back({v, kind, index, std::move(name),
+                           kind == ir::InputKind::Lifted && fresh(real)});
   inputs_.push_back(real);
   // The real tensor's geometry, storage offset included: the function
   // reads it (as_strided(..., x.storage_offset())).
@@ -591,8 +593,11 @@ void Session::push_node(const OperatorHandle &op, std::vector<ir::Arg> args,
   n.op = &op;
   n.args = std::move(args);
   n.results = std::move(results);
-  // Note [Checkpoint regions in a compiled function]
-  n.recompute = !in_backward_ && detail::checkpoint_depth() > 0;
+  // Note [Checkpoint regions in a compiled function]: regions numbered
+  // from 1 in each graph, so that the trace of a call matches the next's.
+  if (uint64_t r = detail::checkpoint_region(); r && !in_backward_)
+    n.recompute = region_ids_.try_emplace(r, int64_t(region_ids_.size()) + 1)
+                      .first->second;
   trace_.nodes.push_back(std::move(n));
 }
 

@@ -343,6 +343,9 @@ private:
   bool lifted_aliases_argument_ = false;
   std::string replay_blocker_;
   bool draws_random_ = false; ///< a random op was recorded (replay_blocker)
+  /// checkpoint() regions of this graph: detail::checkpoint_region() ->
+  /// number in the graph (ir::Node::recompute).
+  std::unordered_map<uint64_t, int64_t> region_ids_;
   /// Note [Creation epochs]: this call's, and the thread's before it.
   uint32_t epoch_ = 0, prev_epoch_ = 0;
   /// Memory the function allocated during this call.

@@ -92,6 +92,8 @@ public:
                                        ":" + std::to_string(in.index)));
       if (in.kind == InputKind::Tangent)
         func.setArgAttr(unsigned(i), "ember.tangent", b_.getUnitAttr());
+      if (in.fresh)
+        func.setArgAttr(unsigned(i), "ember.fresh", b_.getUnitAttr());
     }
     llvm::SmallVector<Value> results = body();
     llvm::SmallVector<int64_t> mutated;
@@ -213,7 +215,7 @@ private:
                         ? dialect_op(n, loc, result_types)
                         : eager_call(n, loc, result_types);
     if (n.recompute)
-      op->setAttr("ember.recompute", b_.getUnitAttr());
+      op->setAttr("ember.recompute", b_.getI64IntegerAttr(n.recompute));
     for (size_t i = 0; i < n.results.size(); ++i)
       define(n.results[i], op->getResult(unsigned(i)));
   }

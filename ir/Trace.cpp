@@ -172,7 +172,7 @@ bool Trace::same_structure(const Trace &o) const {
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Input &a = inputs[i], &b = o.inputs[i];
     if (a.value != b.value || a.kind != b.kind || a.index != b.index ||
-        a.name != b.name)
+        a.name != b.name || a.fresh != b.fresh)
       return false;
   }
   for (size_t i = 0; i < constants.size(); ++i) {
@@ -209,6 +209,7 @@ uint64_t Trace::structure_hash() const {
     h.add(uint64_t(in.value));
     h.add(uint64_t(in.kind));
     h.add(uint64_t(in.index));
+    h.add(uint64_t(in.fresh));
   }
   for (const Constant &c : constants) {
     h.add(uint64_t(c.value));

@@ -61,6 +61,11 @@ struct Input {
   int index = 0;
   /// "x", "arg0", "L['weight']"...: a readable name for dumps.
   std::string name;
+  /// Lifted: a tensor the call itself made (a factory's result), which
+  /// nothing outside the graph holds: saving it for the backward costs its
+  /// bytes (`ember.fresh`), where saving an argument or a parameter does
+  /// not.
+  bool fresh = false;
 };
 
 /// A wrapped number: a 0-dim tensor of `type` holding `value`.
@@ -129,9 +134,10 @@ struct Node {
   std::vector<int> results; ///< one per tensor returned (lists flattened)
   /// The user's source location ("file.cpp:12:7"), or empty.
   std::string loc;
-  /// Recorded inside a checkpoint() region: the backward recomputes its
-  /// results rather than saving them (`ember.recompute`).
-  bool recompute = false;
+  /// Recorded inside a checkpoint() region (its number in the graph, from
+  /// 1; 0 outside any): the backward recomputes the results the region
+  /// uses itself rather than saving them (`ember.recompute = N`).
+  int64_t recompute = 0;
   /// A fusion (ember.fusion): the trace of its body, whose inputs are the
   /// node's arguments and whose outputs are its results; and the kernel
   /// that runs it, when a backend compiled it (else its ops run eagerly).

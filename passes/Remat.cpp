@@ -38,10 +38,15 @@ using namespace mlir;
 // values (*needed*: read by a backward op, or returned as a gradient).
 // Each is either saved (returned by the forward, passed to the backward) or
 // recomputed by the backward from saved values; primals and constants are
-// free to save (the caller holds the primals anyway). Which forward ops the
+// free to save (the caller holds the primals anyway), except a primal the
+// call itself made (`{ember.fresh}`: a factory's result, a generator
+// state), which costs its bytes and cannot be recomputed. Which forward
+// ops the
 // backward recomputes follows from the saved set: every needed value that
 // is not saved, and transitively the operands of those ops that are not
-// saved either (the closure). Ops with effects are never recomputed: a
+// saved either (the closure). An op that reads an argument the graph
+// writes (`ember.mutations`) is never recomputed: the backward would read
+// the written value. Ops with effects are never recomputed either: a
 // random op with effects (a table op with a Generator argument, or a call
 // captured as ember.eager_call) would draw fresh numbers, not the
 // forward's. ember's own random numbers (rand, randn, randint, hence
@@ -133,13 +138,6 @@ int64_t bytes_of(Value v) {
 bool has_effects(Operation *op) { return !isMemoryEffectFree(op); }
 
 bool is_view(Operation *op) { return op->hasTrait<ir::OpTrait::View>(); }
-
-/// Recorded in a checkpoint() region (`ember.recompute`): the backward
-/// recomputes it whatever it costs, unless it has effects (Note [Checkpoint
-/// regions in a compiled function] in eager/autograd/Checkpoint.cpp).
-bool forced(Operation *op) {
-  return op && op->hasAttr("ember.recompute") && !has_effects(op);
-}
 
 /// Pointwise ops, views, conversions and constants: what fusion keeps in
 /// registers, cheap to recompute.
@@ -285,7 +283,64 @@ public:
   Joint(func::FuncOp fn, unsigned forward_results)
       : fn_(fn), nfwd_(forward_results) {}
 
+  /// An op the backward cannot recompute: it has effects, or it reads an
+  /// argument the graph writes (`ember.mutations`), whose value the backward
+  /// would see written already.
+  bool pinned(Operation *op) const {
+    return has_effects(op) || llvm::any_of(op->getOperands(), [&](Value v) {
+             auto a = llvm::dyn_cast<BlockArgument>(v);
+             return a && mutated_.contains(a.getArgNumber());
+           });
+  }
+
+  /// The checkpoint() region `op` was recorded in (`ember.recompute = N`;
+  /// a unit attribute is one region, -1), or 0.
+  static int64_t region_of(Operation *op) {
+    Attribute a = op->getAttr("ember.recompute");
+    if (!a)
+      return 0;
+    if (auto i = llvm::dyn_cast<IntegerAttr>(a))
+      return i.getInt();
+    return -1;
+  }
+
+  /// Inside a checkpoint() region: the backward recomputes it whatever it
+  /// costs, unless it is pinned (Note [Checkpoint regions in a compiled
+  /// function] in eager/autograd/Checkpoint.cpp). A region's outputs --
+  /// read by the forward's own ops outside it, or results of the forward --
+  /// are not forced: eager checkpoint keeps its output as any tensor, and
+  /// they are where the backward's recomputation of a chain of regions
+  /// starts from.
+  bool forced(Operation *op) const {
+    if (!op || pinned(op))
+      return false;
+    int64_t r = region_of(op);
+    if (r == 0)
+      return false;
+    for (Value v : op->getResults())
+      for (OpOperand &u : v.getUses()) {
+        Operation *o = u.getOwner();
+        if (o == ret_ ? u.getOperandNumber() < nfwd_
+                      : main_.contains(o) && region_of(o) != r)
+          return false;
+      }
+    return true;
+  }
+
+  /// A value the backward reads at no cost when saved: an argument the
+  /// caller holds anyway (not one the call made: `ember.fresh`).
+  bool free_to_save(Value v) const {
+    auto a = llvm::dyn_cast<BlockArgument>(v);
+    return a && !fresh_.contains(a.getArgNumber());
+  }
+
   LogicalResult classify() {
+    if (auto m = fn_->getAttrOfType<DenseI64ArrayAttr>("ember.mutations"))
+      for (int64_t i : m.asArrayRef())
+        mutated_.insert(unsigned(i));
+    for (BlockArgument a : fn_.getArguments())
+      if (fn_.getArgAttr(a.getArgNumber(), "ember.fresh"))
+        fresh_.insert(a.getArgNumber());
     Block &body = fn_.getBody().front();
     for (BlockArgument a : body.getArguments())
       if (is_tangent(fn_, a.getArgNumber()))
@@ -307,10 +362,20 @@ public:
       }
     }
     Operation *ret = body.getTerminator();
+    ret_ = ret;
     for (unsigned i = 0; i < nfwd_; ++i)
       if (tangent_values_.contains(ret->getOperand(i)))
         return fn_.emitError("ember-remat: forward result ")
                << i << " depends on a tangent";
+    // The forward's own ops: those its results need (the rest of the
+    // forward ops are derivative formulas that read forward values only).
+    llvm::SmallVector<Value> out(ret->operand_begin(),
+                                 ret->operand_begin() + nfwd_);
+    while (!out.empty()) {
+      Operation *d = out.pop_back_val().getDefiningOp();
+      if (d && main_.insert(d).second)
+        out.append(d->operand_begin(), d->operand_end());
+    }
     // Backward ops no gradient needs are dropped: what they read is not
     // saved for them.
     llvm::DenseSet<Operation *> backward(backward_.begin(), backward_.end());
@@ -368,13 +433,16 @@ public:
     auto out = [&](Value v) { return 3 + 2 * id.lookup(v); };
     for (Value v : values) {
       Operation *d = v.getDefiningOp();
-      bool free = !d || llvm::isa<ir::ConstantOp>(d);
+      // (an argument the call made costs its bytes, and is never
+      // recomputed)
+      bool free = free_to_save(v) || (d && llvm::isa<ir::ConstantOp>(d));
       g.add(in(v), out(v), free ? 0 : forced(d) ? kInf : bytes_of(v));
-      bool banned = !free && !forced(d) &&
-                    (!is_cheap(d) || has_effects(d) ||
-                     llvm::any_of(d->getResults(), [&](Value r) {
-                       return materialized_.contains(r);
-                     }));
+      bool banned =
+          !free &&
+          (!d || (!forced(d) && (!is_cheap(d) || pinned(d) ||
+                                 llvm::any_of(d->getResults(), [&](Value r) {
+                                   return materialized_.contains(r);
+                                 }))));
       if (free || banned)
         g.add(0, in(v), kInf);
       if (d)
@@ -410,7 +478,7 @@ public:
       }
       if (!seen.insert(d).second)
         continue;
-      if (has_effects(d))
+      if (pinned(d))
         return false;
       work.append(d->operand_begin(), d->operand_end());
     }
@@ -437,7 +505,7 @@ public:
     if (!p.ok)
       return p;
     for (Value v : p.used)
-      if (v.getDefiningOp())
+      if (!free_to_save(v))
         p.bytes = sat_add(p.bytes, bytes_of(v));
     for (Operation *op : p.recompute)
       p.flops = sat_add(p.flops, flops_of(op));
@@ -486,7 +554,17 @@ public:
           consider(s, plan(s));
           return;
         }
-        dfs(i + 1, bytes);
+        // Saving more never costs more FLOPs: no set below this node beats
+        // the one that saves all the rest. Once a set fits, a node whose
+        // bound is worse than it (or that cannot work at all) is pruned.
+        if (best.found && i > 0) {
+          llvm::DenseSet<Value> all = s;
+          all.insert(cand.begin() + long(i), cand.end());
+          Plan bound = plan(all);
+          if (!bound.ok || bound.flops > best.flops)
+            return;
+        }
+        // (saving first: a set that fits with few FLOPs comes early)
         int64_t b = sat_add(bytes, bytes_of(cand[i]));
         // Past the budget only the smallest working set is of interest:
         // sets with more bytes than it are pruned.
@@ -495,6 +573,7 @@ public:
           dfs(i + 1, b);
           s.erase(cand[i]);
         }
+        dfs(i + 1, bytes);
       };
       dfs(0, 0);
     } else {
@@ -534,7 +613,7 @@ public:
           Operation *op = work.pop_back_val();
           if (rec.contains(op) || !seen.insert(op).second)
             continue;
-          if (has_effects(op)) {
+          if (pinned(op)) {
             d.ok = false;
             break;
           }
@@ -543,11 +622,11 @@ public:
           for (Value o : op->getOperands()) {
             Operation *od = o.getDefiningOp();
             bool read = !od || (o != v && s.contains(o) &&
-                                (used.contains(o) || has_effects(od)));
+                                (used.contains(o) || pinned(od)));
             if (read) {
               if (!used.contains(o) && newly.insert(o).second) {
                 d.reads.push_back(o);
-                if (od)
+                if (!free_to_save(o))
                   d.bytes = sat_add(d.bytes, bytes_of(o));
               }
             } else {
@@ -598,21 +677,32 @@ public:
         Delta chosen;
         double best_ratio = std::numeric_limits<double>::infinity();
         int64_t best_span = kInf;
+        bool best_frees = false;
         for (Value v : p.used) {
           if (!v.getDefiningOp() || !s.contains(v) || !used.contains(v))
             continue;
           Delta d = delta(v);
           if (!d.ok)
             continue;
-          // Drops whose span stays within the allowance come first, the
-          // fewest FLOPs per byte among them; else the smallest span.
-          double ratio = double(d.flops) / double(bytes_of(v));
+          // Drops that free bytes come first (a drop that must save as
+          // much as it frees, reading a value of a pinned op, helps only
+          // when nothing else does), then those whose span stays within
+          // the allowance, the fewest FLOPs per byte freed among them; else
+          // the smallest span.
+          int64_t net = bytes_of(v) - d.bytes;
+          double ratio = net > 0 ? double(d.flops) / double(net)
+                                 : std::numeric_limits<double>::max();
           int64_t sp = std::max(span(v, d), span_allowance);
-          bool better = !drop || sp < best_span ||
-                        (sp == best_span && ratio < best_ratio);
+          bool frees = net > 0;
+          bool better =
+              !drop ||
+              (frees != best_frees
+                   ? frees
+                   : sp < best_span || (sp == best_span && ratio < best_ratio));
           if (better) {
             best_ratio = ratio;
             best_span = sp;
+            best_frees = frees;
             drop = v;
             chosen = std::move(d);
           }
@@ -664,23 +754,40 @@ public:
     // The forward: the primals in; its results and the saved values out.
     llvm::SmallVector<Value> fwd_outs(results.begin(), results.begin() + nfwd_);
     fwd_outs.append(saved.begin(), saved.end());
-    llvm::DenseSet<Operation *> run;
+    // It runs what its results and saved values need, and every op with
+    // effects (which run as eagerly, needed or not).
     llvm::SmallVector<Value> work(fwd_outs.begin(), fwd_outs.end());
-    while (!work.empty()) {
-      Operation *d = work.pop_back_val().getDefiningOp();
-      if (d && run.insert(d).second)
-        work.append(d->operand_begin(), d->operand_end());
-    }
+    llvm::SmallVector<Operation *> effects;
+    for (Operation *op : forward_)
+      if (has_effects(op))
+        effects.push_back(op);
+    auto closure = [&](llvm::SmallVector<Value> work) {
+      llvm::DenseSet<Operation *> ops;
+      for (Operation *op : effects)
+        if (ops.insert(op).second)
+          work.append(op->operand_begin(), op->operand_end());
+      while (!work.empty()) {
+        Operation *d = work.pop_back_val().getDefiningOp();
+        if (d && ops.insert(d).second)
+          work.append(d->operand_begin(), d->operand_end());
+      }
+      return ops;
+    };
+    llvm::DenseSet<Operation *> run = closure(work);
     // The ops only saved values need (formulas of the backward that read
-    // forward values only: relu's mask) run as soon as their operands are
-    // there, so that what they read is freed early, not held to the end.
-    llvm::DenseSet<Operation *> main;
-    work.assign(results.begin(), results.begin() + nfwd_);
-    while (!work.empty()) {
-      Operation *d = work.pop_back_val().getDefiningOp();
-      if (d && main.insert(d).second)
-        work.append(d->operand_begin(), d->operand_end());
-    }
+    // forward values only: relu's mask) are *extra*. One runs as soon as
+    // its operands are there when that ends the life of an operand at
+    // least as large as its results (relu's output, read last by its
+    // mask); the others run at the end, so that what they make is not held
+    // across the forward.
+    llvm::DenseSet<Operation *> main = closure(
+        llvm::SmallVector<Value>(results.begin(), results.begin() + nfwd_));
+    llvm::DenseSet<Value> outs(fwd_outs.begin(), fwd_outs.end());
+    llvm::DenseMap<Value, int> readers; // by ops of the forward not run yet
+    for (Operation *op : forward_)
+      if (run.contains(op))
+        for (Value v : op->getOperands())
+          ++readers[v];
     llvm::SmallVector<Operation *> fwd_ops, pending;
     llvm::DenseSet<Operation *> emitted;
     auto ready = [&](Operation *op) {
@@ -689,29 +796,43 @@ public:
         return !d || emitted.contains(d);
       });
     };
+    auto frees = [&](Operation *op) {
+      int64_t made = 0;
+      for (Value r : op->getResults())
+        made = sat_add(made, bytes_of(r));
+      return llvm::any_of(op->getOperands(), [&](Value v) {
+        return v.getDefiningOp() && !outs.contains(v) &&
+               readers.lookup(v) == int(llvm::count(op->getOperands(), v)) &&
+               bytes_of(v) >= made;
+      });
+    };
+    auto emit = [&](Operation *op) {
+      fwd_ops.push_back(op);
+      emitted.insert(op);
+      for (Value v : op->getOperands())
+        --readers[v];
+    };
     // (pending ops are in program order: one pass emits a chain of them)
-    auto flush = [&] {
+    auto flush = [&](bool all) {
       for (auto it = pending.begin(); it != pending.end();)
-        if (ready(*it)) {
-          fwd_ops.push_back(*it);
-          emitted.insert(*it);
+        if (ready(*it) && (all || (*it)->getNumOperands() == 0 || frees(*it))) {
+          emit(*it);
           it = pending.erase(it);
         } else {
           ++it;
         }
     };
     for (Operation *op : forward_)
-      if (run.contains(op) && !main.contains(op) && !has_effects(op))
+      if (run.contains(op) && !main.contains(op))
         pending.push_back(op);
-    flush();
+    flush(false);
     for (Operation *op : forward_) {
-      // (ops with effects keep their order)
-      if (!run.contains(op) || (!main.contains(op) && !has_effects(op)))
+      if (!main.contains(op))
         continue;
-      fwd_ops.push_back(op);
-      emitted.insert(op);
-      flush();
+      emit(op);
+      flush(false);
     }
+    flush(true);
     assert(pending.empty() && "an op of the forward was never ready");
     func::FuncOp fwd =
         outline(b, fn_.getLoc(), name + "_forward", primals, fwd_ops, fwd_outs);
@@ -773,6 +894,10 @@ private:
   std::vector<Operation *> forward_, backward_;
   llvm::SetVector<Value> needed_;
   llvm::DenseSet<Value> materialized_;
+  llvm::DenseSet<unsigned> mutated_; ///< arguments the graph writes
+  llvm::DenseSet<unsigned> fresh_;   ///< arguments the call made
+  Operation *ret_ = nullptr;         ///< the terminator
+  llvm::DenseSet<Operation *> main_; ///< ops the forward's results need
 };
 
 struct Remat : impl::RematBase<Remat> {

@@ -12,9 +12,12 @@ using autograd::variable_list;
 
 namespace {
 thread_local int tls_checkpoint_depth = 0;
+/// The outermost region running on this thread (0: none), numbered in the
+/// order regions start.
+thread_local uint64_t tls_checkpoint_region = 0, tls_checkpoint_regions = 0;
 } // namespace
 
-int detail::checkpoint_depth() { return tls_checkpoint_depth; }
+uint64_t detail::checkpoint_region() { return tls_checkpoint_region; }
 
 namespace {
 
@@ -132,17 +135,25 @@ checkpoint(const std::function<variable_list(const variable_list &)> &fn,
     return fn(inputs);
   // Note [Checkpoint regions in a compiled function]
   // Inside ember::compile the region is recorded as it is, its ops marked
-  // (`ember.recompute`): ember-remat never saves their results for the
-  // backward but recomputes them there, as checkpoint() would, whatever
-  // they cost. ember's random ops are pure ops of their generator state
-  // (Note [Random ops in a compiled function] in eager/Factory.cpp), so a
+  // with the region's number in the graph (`ember.recompute = N`): ember-
+  // remat never saves the values inside a region for the backward but
+  // recomputes them there, as checkpoint() would, whatever they cost. The
+  // region's outputs (what the forward reads after it, or returns) may be
+  // saved, as eager checkpoint keeps its output like any tensor: in a chain
+  // of regions they are the boundaries the backward recomputes each region
+  // from, one at a time. ember's random ops are pure ops of their generator
+  // state (Note [Random ops in a compiled function] in eager/Factory.cpp), so a
   // recomputed dropout draws the forward's mask; ops with effects (a custom
   // op with a Generator, an eager_call) are the exception: their results
   // are saved, as recomputing them would draw new numbers.
   if (tls_local_dispatch_key_set().included.has(DispatchKey::Capture)) {
-    ++tls_checkpoint_depth;
+    if (tls_checkpoint_depth++ == 0)
+      tls_checkpoint_region = ++tls_checkpoint_regions;
     struct Leave {
-      ~Leave() { --tls_checkpoint_depth; }
+      ~Leave() {
+        if (--tls_checkpoint_depth == 0)
+          tls_checkpoint_region = 0;
+      }
     } leave;
     return fn(inputs);
   }

@@ -31,10 +31,12 @@ Tensor checkpoint(const std::function<Tensor(const Tensor &)> &fn,
                   const Tensor &input, bool preserve_rng_state = true);
 
 namespace detail {
-/// How many checkpoint() regions enclose the running code on this thread
-/// (ember::compile marks the ops it records inside one: Note [Checkpoint
-/// regions in a compiled function] in eager/autograd/Checkpoint.cpp).
-int checkpoint_depth();
+/// The outermost checkpoint() region enclosing the running code inside
+/// ember::compile on this thread: a number distinct per region entered
+/// (regions nested in it are part of it), or 0 outside any. ember::compile
+/// marks the ops it records inside one (Note [Checkpoint regions in a
+/// compiled function] in eager/autograd/Checkpoint.cpp).
+uint64_t checkpoint_region();
 } // namespace detail
 
 } // namespace ember

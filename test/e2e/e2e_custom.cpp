@@ -4,6 +4,8 @@
 // names the op.
 #include "E2EUtil.h"
 
+#include <atomic>
+
 #include "eager/Meta.h"
 
 using namespace ember;
@@ -21,6 +23,13 @@ Tensor softsign_scale(const Tensor &x, double a) {
 
 Tensor opaque_rowsum(const Tensor &x) { return x.sum(-1, true) * 0.5; }
 
+/// e2e::tick counts its calls (an op with an effect the graph cannot see).
+std::atomic<int> ticks{0};
+Tensor tick(const Tensor &x) {
+  ++ticks;
+  return x.clone();
+}
+
 /// Registers the e2e ops once: softsign_scale and minmax with fake
 /// implementations, opaque_rowsum without.
 void register_ops() {
@@ -28,6 +37,11 @@ void register_ops() {
   static bool once = [] {
     lib.def("softsign_scale(Tensor x, float a) -> Tensor", &softsign_scale);
     lib.def("opaque_rowsum(Tensor x) -> Tensor", &opaque_rowsum);
+    lib.def("tick(Tensor x) -> Tensor", &tick);
+    meta::register_fake("e2e::tick", [](const Stack &args) {
+      const Tensor &x = args[0].toTensor();
+      return std::vector<Tensor>{meta::fake(x.sizes(), x.dtype(), x.device())};
+    });
     lib.def("minmax(Tensor x, int dim) -> (Tensor, Tensor)");
     lib.impl_boxed("minmax", kCPU,
                    [](const OperatorHandle &, DispatchKeySet, Stack &s) {
@@ -138,4 +152,26 @@ TEST(E2ECustom, RegisterFakeRejectsBuiltinOps) {
       meta::register_fake("ember::exp",
                           [](const Stack &) { return std::vector<Tensor>{}; }),
       "built in");
+}
+
+TEST(E2ECustom, ACustomOpWhoseResultIsUnusedStillRunsInTraining) {
+  // A custom op is an op with effects (ember.eager_call): it runs as
+  // eagerly, once per call, even when nothing reads its result, in a
+  // training graph's forward too (ember-remat keeps it).
+  register_ops();
+  static auto op = find_op<Tensor(const Tensor &)>("e2e::tick");
+  Tensor w = random({4, 4}, kDouble, 231).requires_grad_();
+  Tensor x = random({4, 4}, kDouble, 232);
+  auto fn = [&] {
+    Tensor h = x.mm(w);
+    op.call(h.detach()); // result unused
+    return h.sin().sum();
+  };
+  for (int64_t budget : {int64_t(-1), int64_t(0)}) {
+    auto f = compile(fn, CompileOptions().memory_budget(budget));
+    int before = ticks;
+    for (int call = 0; call < 3; ++call)
+      f().backward();
+    EXPECT_EQ(ticks - before, 3) << "budget " << budget;
+  }
 }
