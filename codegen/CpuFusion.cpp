@@ -35,20 +35,24 @@ public:
                 " takes ", spec_.inputs.size(), " inputs, got ", inputs.size());
     // Results written in place: the planned input, when nothing but the
     // caller's list holds it (no view of it, no other reference) and it is
-    // contiguous with the result's shape and dtype.
+    // contiguous with the result's shape and dtype. An entry -(k + 2) is an
+    // input the graph overwrites with the result (ir::Node::reuse): other
+    // references do not matter, only its layout.
     std::vector<int> in_place(outputs_.size(), -1);
     for (size_t o = 0; o < reuse.size() && o < outputs_.size(); ++o) {
-      int k = reuse[o];
+      bool overwrite = reuse[o] <= -2;
+      int k = overwrite ? -reuse[o] - 2 : reuse[o];
       if (k < 0 || size_t(k) >= inputs.size())
         continue;
       const Tensor &t = inputs[size_t(k)];
+      bool layout = t.is_contiguous() && t.dtype() == outputs_[o].dtype &&
+                    t.sizes() == IntArrayRef(outputs_[o].sizes);
       // (and the whole of its storage: a result is a new tensor, Note
       // [Outputs are new tensors] in frontend/Executor.cpp)
-      if (t.use_count() == 1 && t.storage().use_count() == 1 &&
-          t.is_contiguous() && t.storage_offset() == 0 &&
-          t.nbytes() == t.storage().nbytes() &&
-          t.dtype() == outputs_[o].dtype &&
-          t.sizes() == IntArrayRef(outputs_[o].sizes))
+      if (layout && (overwrite || (t.use_count() == 1 &&
+                                   t.storage().use_count() == 1 &&
+                                   t.storage_offset() == 0 &&
+                                   t.nbytes() == t.storage().nbytes())))
         in_place[o] = k;
     }
     // The kernel was compiled for contiguous inputs and separate results;

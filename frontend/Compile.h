@@ -39,7 +39,8 @@ namespace ember {
 /// overflow wraps]). Three things differ, by design, as in torch.compile:
 /// - Errors that compiled graphs raise when they run. A graph is all or
 ///   nothing: when one of its ops raises at run time (an integer division by
-///   zero), none of its writes to arguments or captured tensors has happened
+///   zero; running out of memory aside), none of its writes to arguments or
+///   captured tensors has happened
 ///   (eagerly, the writes before the failing op have). Graphs that finished
 ///   before a graph break keep their effects, and an error raised while the
 ///   function is captured (a shape check, the user's own exception) first

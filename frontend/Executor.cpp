@@ -29,8 +29,11 @@ Program::Program(ir::Trace trace) : trace_(std::move(trace)) {
     keep_[m.value] = true;
   // Inputs belong to the caller; freeing our handle early is harmless, but
   // an input is never run in place.
-  for (const ir::Input &in : trace_.inputs)
+  is_input_.assign(nvalues, false);
+  for (const ir::Input &in : trace_.inputs) {
     keep_[in.value] = true;
+    is_input_[size_t(in.value)] = true;
+  }
   for (const ir::Constant &c : trace_.constants) {
     const ir::ValueType &t = trace_.types[c.value];
     if (c.tensor.defined()) {
@@ -177,15 +180,22 @@ std::vector<Tensor> Program::run_impl(std::vector<Tensor> &inputs,
         // The buffer plan: an input planned for reuse that dies here is
         // handed over (the environment lets go of it), so that the kernel
         // sees it held only by `in` and may write into it.
-        for (int k : n.reuse) {
+        // A graph input planned for reuse is one the graph overwrites with
+        // that result (ember-plan-memory): the kernel writes into it
+        // whoever else holds it (CpuFusion's -(k + 2) entries).
+        std::vector<int> reuse = n.reuse;
+        for (int &k : reuse) {
           if (k < 0)
             continue;
           int v = n.args[size_t(k)].value;
-          if (!keep_[v] && std::find(s.free_after.begin(), s.free_after.end(),
-                                     v) != s.free_after.end())
+          if (is_input_[size_t(v)])
+            k = -k - 2;
+          else if (!keep_[v] &&
+                   std::find(s.free_after.begin(), s.free_after.end(), v) !=
+                       s.free_after.end())
             env[v] = Tensor();
         }
-        outs = n.kernel->run_reusing(in, n.reuse);
+        outs = n.kernel->run_reusing(in, reuse);
       }
       for (Tensor &t : outs)
         stack.emplace_back(std::move(t));
@@ -216,6 +226,8 @@ std::vector<Tensor> Program::run_impl(std::vector<Tensor> &inputs,
     const Tensor &dst = inputs[m.input];
     if (!dst.is_same(env[m.value]))
       dst.copy_(env[m.value]);
+    else if (m.value != trace_.inputs[size_t(m.input)].value)
+      dst.unsafeGetTensorImpl()->bump_version(); // written in place
   }
   // Note [Outputs are new tensors]
   // Capture makes every output a root: a tensor the user's code created,

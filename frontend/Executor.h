@@ -56,6 +56,7 @@ private:
   std::vector<Step> steps_;
   std::vector<Tensor> constants_; ///< by index in trace_.constants
   std::vector<bool> keep_;        ///< values that outlive the steps
+  std::vector<bool> is_input_;    ///< values that are graph inputs
   size_t plain_from_ = SIZE_MAX;
   bool any_layout_ = false;
 };

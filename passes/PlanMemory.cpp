@@ -1,9 +1,11 @@
 // ember-plan-memory (passes/Passes.td): which fusion results may be
-// written into the buffer of an input that dies at the fusion.
+// written into the buffer of an input that dies at the fusion, or into an
+// argument the graph writes with that result.
 #include "passes/Passes.h"
 
 #include "ir/Queries.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
 namespace ember::passes {
@@ -23,6 +25,57 @@ bool dies_at(Value v, Operation *fusion) {
   if (!def || llvm::isa<ir::ConstantOp>(def))
     return false;
   return llvm::all_of(v.getUsers(), [&](Operation *u) { return u == fusion; });
+}
+
+/// `v` is an argument the graph writes (`ember.mutations`) with `result`
+/// of `fusion`, and that only ops before `fusion` read otherwise, none of
+/// them a view (whose result could be read later): the kernel may write
+/// `result` into the argument's own buffer, which the graph overwrites
+/// anyway (an optimizer's update of a parameter), instead of a new buffer
+/// copied into it after the graph.
+bool overwritten_by(Value v, Operation *fusion, Value result) {
+  auto a = llvm::dyn_cast<BlockArgument>(v);
+  auto fn = a ? llvm::dyn_cast<func::FuncOp>(a.getOwner()->getParentOp())
+              : nullptr;
+  if (!fn || fn->hasAttr("ember.forward_results"))
+    return false;
+  auto muts = fn->getAttrOfType<DenseI64ArrayAttr>("ember.mutations");
+  if (!muts)
+    return false;
+  Operation *ret = a.getOwner()->getTerminator();
+  unsigned first = ret->getNumOperands() - unsigned(muts.size());
+  bool writes = false;
+  for (auto [j, input] : llvm::enumerate(muts.asArrayRef()))
+    if (input == int64_t(a.getArgNumber()) &&
+        ret->getOperand(first + unsigned(j)) == result)
+      writes = true;
+  if (!writes)
+    return false;
+  if (!llvm::all_of(a.getUsers(), [&](Operation *u) {
+        return u == fusion ||
+               (u->getBlock() == fusion->getBlock() &&
+                u->isBeforeInBlock(fusion) &&
+                !u->hasTrait<ir::OpTrait::View>());
+      }))
+    return false;
+  // Note [What compile() may change] (frontend/Compile.h): a graph that
+  // raises has written none of its arguments. So neither the fusion nor
+  // anything after it may raise: it and the ops that follow are fusions of
+  // floating values (whose kernels never raise), views and constants.
+  auto floating = [](Type t) {
+    auto r = llvm::dyn_cast<RankedTensorType>(t);
+    return r && llvm::isa<FloatType>(r.getElementType());
+  };
+  for (Operation *op = fusion; op && op != ret; op = op->getNextNode()) {
+    bool quiet = llvm::isa<ir::ConstantOp>(op) ||
+                 op->hasTrait<ir::OpTrait::View>() ||
+                 (llvm::isa<ir::FusionOp>(op) &&
+                  llvm::all_of(op->getOperandTypes(), floating) &&
+                  llvm::all_of(op->getResultTypes(), floating));
+    if (!quiet)
+      return false;
+  }
+  return true;
 }
 
 /// The shape of the space a fusion with a reduction iterates over (its
@@ -51,7 +104,7 @@ struct PlanMemory : impl::PlanMemoryBase<PlanMemory> {
       for (unsigned r = 0; r < f.getNumResults(); ++r)
         for (auto [k, in] : llvm::enumerate(f.getInputs())) {
           if (taken[k] || in.getType() != f.getResult(r).getType() ||
-              !dies_at(in, f))
+              !(dies_at(in, f) || overwritten_by(in, f, f.getResult(r))))
             continue;
           if (space &&
               llvm::cast<RankedTensorType>(in.getType()).getShape() != *space)

@@ -636,12 +636,41 @@ template <class MakeOpt> void expect_same_optimizer_steps(MakeOpt make_opt) {
     oc.zero_grad();
     me->forward(x).pow(2).sum().backward();
     mc->forward(x).pow(2).sum().backward();
+    auto pe = me->parameters(), pc = mc->parameters();
+    std::vector<uint32_t> ve, vc;
+    for (size_t k = 0; k < pe.size(); ++k) {
+      ve.push_back(pe[k]._version());
+      vc.push_back(pc[k]._version());
+    }
     oe.step();
     step();
-    auto pe = me->parameters(), pc = mc->parameters();
-    for (size_t k = 0; k < pe.size(); ++k)
+    for (size_t k = 0; k < pe.size(); ++k) {
       EXPECT_TRUE(same(pc[k].detach(), pe[k].detach()))
           << "step " << i << " param " << k;
+      EXPECT_EQ(pc[k]._version() - vc[k], pe[k]._version() - ve[k])
+          << "step " << i << " param " << k;
+    }
+  }
+  // The updates are written into the parameters and the optimizer's state
+  // (ember-plan-memory): no copy after the kernels, into the same memory.
+  {
+    std::vector<const void *> where;
+    for (const Tensor &p : mc->parameters())
+      where.push_back(p.data_ptr());
+    oc.zero_grad();
+    mc->forward(x).pow(2).sum().backward();
+    profiler::profile prof({profiler::ProfilerActivity::CPU});
+    prof.start();
+    step();
+    prof.stop();
+    int64_t copies = 0;
+    for (const profiler::FunctionEventAvg &row : prof.key_averages())
+      if (row.key == "ember::copy_")
+        copies += row.count;
+    EXPECT_EQ(copies, 0) << prof.key_averages().table("count", 10);
+    auto pc = mc->parameters();
+    for (size_t k = 0; k < pc.size(); ++k)
+      EXPECT_EQ(pc[k].data_ptr(), where[k]) << "param " << k;
   }
   auto e = step.explain();
   EXPECT_TRUE(e.eager_reasons.empty()) << e;

@@ -59,3 +59,67 @@ func.func @kept_points_result(%a: tensor<4x4xf32>, %v: tensor<4x4xf32>) -> (tens
   }
   return %r#0, %r#1 : tensor<4x4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// An optimizer's update: the graph writes its result into the argument
+// (ember.mutations), so the fusion writes it there directly (argument 0
+// for the parameter, 2 for the momentum buffer) instead of a new buffer
+// copied in after the graph.
+// CHECK-LABEL: func.func @sgd_momentum
+// CHECK: ember.fusion(%arg0, %arg1, %arg2) {ember.reuse = array<i64: 0, 2>}
+func.func @sgd_momentum(%p: tensor<64xf32>, %g: tensor<64xf32>, %buf: tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>) attributes {ember.mutations = array<i64: 0, 2>} {
+  %r:2 = ember.fusion(%p, %g, %buf) : (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
+  ^bb0(%x: tensor<64xf32>, %y: tensor<64xf32>, %b: tensor<64xf32>):
+    %m = ember.mul.Tensor %b, %y : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+    %b2 = ember.add.Tensor %m, %y {alpha = 1 : i64} : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+    %x2 = ember.sub.Tensor %x, %b2 {alpha = 1 : i64} : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+    ember.yield %x2, %b2 : tensor<64xf32>, tensor<64xf32>
+  }
+  return %r#0, %r#1 : tensor<64xf32>, tensor<64xf32>
+}
+
+// -----
+
+// Not when the argument's old value is read after the fusion (%p), or
+// through a view (%s), or when what the graph writes into it is not the
+// fusion's result (%q gets the negation of one).
+// CHECK-LABEL: func.func @not_overwritten
+// CHECK-NOT: ember.reuse
+// CHECK: return
+func.func @not_overwritten(%p: tensor<64xf32>, %q: tensor<64xf32>, %s: tensor<8x8xf32>) -> (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<8x8xf32>) attributes {ember.mutations = array<i64: 0, 1, 2>} {
+  %v = ember.view %s {size = array<i64: 64>} : (tensor<8x8xf32>) -> tensor<64xf32>
+  %r:2 = ember.fusion(%p, %q, %v) : (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
+  ^bb0(%x: tensor<64xf32>, %y: tensor<64xf32>, %z: tensor<64xf32>):
+    %a = ember.add.Tensor %x, %y {alpha = 1 : i64} : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+    %b = ember.mul.Tensor %a, %z : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+    ember.yield %a, %b : tensor<64xf32>, tensor<64xf32>
+  }
+  %late = ember.neg %p : (tensor<64xf32>) -> tensor<64xf32>
+  %vv = ember.neg %v : (tensor<64xf32>) -> tensor<64xf32>
+  %nq = ember.neg %r#1 : (tensor<64xf32>) -> tensor<64xf32>
+  %s2 = ember.view %r#1 {size = array<i64: 8, 8>} : (tensor<64xf32>) -> tensor<8x8xf32>
+  return %late, %vv, %r#0, %nq, %s2 : tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<8x8xf32>
+}
+
+// -----
+
+// Not when an op that may raise follows (here any op that is not a fusion
+// of floating values, a view or a constant): a graph that raises has
+// written none of its arguments (Note [What compile() may change]).
+// CHECK-LABEL: func.func @may_raise_after
+// CHECK-NOT: ember.reuse
+// CHECK: return
+func.func @may_raise_after(%p: tensor<8x8xf32>, %g: tensor<8x8xf32>, %i: tensor<8xi64>, %d: tensor<8xi64>) -> (tensor<8xi64>, tensor<8x8xf32>) attributes {ember.mutations = array<i64: 0>} {
+  %r = ember.fusion(%p, %g) : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32> {
+  ^bb0(%x: tensor<8x8xf32>, %y: tensor<8x8xf32>):
+    %a = ember.sub.Tensor %x, %y {alpha = 1 : i64} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+    ember.yield %a : tensor<8x8xf32>
+  }
+  %q = ember.fusion(%i, %d) : (tensor<8xi64>, tensor<8xi64>) -> tensor<8xi64> {
+  ^bb0(%x: tensor<8xi64>, %y: tensor<8xi64>):
+    %b = ember.remainder.Tensor %x, %y : (tensor<8xi64>, tensor<8xi64>) -> tensor<8xi64>
+    ember.yield %b : tensor<8xi64>
+  }
+  return %q, %r : tensor<8xi64>, tensor<8x8xf32>
+}
