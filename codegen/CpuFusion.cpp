@@ -49,10 +49,10 @@ public:
                     t.sizes() == IntArrayRef(outputs_[o].sizes);
       // (and the whole of its storage: a result is a new tensor, Note
       // [Outputs are new tensors] in frontend/Executor.cpp)
-      if (layout && (overwrite || (t.use_count() == 1 &&
-                                   t.storage().use_count() == 1 &&
-                                   t.storage_offset() == 0 &&
-                                   t.nbytes() == t.storage().nbytes())))
+      if (layout &&
+          (overwrite ||
+           (t.use_count() == 1 && t.storage().use_count() == 1 &&
+            t.storage_offset() == 0 && t.nbytes() == t.storage().nbytes())))
         in_place[o] = k;
     }
     // The kernel was compiled for contiguous inputs and separate results;

@@ -88,6 +88,38 @@ Program::Program(ir::Trace trace) : trace_(std::move(trace)) {
       steps_[last[in.value]].free_inputs_after.push_back(in.value);
 }
 
+namespace {
+/// The bytes a tensor's elements span, as [first, last) addresses.
+std::pair<uintptr_t, uintptr_t> span_of(const Tensor &t) {
+  auto first = reinterpret_cast<uintptr_t>(t.data_ptr());
+  uintptr_t extent = t.element_size();
+  for (int64_t d = 0; d < t.dim(); ++d)
+    extent +=
+        uintptr_t(t.size(d) - 1) * uintptr_t(t.stride(d)) * t.element_size();
+  return {first, first + extent};
+}
+} // namespace
+
+bool Program::overlaps_another(const std::vector<Tensor> &inputs,
+                               int value) const {
+  size_t k = 0;
+  while (trace_.inputs[k].value != value)
+    ++k;
+  const Tensor &t = inputs[k];
+  if (!t.defined() || t.numel() == 0)
+    return true;
+  auto [a0, a1] = span_of(t);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor &o = inputs[i];
+    if (i == k || !o.defined() || o.numel() == 0 || o.is_same(t))
+      continue;
+    auto [b0, b1] = span_of(o);
+    if (a0 < b1 && b0 < a1)
+      return true;
+  }
+  return false;
+}
+
 std::vector<Tensor> Program::run(const std::vector<Tensor> &inputs) const {
   std::vector<Tensor> in = inputs;
   return run_impl(in, false);
@@ -189,7 +221,9 @@ std::vector<Tensor> Program::run_impl(std::vector<Tensor> &inputs,
             continue;
           int v = n.args[size_t(k)].value;
           if (is_input_[size_t(v)])
-            k = -k - 2;
+            // (only when no other input shares its memory this call: a
+            // replayed graph, or tensors over one buffer from from_blob)
+            k = overlaps_another(inputs, v) ? -1 : -k - 2;
           else if (!keep_[v] &&
                    std::find(s.free_after.begin(), s.free_after.end(), v) !=
                        s.free_after.end())

@@ -43,6 +43,9 @@ public:
 
 private:
   std::vector<Tensor> run_impl(std::vector<Tensor> &inputs, bool consume) const;
+  /// Whether another of `inputs` shares memory with the input of `value`
+  /// (its elements' address range: conservative for strided tensors).
+  bool overlaps_another(const std::vector<Tensor> &inputs, int value) const;
   struct Step {
     const ir::Node *node;
     bool inplace = false;        ///< value semantics for an in-place op

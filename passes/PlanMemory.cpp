@@ -35,14 +35,16 @@ bool dies_at(Value v, Operation *fusion) {
 /// copied into it after the graph.
 bool overwritten_by(Value v, Operation *fusion, Value result) {
   auto a = llvm::dyn_cast<BlockArgument>(v);
-  auto fn = a ? llvm::dyn_cast<func::FuncOp>(a.getOwner()->getParentOp())
-              : nullptr;
+  auto fn =
+      a ? llvm::dyn_cast<func::FuncOp>(a.getOwner()->getParentOp()) : nullptr;
   if (!fn || fn->hasAttr("ember.forward_results"))
     return false;
   auto muts = fn->getAttrOfType<DenseI64ArrayAttr>("ember.mutations");
   if (!muts)
     return false;
   Operation *ret = a.getOwner()->getTerminator();
+  if (muts.size() > ret->getNumOperands())
+    return false; // (a malformed attribute: the verifier's to report)
   unsigned first = ret->getNumOperands() - unsigned(muts.size());
   bool writes = false;
   for (auto [j, input] : llvm::enumerate(muts.asArrayRef()))
@@ -52,26 +54,36 @@ bool overwritten_by(Value v, Operation *fusion, Value result) {
   if (!writes)
     return false;
   if (!llvm::all_of(a.getUsers(), [&](Operation *u) {
-        return u == fusion ||
-               (u->getBlock() == fusion->getBlock() &&
-                u->isBeforeInBlock(fusion) &&
-                !u->hasTrait<ir::OpTrait::View>());
+        return u == fusion || (u->getBlock() == fusion->getBlock() &&
+                               u->isBeforeInBlock(fusion) &&
+                               !u->hasTrait<ir::OpTrait::View>());
       }))
     return false;
   // Note [What compile() may change] (frontend/Compile.h): a graph that
   // raises has written none of its arguments. So neither the fusion nor
-  // anything after it may raise: it and the ops that follow are fusions of
-  // floating values (whose kernels never raise), views and constants.
-  auto floating = [](Type t) {
-    auto r = llvm::dyn_cast<RankedTensorType>(t);
-    return r && llvm::isa<FloatType>(r.getElementType());
+  // anything after it may raise: it and the ops that follow are fusions
+  // without integer values (whose kernels never raise), views and
+  // constants.
+  // (an integer division inside raises; bool values cannot)
+  auto no_integers = [](TypeRange types) {
+    return llvm::all_of(types, [](Type t) {
+      auto r = llvm::dyn_cast<RankedTensorType>(t);
+      if (!r)
+        return false;
+      auto i = llvm::dyn_cast<IntegerType>(r.getElementType());
+      return !i || i.getWidth() == 1;
+    });
   };
   for (Operation *op = fusion; op && op != ret; op = op->getNextNode()) {
-    bool quiet = llvm::isa<ir::ConstantOp>(op) ||
-                 op->hasTrait<ir::OpTrait::View>() ||
-                 (llvm::isa<ir::FusionOp>(op) &&
-                  llvm::all_of(op->getOperandTypes(), floating) &&
-                  llvm::all_of(op->getResultTypes(), floating));
+    bool quiet =
+        llvm::isa<ir::ConstantOp>(op) || op->hasTrait<ir::OpTrait::View>();
+    if (auto f = llvm::dyn_cast<ir::FusionOp>(op)) {
+      quiet = no_integers(op->getOperandTypes()) &&
+              no_integers(op->getResultTypes());
+      for (Operation &inner : f.getBody().front())
+        quiet = quiet && (llvm::isa<ir::ConstantOp>(inner) ||
+                          no_integers(inner.getResultTypes()));
+    }
     if (!quiet)
       return false;
   }

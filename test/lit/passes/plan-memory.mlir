@@ -123,3 +123,44 @@ func.func @may_raise_after(%p: tensor<8x8xf32>, %g: tensor<8x8xf32>, %i: tensor<
   }
   return %q, %r : tensor<8xi64>, tensor<8x8xf32>
 }
+
+// -----
+
+// Nor when a later fusion computes integers inside (an integer remainder
+// raises on a zero divisor), though its inputs and results are floating.
+// Found by an independent probe.
+// CHECK-LABEL: func.func @int_inside
+// CHECK-NOT: ember.reuse
+// CHECK: return
+func.func @int_inside(%p: tensor<8xf32>, %a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<4xf32>, tensor<8xf32>) attributes {ember.mutations = array<i64: 0>} {
+  %r = ember.fusion(%p) : (tensor<8xf32>) -> tensor<8xf32> {
+  ^bb0(%x: tensor<8xf32>):
+    %n = ember.neg %x : (tensor<8xf32>) -> tensor<8xf32>
+    ember.yield %n : tensor<8xf32>
+  }
+  %q = ember.fusion(%a, %b) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%x: tensor<4xf32>, %y: tensor<4xf32>):
+    %xi = ember._to_copy %x {dtype = i64} : (tensor<4xf32>) -> tensor<4xi64>
+    %yi = ember._to_copy %y {dtype = i64} : (tensor<4xf32>) -> tensor<4xi64>
+    %m = ember.remainder.Tensor %xi, %yi : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+    %f = ember._to_copy %m {dtype = f32} : (tensor<4xi64>) -> tensor<4xf32>
+    ember.yield %f : tensor<4xf32>
+  }
+  return %q, %r : tensor<4xf32>, tensor<8xf32>
+}
+
+// -----
+
+// A malformed ember.mutations (more entries than results) is not planned
+// from (it used to crash the pass). Found by an independent probe.
+// CHECK-LABEL: func.func @too_many
+// CHECK-NOT: ember.reuse
+// CHECK: return
+func.func @too_many(%p: tensor<8xf32>) -> tensor<8xf32> attributes {ember.mutations = array<i64: 0, 0>} {
+  %r = ember.fusion(%p) : (tensor<8xf32>) -> tensor<8xf32> {
+  ^bb0(%x: tensor<8xf32>):
+    %a = ember.neg %x : (tensor<8xf32>) -> tensor<8xf32>
+    ember.yield %a : tensor<8xf32>
+  }
+  return %r : tensor<8xf32>
+}
