@@ -90,7 +90,8 @@ Tensor _philox_randint(const Tensor &state, int64_t low, int64_t high,
   uint64_t range = uint64_t(high) - uint64_t(low);
   return draw(state, size, dtype, DtypeGroup::All, "_philox_randint",
               [&]<class T>(const philox::Counter &c) {
-                return T(low + int64_t(philox::word64(c, 0) % range));
+                // (in uint64: low + a draw up to 2^64 - 2 wraps into range)
+                return T(int64_t(uint64_t(low) + philox::word64(c, 0) % range));
               });
 }
 
