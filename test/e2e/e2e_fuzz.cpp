@@ -289,8 +289,10 @@ int fuzz(uint64_t seed, int first, int n) {
 /// require grad, the loss weighs every floating output by a smooth
 /// function; compiled training's gradients (Note [The joint graph] in
 /// frontend/Capture.cpp) equal eager's. Programs whose eager forward or
-/// backward raises, or whose loss is not finite, are skipped. Returns how
-/// many graphs compiled their backward.
+/// backward raises, or whose loss is not finite, are skipped. The programs
+/// take turns over four memory budgets (ember-remat's minimum cut, its
+/// knapsack at 0, a small and a huge budget). Returns how many graphs
+/// compiled their backward.
 int fuzz_training(uint64_t seed, int first, int n) {
   int compiled_backward = 0;
   for (int i = first; i < first + n; ++i) {
@@ -332,14 +334,19 @@ int fuzz_training(uint64_t seed, int first, int n) {
     }
     if (!std::isfinite(le.item<double>()))
       continue;
-    auto f = compile(loss_of);
+    // (each program under one of four memory budgets in turn: none, 0,
+    // one that fits a little, one that fits everything)
+    constexpr int64_t kBudgets[] = {-1, 0, 256, int64_t(1) << 40};
+    const int64_t budget = kBudgets[i % 4];
+    auto f = compile(loss_of, CompileOptions().memory_budget(budget));
     Tensor lc;
     try {
       lc = f(b);
       lc.backward();
     } catch (const Error &e) {
-      ADD_FAILURE() << "program " << i << " (seed " << s
-                    << ") raised in compiled training: " << e.what() << "\n"
+      ADD_FAILURE() << "program " << i << " (seed " << s << ", budget "
+                    << budget << ") raised in compiled training: " << e.what()
+                    << "\n"
                     << p.str();
       continue;
     }
@@ -354,7 +361,7 @@ int fuzz_training(uint64_t seed, int first, int n) {
         EXPECT_TRUE(
             ember::test::agree(b[k].grad(), a[k].grad()).all().item<bool>())
             << "gradient of input " << k << " of program " << i << " (seed "
-            << s << "):\n"
+            << s << ", budget " << budget << "):\n"
             << p.str() << "\neager " << a[k].grad() << "\ncompiled "
             << b[k].grad() << "\n"
             << f.explain();
