@@ -6,7 +6,6 @@
 #include "runtime/Philox.h"
 
 #include <cmath>
-#include <mutex>
 #include <numeric>
 
 namespace ember {

@@ -29,10 +29,10 @@ Program::Program(ir::Trace trace) : trace_(std::move(trace)) {
     keep_[m.value] = true;
   // Inputs belong to the caller; freeing our handle early is harmless, but
   // an input is never run in place.
-  is_input_.assign(nvalues, false);
-  for (const ir::Input &in : trace_.inputs) {
-    keep_[in.value] = true;
-    is_input_[size_t(in.value)] = true;
+  input_of_.assign(nvalues, -1);
+  for (size_t i = 0; i < trace_.inputs.size(); ++i) {
+    keep_[trace_.inputs[i].value] = true;
+    input_of_[size_t(trace_.inputs[i].value)] = int(i);
   }
   for (const ir::Constant &c : trace_.constants) {
     const ir::ValueType &t = trace_.types[c.value];
@@ -98,13 +98,10 @@ std::pair<uintptr_t, uintptr_t> span_of(const Tensor &t) {
         uintptr_t(t.size(d) - 1) * uintptr_t(t.stride(d)) * t.element_size();
   return {first, first + extent};
 }
-} // namespace
 
-bool Program::overlaps_another(const std::vector<Tensor> &inputs,
-                               int value) const {
-  size_t k = 0;
-  while (trace_.inputs[k].value != value)
-    ++k;
+/// Whether another of `inputs` shares memory with inputs[k] (its elements'
+/// address range: conservative for strided tensors).
+bool overlaps_another(const std::vector<Tensor> &inputs, size_t k) {
   const Tensor &t = inputs[k];
   if (!t.defined() || t.numel() == 0)
     return true;
@@ -119,6 +116,7 @@ bool Program::overlaps_another(const std::vector<Tensor> &inputs,
   }
   return false;
 }
+} // namespace
 
 std::vector<Tensor> Program::run(const std::vector<Tensor> &inputs) const {
   std::vector<Tensor> in = inputs;
@@ -220,10 +218,10 @@ std::vector<Tensor> Program::run_impl(std::vector<Tensor> &inputs,
           if (k < 0)
             continue;
           int v = n.args[size_t(k)].value;
-          if (is_input_[size_t(v)])
+          if (int i = input_of_[size_t(v)]; i >= 0)
             // (only when no other input shares its memory this call: a
             // replayed graph, or tensors over one buffer from from_blob)
-            k = overlaps_another(inputs, v) ? -1 : -k - 2;
+            k = overlaps_another(inputs, size_t(i)) ? -1 : -k - 2;
           else if (!keep_[v] &&
                    std::find(s.free_after.begin(), s.free_after.end(), v) !=
                        s.free_after.end())

@@ -43,9 +43,6 @@ public:
 
 private:
   std::vector<Tensor> run_impl(std::vector<Tensor> &inputs, bool consume) const;
-  /// Whether another of `inputs` shares memory with the input of `value`
-  /// (its elements' address range: conservative for strided tensors).
-  bool overlaps_another(const std::vector<Tensor> &inputs, int value) const;
   struct Step {
     const ir::Node *node;
     bool inplace = false;        ///< value semantics for an in-place op
@@ -59,7 +56,7 @@ private:
   std::vector<Step> steps_;
   std::vector<Tensor> constants_; ///< by index in trace_.constants
   std::vector<bool> keep_;        ///< values that outlive the steps
-  std::vector<bool> is_input_;    ///< values that are graph inputs
+  std::vector<int> input_of_;     ///< per value: its input index, or -1
   size_t plain_from_ = SIZE_MAX;
   bool any_layout_ = false;
 };

@@ -573,14 +573,14 @@ CompiledState::run_graph(ir::Trace &trace, const std::vector<Tensor> &inputs) {
   ++position;
   last_entry = e;
   auto t0 = Clock::now();
-  frontend::GraphResult out;
+  std::optional<PeakMemoryScope> scope; // (a training graph's peak)
+  if (e->peaks)
+    scope.emplace();
+  frontend::GraphResult out =
+      split_results(e->program->run(inputs), trace, e->backward);
   if (e->peaks) {
-    PeakMemoryScope scope;
-    out = split_results(e->program->run(inputs), trace, e->backward);
-    e->peaks->forward = scope.peak();
+    e->peaks->forward = scope->peak();
     out.peaks = e->peaks;
-  } else {
-    out = split_results(e->program->run(inputs), trace, e->backward);
   }
   run_seconds += seconds_since(t0);
   return out;

@@ -131,6 +131,17 @@ int64_t bytes_of(Value v) {
                  int64_t(elementSize(ir::value_type(v.getType()).dtype)));
 }
 
+/// Adds to `ops` the ops that `values` need, transitively (up to the ops
+/// already in it).
+void add_cone(llvm::SmallVector<Value> values,
+              llvm::DenseSet<Operation *> &ops) {
+  while (!values.empty()) {
+    Operation *d = values.pop_back_val().getDefiningOp();
+    if (d && ops.insert(d).second)
+      values.append(d->operand_begin(), d->operand_end());
+  }
+}
+
 /// An op with effects: random ops (a table op with a generator, or one
 /// captured as ember.eager_call, whose effects are unknown) and anything
 /// else not free of memory effects. Recomputing it would not give the
@@ -369,13 +380,7 @@ public:
                << i << " depends on a tangent";
     // The forward's own ops: those its results need (the rest of the
     // forward ops are derivative formulas that read forward values only).
-    llvm::SmallVector<Value> out(ret->operand_begin(),
-                                 ret->operand_begin() + nfwd_);
-    while (!out.empty()) {
-      Operation *d = out.pop_back_val().getDefiningOp();
-      if (d && main_.insert(d).second)
-        out.append(d->operand_begin(), d->operand_end());
-    }
+    add_cone({ret->operand_begin(), ret->operand_begin() + nfwd_}, main_);
     // Backward ops no gradient needs are dropped: what they read is not
     // saved for them.
     llvm::DenseSet<Operation *> backward(backward_.begin(), backward_.end());
@@ -518,13 +523,7 @@ public:
     // constants and views (recomputed for nothing).
     llvm::SmallVector<Value> cand;
     llvm::DenseSet<Operation *> cone;
-    llvm::SmallVector<Value> work(needed_.begin(), needed_.end());
-    while (!work.empty()) {
-      Operation *d = work.pop_back_val().getDefiningOp();
-      if (!d || !cone.insert(d).second)
-        continue;
-      work.append(d->operand_begin(), d->operand_end());
-    }
+    add_cone({needed_.begin(), needed_.end()}, cone);
     for (Operation *op : forward_)
       if (cone.contains(op) && !llvm::isa<ir::ConstantOp>(op) && !is_view(op) &&
           !forced(op))
@@ -754,34 +753,21 @@ public:
     // The forward: the primals in; its results and the saved values out.
     llvm::SmallVector<Value> fwd_outs(results.begin(), results.begin() + nfwd_);
     fwd_outs.append(saved.begin(), saved.end());
-    // It runs what its results and saved values need, and every op with
-    // effects (which run as eagerly, needed or not).
-    llvm::SmallVector<Value> work(fwd_outs.begin(), fwd_outs.end());
-    llvm::SmallVector<Operation *> effects;
+    // It runs what its results need and every op with effects (which run
+    // as eagerly, needed or not): its *main* ops; and what the saved values
+    // need besides. Those *extra* ops (formulas of the backward that read
+    // forward values only: relu's mask) run as soon as their operands are
+    // there when that ends the life of an operand at least as large as
+    // their results (relu's output, read last by its mask); the others run
+    // at the end, so that what they make is not held across the forward.
+    llvm::DenseSet<Operation *> main = main_;
+    llvm::SmallVector<Value> effect_operands;
     for (Operation *op : forward_)
-      if (has_effects(op))
-        effects.push_back(op);
-    auto closure = [&](llvm::SmallVector<Value> work) {
-      llvm::DenseSet<Operation *> ops;
-      for (Operation *op : effects)
-        if (ops.insert(op).second)
-          work.append(op->operand_begin(), op->operand_end());
-      while (!work.empty()) {
-        Operation *d = work.pop_back_val().getDefiningOp();
-        if (d && ops.insert(d).second)
-          work.append(d->operand_begin(), d->operand_end());
-      }
-      return ops;
-    };
-    llvm::DenseSet<Operation *> run = closure(work);
-    // The ops only saved values need (formulas of the backward that read
-    // forward values only: relu's mask) are *extra*. One runs as soon as
-    // its operands are there when that ends the life of an operand at
-    // least as large as its results (relu's output, read last by its
-    // mask); the others run at the end, so that what they make is not held
-    // across the forward.
-    llvm::DenseSet<Operation *> main = closure(
-        llvm::SmallVector<Value>(results.begin(), results.begin() + nfwd_));
+      if (has_effects(op) && main.insert(op).second)
+        effect_operands.append(op->operand_begin(), op->operand_end());
+    add_cone(std::move(effect_operands), main);
+    llvm::DenseSet<Operation *> run = main;
+    add_cone({saved.begin(), saved.end()}, run);
     llvm::DenseSet<Value> outs(fwd_outs.begin(), fwd_outs.end());
     llvm::DenseMap<Value, int> readers; // by ops of the forward not run yet
     for (Operation *op : forward_)

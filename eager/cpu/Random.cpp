@@ -6,6 +6,7 @@
 #include "eager/Factory.h"
 #include "eager/generated/NativeFunctions.h"
 #include "eager/meta/Shapes.h"
+#include "runtime/Generator.h"
 #include "runtime/Half.h"
 #include "runtime/Philox.h"
 #include "runtime/ThreadPool.h"
@@ -21,11 +22,7 @@ namespace {
 constexpr int64_t kGrain = 4096;
 
 /// The (seed, offset) pair an op reads from its state tensor.
-struct State {
-  uint64_t seed, offset;
-};
-
-State read_state(const Tensor &state) {
+GeneratorState read_state(const Tensor &state) {
   Tensor s = state.contiguous();
   const int64_t *p = s.data_ptr<int64_t>();
   return {uint64_t(p[0]), uint64_t(p[1])};
@@ -49,7 +46,7 @@ template <class Value>
 Tensor draw(const Tensor &state, IntArrayRef size, ScalarType dtype,
             DtypeGroup group, const char *op, Value value) {
   meta::check_philox(state, size, dtype, group == DtypeGroup::All, op);
-  State st = read_state(state);
+  GeneratorState st = read_state(state);
   Tensor t = empty(size, TensorOptions(dtype));
   dispatch_group(dtype, group, op, [&]<class T>() {
     T *p = t.data_ptr<T>();
