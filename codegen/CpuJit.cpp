@@ -1,5 +1,6 @@
 #include "codegen/CpuJit.h"
 
+#include "runtime/DiskCache.h"
 #include "runtime/Env.h"
 #include "runtime/Error.h"
 #include "runtime/Logging.h"
@@ -23,8 +24,6 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <optional>
 #include <unistd.h>
 
@@ -50,69 +49,7 @@ void check(llvm::Error e, const char *what) {
     EMBER_CHECK(false, "codegen: ", what, ": ", msg);
   }
 }
-uint64_t fnv1a(const char *data, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; ++i) {
-    h ^= static_cast<unsigned char>(data[i]);
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
-// Note [Disk kernel cache]
-// One file a kernel, <dir>/<kernel symbol>.ekernel: a header, the full cache
-// key (what the kernel computes, the target CPU and features, and a hash of
-// the scalar library), then the object file. A load checks the magic, the
-// format version, the sizes against the file's, the key (a different ember,
-// library or CPU makes the entry stale) and a checksum of the object (a
-// corrupt entry); any failure rebuilds the kernel and rewrites the file
-// (written to a temporary name, then renamed: readers never see half a
-// file).
-struct CacheHeader {
-  char magic[8];
-  uint32_t version;
-  uint32_t key_size;
-  uint64_t object_size;
-  uint64_t checksum;
-};
-constexpr char kMagic[8] = {'E', 'M', 'B', 'E', 'R', 'K', 'E', 'R'};
-constexpr uint32_t kCacheVersion = 1;
-
-/// The cache folder; nullopt when the disk cache is off.
-std::optional<std::string> cache_dir() {
-  std::string dir;
-  bool asked = false;
-  if (auto d = env::get("EMBER_CACHE_DIR")) {
-    if (d->empty())
-      return std::nullopt; // switched off on purpose
-    dir = *d;
-    asked = true;
-  } else if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x) {
-    dir = std::string(x) + "/ember";
-  } else if (const char *h = std::getenv("HOME"); h && *h) {
-    dir = std::string(h) + "/.cache/ember";
-  } else {
-    return std::nullopt;
-  }
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (!ec && !std::filesystem::is_directory(dir, ec))
-    ec = std::make_error_code(std::errc::not_a_directory);
-  if (ec) {
-    // Not usable: no disk cache, compile as usual. A folder the user named
-    // says so once; the default folder (under $HOME) stays quiet.
-    if (asked)
-      logging::warn_once("EMBER_CACHE_DIR",
-                         "EMBER_CACHE_DIR=" + dir + " is not usable (" +
-                             ec.message() +
-                             "); the kernel disk cache is off, kernels are "
-                             "compiled in every process. Set it to a "
-                             "writable folder, or to \"\" to switch the "
-                             "cache off without this warning");
-    return std::nullopt;
-  }
-  return dir;
-}
 } // namespace
 
 CpuJit &CpuJit::get() {
@@ -138,8 +75,8 @@ CpuJit::CpuJit() {
   Bitcode lib = scalar_library(v3_);
   char hash[17];
   std::snprintf(hash, sizeof hash, "%016llx",
-                static_cast<unsigned long long>(
-                    fnv1a(reinterpret_cast<const char *>(lib.data), lib.size)));
+                static_cast<unsigned long long>(disk_cache::fnv1a(
+                    reinterpret_cast<const char *>(lib.data), lib.size)));
   target_ = tm_->getTargetTriple().str() + " " + cpu_ + " " + features_ + " " +
             lib.name + " " + hash + " LLVM " LLVM_VERSION_STRING;
 }
@@ -205,47 +142,12 @@ void *CpuJit::add_object(const std::string &entry, const char *data,
 
 void *CpuJit::load_cached(const std::string &key, const std::string &entry,
                           std::string *why) {
-  std::optional<std::string> dir = cache_dir();
-  if (!dir) {
-    *why = "the disk cache is off";
+  // Note [Disk kernel cache] (runtime/DiskCache.h)
+  std::optional<std::string> object = disk_cache::load(entry, key, why);
+  if (!object)
     return nullptr;
-  }
-  std::string path = *dir + "/" + entry + ".ekernel";
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    *why = "not in the disk cache";
-    return nullptr;
-  }
-  std::string bytes((std::istreambuf_iterator<char>(f)),
-                    std::istreambuf_iterator<char>());
-  CacheHeader h;
-  if (bytes.size() < sizeof h) {
-    *why = "disk cache entry " + path + " is truncated";
-    return nullptr;
-  }
-  std::memcpy(&h, bytes.data(), sizeof h);
-  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 ||
-      h.version != kCacheVersion) {
-    *why = "disk cache entry " + path + " has another format";
-    return nullptr;
-  }
-  if (sizeof h + uint64_t(h.key_size) + h.object_size != bytes.size()) {
-    *why = "disk cache entry " + path + " is truncated";
-    return nullptr;
-  }
-  if (bytes.compare(sizeof h, h.key_size, key) != 0 ||
-      h.key_size != key.size()) {
-    *why = "disk cache entry " + path +
-           " is stale (another kernel, target CPU, ember or LLVM)";
-    return nullptr;
-  }
-  const char *obj = bytes.data() + sizeof h + h.key_size;
-  if (fnv1a(obj, h.object_size) != h.checksum) {
-    *why = "disk cache entry " + path + " is corrupt (checksum mismatch)";
-    return nullptr;
-  }
   std::lock_guard<std::mutex> lock(mu_);
-  return add_object(entry, obj, h.object_size);
+  return add_object(entry, object->data(), object->size());
 }
 
 void *CpuJit::compile(KernelModule k, const std::string &entry,
@@ -303,26 +205,8 @@ void *CpuJit::compile(KernelModule k, const std::string &entry,
                 "codegen: the target cannot emit object files");
     pm.run(m);
   }
-  if (std::optional<std::string> dir = cache_dir()) {
-    CacheHeader h;
-    std::memcpy(h.magic, kMagic, sizeof kMagic);
-    h.version = kCacheVersion;
-    h.key_size = uint32_t(key.size());
-    h.object_size = object.size();
-    h.checksum = fnv1a(object.data(), object.size());
-    std::string path = *dir + "/" + entry + ".ekernel";
-    std::string tmp = path + ".tmp" + std::to_string(::getpid());
-    {
-      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-      f.write(reinterpret_cast<const char *>(&h), sizeof h);
-      f.write(key.data(), std::streamsize(key.size()));
-      f.write(object.data(), std::streamsize(object.size()));
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec); // a failed write: no cache entry
-    if (ec)
-      std::filesystem::remove(tmp, ec);
-  }
+  disk_cache::store(entry, key, object.data(), object.size());
+
   return add_object(entry, object.data(), object.size());
 }
 

@@ -3,6 +3,7 @@
 #include "eager/generated/Functions.h"
 #include "eager/meta/Shapes.h"
 #include "runtime/Cuda.h"
+#include "runtime/CudaAllocator.h"
 #include "runtime/Philox.h"
 
 #include <cmath>
@@ -11,12 +12,16 @@
 namespace ember {
 
 namespace {
-void checkDevice(const TensorOptions &o) {
-  EMBER_CHECK(o.device().is_cpu(), "Tensor on device ", o.device(),
-              " requested, but ember has no CUDA backend yet (and "
-              "ember::cuda::is_available() is ",
-              cuda::is_available() ? "true" : "false",
-              " on this machine). Use ember::kCPU.");
+/// The device a factory allocates on: "cuda" is the current CUDA device.
+/// Raises when CUDA is unavailable or the index is out of range.
+Device checkDevice(const TensorOptions &o) {
+  Device d = o.device();
+  if (d.is_cuda())
+    return Device(kCUDA, cuda::checked_device(d.index(), "tensor factory"));
+  return d;
+}
+Allocator *allocatorFor(Device d) {
+  return d.is_cuda() ? cuda::getCUDAAllocator(d.index()) : getCPUAllocator();
 }
 void checkSizes(IntArrayRef size) {
   for (int64_t s : size)
@@ -28,24 +33,33 @@ Tensor finish(Tensor t, const TensorOptions &o) {
     t.set_requires_grad(true);
   return t;
 }
+/// Factories that write their values on the host make a CUDA tensor on the
+/// CPU, then copy it over in one transfer: nullopt for other devices.
+template <class Make>
+std::optional<Tensor> viaHost(const TensorOptions &o, Make make) {
+  if (!o.device().is_cuda())
+    return std::nullopt;
+  Device d = checkDevice(o);
+  return finish(make(o.device(Device(kCPU)).requires_grad(false)).to(d), o);
+}
 } // namespace
 
 Tensor empty(IntArrayRef size, const TensorOptions &options) {
-  checkDevice(options);
+  Device dev = checkDevice(options);
   checkSizes(size);
   ScalarType dt = options.dtype();
   int64_t n = multiply_sizes(size);
   size_t nbytes;
   EMBER_CHECK(!__builtin_mul_overflow(size_t(n), elementSize(dt), &nbytes),
               "tensor of sizes ", size, " is too large");
-  Storage st = Storage::allocate(nbytes, getCPUAllocator());
+  Storage st = Storage::allocate(nbytes, allocatorFor(dev));
   return finish(Tensor(make_intrusive<TensorImpl>(std::move(st), dt, size)),
                 options);
 }
 
 Tensor empty_strided(IntArrayRef size, IntArrayRef stride,
                      const TensorOptions &options) {
-  checkDevice(options);
+  Device dev = checkDevice(options);
   EMBER_CHECK(size.size() == stride.size(), "empty_strided: ", size.size(),
               " sizes but ", stride.size(), " strides");
   for (size_t i = 0; i < size.size(); ++i)
@@ -53,7 +67,7 @@ Tensor empty_strided(IntArrayRef size, IntArrayRef stride,
                       "empty_strided: negative size or stride");
   ScalarType dt = options.dtype();
   Storage st = Storage::allocate(storage_nbytes(size, stride, elementSize(dt)),
-                                 getCPUAllocator());
+                                 allocatorFor(dev));
   return finish(
       Tensor(make_intrusive<TensorImpl>(std::move(st), dt, size, stride, 0)),
       options);
@@ -131,6 +145,10 @@ Tensor arange(const Scalar &start, const Scalar &end, const Scalar &step,
                     "arange: upper bound and larger bound inconsistent with "
                     "step sign (start=",
                     start, ", end=", end, ", step=", step, ")");
+  if (auto t = viaHost(o, [&](const TensorOptions &h) {
+        return arange(start, end, step, h);
+      }))
+    return *t;
   // The count in 128 bits: end - start spans up to 2^64 for int64 bounds.
   __int128 count;
   if (integral) {
@@ -170,6 +188,10 @@ Tensor linspace(const Scalar &start, const Scalar &end, int64_t steps,
                 const TensorOptions &options) {
   EMBER_CHECK_VALUE(steps >= 0, "linspace: number of steps must be ",
                     "non-negative, got ", steps);
+  if (auto t = viaHost(options, [&](const TensorOptions &h) {
+        return linspace(start, end, steps, h);
+      }))
+    return *t;
   Tensor t = empty({steps}, options.requires_grad(false));
   double s = start.toDouble(), e = end.toDouble();
   double step = steps > 1 ? (e - s) / double(steps - 1) : 0;
@@ -181,7 +203,8 @@ Tensor linspace(const Scalar &start, const Scalar &end, int64_t steps,
     }
     // Symmetric evaluation (as PyTorch): the second half counts back from
     // the end, so both endpoints are exact.
-    int64_t half = steps / 2;
+    // (one step is the start, as PyTorch's)
+    int64_t half = steps == 1 ? 1 : steps / 2;
     for (int64_t i = 0; i < steps; ++i)
       p[i] = i < half ? T(s + step * double(i))
                       : T(e - step * double(steps - 1 - i));
@@ -225,7 +248,12 @@ Generator &genOf(std::optional<Generator> &g) {
 template <class Op>
 Tensor drawn(const char *name, DtypeGroup group, IntArrayRef size,
              std::optional<Generator> &gen, const TensorOptions &o, Op op) {
-  checkDevice(o);
+  // The same numbers on every device (Note [Counter-based random
+  // numbers]): drawn on the host, then copied.
+  if (auto t = viaHost(o, [&](const TensorOptions &h) {
+        return drawn(name, group, size, gen, h, op);
+      }))
+    return *t;
   if (!in_group(o.dtype(), group))
     throw_unsupported_dtype(name, o.dtype());
   checkSizes(size);
@@ -285,6 +313,9 @@ Tensor randperm(int64_t n, std::optional<Generator> gen,
                 const TensorOptions &options) {
   EMBER_CHECK_VALUE(n >= 0, "randperm: n must be non-negative, got ", n);
   TensorOptions o = options.has_dtype() ? options : options.dtype(kLong);
+  if (auto t = viaHost(
+          o, [&](const TensorOptions &h) { return randperm(n, gen, h); }))
+    return *t;
   // Every value 0..n-1 must be exact in the dtype (PyTorch's checks).
   ScalarType dt = o.dtype();
   EMBER_CHECK_VALUE(dt != kBool, "randperm is not implemented for Bool");
@@ -320,7 +351,7 @@ Tensor randperm(int64_t n, std::optional<Generator> gen,
 
 Tensor from_blob(void *data, IntArrayRef sizes, IntArrayRef strides,
                  const TensorOptions &options) {
-  checkDevice(options);
+  Device dev = checkDevice(options);
   EMBER_CHECK(sizes.size() == strides.size(), "from_blob: ", sizes.size(),
               " sizes but ", strides.size(), " strides");
   for (size_t i = 0; i < sizes.size(); ++i)
@@ -328,7 +359,7 @@ Tensor from_blob(void *data, IntArrayRef sizes, IntArrayRef strides,
                       "from_blob: negative size or stride");
   ScalarType dt = options.dtype();
   Storage st = Storage::borrow(
-      data, storage_nbytes(sizes, strides, elementSize(dt)), Device(kCPU));
+      data, storage_nbytes(sizes, strides, elementSize(dt)), dev);
   return finish(
       Tensor(make_intrusive<TensorImpl>(std::move(st), dt, sizes, strides, 0)),
       options);
@@ -339,11 +370,10 @@ Tensor from_blob(void *data, IntArrayRef sizes, const TensorOptions &o) {
 Tensor from_blob(void *data, IntArrayRef sizes,
                  const std::function<void(void *)> &deleter,
                  const TensorOptions &options) {
-  checkDevice(options);
+  Device dev = checkDevice(options);
   ScalarType dt = options.dtype();
-  Storage st =
-      Storage::borrow(data, size_t(multiply_sizes(sizes)) * elementSize(dt),
-                      Device(kCPU), deleter);
+  Storage st = Storage::borrow(
+      data, size_t(multiply_sizes(sizes)) * elementSize(dt), dev, deleter);
   return finish(Tensor(make_intrusive<TensorImpl>(std::move(st), dt, sizes)),
                 options);
 }
@@ -417,6 +447,10 @@ Tensor tensor(detail::TensorDataContainer data, const TensorOptions &options) {
   TensorOptions o = options;
   if (!o.has_dtype())
     o = o.dtype(data.kind() == kDouble ? get_default_dtype() : data.kind());
+  if (auto t = viaHost(o, [&](const TensorOptions &h) {
+        return tensor(data, h.requires_grad(false));
+      }))
+    return *t;
   Tensor t = empty(data.sizes(), o.requires_grad(false));
   char *p = static_cast<char *>(t.data_ptr());
   data.fill(p, t.dtype());

@@ -10,20 +10,16 @@ namespace ember {
 
 namespace {
 
-/// Checks that a CUDA device can be asked for statistics.
+/// Checks that a CUDA device can be asked for statistics (-1: the current
+/// device).
 Device checkedCudaDevice(int index, const char *fn) {
   EMBER_CHECK(cuda::is_available(), "ember::cuda::", fn,
               ": CUDA is not available (no CUDA driver or no GPU was found; "
               "ember::cuda::is_available() is false). For the CPU "
               "allocator's statistics call ember::",
               fn, "().");
-  int n = cuda::device_count();
-  int i = index == -1 ? 0 : index;
-  EMBER_CHECK_INDEX(i >= 0 && i < n, "ember::cuda::", fn,
-                    ": invalid device index ", index, "; this machine has ", n,
-                    " CUDA device", n == 1 ? "" : "s", " (indices 0 to ", n - 1,
-                    ", or -1 for the current device)");
-  return Device(kCUDA, i);
+  return Device(kCUDA, cuda::checked_device(
+                           index, (std::string("ember::cuda::") + fn).c_str()));
 }
 
 MemoryStats statsOf(Device d, const char *fn) {

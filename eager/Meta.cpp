@@ -254,14 +254,25 @@ PointwiseMeta pointwise(const PointwiseSpec &spec,
           : result,
       DimVector(inputs[0]->sizes()), inputs[0]->device()};
 
-  // Shapes and devices.
+  // Shapes and devices: the op runs on the first non-CPU device among the
+  // inputs; a CPU 0-dim tensor may join its tensors (PyTorch reads it as a
+  // scalar), other CPU tensors may not.
+  // In place, the result is self, on self's device.
+  for (const Tensor *t : inputs)
+    if (!t->is_cpu()) {
+      m.device = t->device();
+      break;
+    }
+  if (self_out)
+    m.device = self_out->device();
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor &t = *inputs[i];
     if (i)
       m.shape = infer_size(m.shape, t.sizes());
-    EMBER_CHECK(t.device() == m.device || t.dim() == 0, spec.name,
-                ": expected all tensors to be on the same device, but found ",
-                "at least two devices, ", m.device, " and ", t.device());
+    EMBER_CHECK(t.device() == m.device || (t.is_cpu() && t.dim() == 0),
+                "Expected all tensors to be on the same device, but found at "
+                "least two devices, ",
+                m.device, " and ", t.device(), "! (in ", spec.name, ")");
   }
 
   // In place: the result must fit self (Note [In-place overlap] in

@@ -4,6 +4,7 @@
 #include "eager/Indexing.h"
 #include "eager/WrapDim.h"
 #include "eager/generated/Functions.h"
+#include "runtime/CudaAllocator.h"
 
 namespace ember {
 
@@ -24,6 +25,8 @@ Scalar Tensor::item(std::source_location loc) const {
   impl()->sync_capture("Tensor::item()", loc);
   EMBER_CHECK_VALUE(numel() == 1, "a Tensor with ", numel(),
                     " elements cannot be converted to Scalar");
+  if (!is_cpu())
+    return to(Device(kCPU)).item();
   return dispatch_dtype(dtype(), "item", [&]<class T>() -> Scalar {
     T v = *static_cast<const T *>(impl()->data());
     if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
@@ -43,12 +46,47 @@ std::string Tensor::toString() const {
 // --- conversions
 // --------------------------------------------------------------
 
-Tensor Tensor::to(const TensorOptions &o, bool, bool copy) const {
+namespace {
+Tensor pinnedEmpty(IntArrayRef sizes, ScalarType dt) {
+  Storage st =
+      Storage::allocate(size_t(multiply_sizes(sizes)) * elementSize(dt),
+                        cuda::getPinnedAllocator());
+  return Tensor(make_intrusive<TensorImpl>(std::move(st), dt, sizes));
+}
+} // namespace
+
+Tensor Tensor::to(const TensorOptions &o, bool non_blocking, bool copy) const {
   ScalarType dt = o.has_dtype() ? o.dtype() : dtype();
   Device dev = o.has_device() ? o.device() : device();
+  if (dev.is_cuda() && !dev.has_index()) // "cuda": the current device
+    dev = Device(kCUDA, cuda::current_device());
   if (!copy && dt == dtype() && dev == device())
     return *this;
+  if (non_blocking && dev != device()) {
+    // An asynchronous copy (as PyTorch: to the host into pinned memory,
+    // which the caller reads after synchronizing the stream).
+    Tensor out = dev.is_cpu() && cuda::is_available()
+                     ? pinnedEmpty(sizes(), dt)
+                     : empty(sizes(), options().dtype(dt).device(dev));
+    return out.copy_(*this, true);
+  }
   return ember::_to_copy(*this, dt, dev);
+}
+
+bool Tensor::is_pinned() const {
+  return is_cpu() && numel() > 0 && cuda::is_available() &&
+         cuda::is_pinned_ptr(impl()->data());
+}
+
+Tensor Tensor::pin_memory() const {
+  EMBER_CHECK(is_cpu(), "cannot pin '", device(),
+              "' memory: only dense CPU tensors can be pinned");
+  if (is_pinned())
+    return *this;
+  EMBER_CHECK(cuda::is_available(),
+              "pin_memory: page-locked memory needs CUDA, which is not "
+              "available (ember::cuda::is_available() is false)");
+  return pinnedEmpty(sizes(), dtype()).copy_(*this);
 }
 Tensor Tensor::to(ScalarType t, bool nb, bool copy) const {
   return to(TensorOptions(t), nb, copy);

@@ -164,13 +164,27 @@ public:
   Tensor to(Device device, ScalarType dtype, bool non_blocking = false,
             bool copy = false) const;
   Tensor to(Device device, bool non_blocking = false, bool copy = false) const;
+  Tensor to(DeviceType device, bool non_blocking = false,
+            bool copy = false) const {
+    return to(Device(device), non_blocking, copy);
+  }
   Tensor to(const TensorOptions &options, bool non_blocking = false,
             bool copy = false) const;
   Tensor to(const Tensor &other, bool non_blocking = false,
             bool copy = false) const;
   Tensor cpu() const { return to(Device(kCPU)); }
+  /// A copy on the current CUDA device (this tensor if already there).
+  Tensor cuda() const { return to(Device(kCUDA)); }
+  /// Whether this CPU tensor's memory is page-locked (pin_memory()).
+  bool is_pinned() const;
+  /// A copy in page-locked host memory, from which copies to CUDA with
+  /// non_blocking=true run asynchronously (this tensor if already pinned).
+  Tensor pin_memory() const;
   Tensor toType(ScalarType t) const { return to(t); }
-  Tensor type_as(const Tensor &o) const { return to(o.dtype()); }
+  /// libtorch's type_as: to(other.options()), its dtype and its device.
+  Tensor type_as(const Tensor &o) const {
+    return to(TensorOptions(o.dtype()).device(o.device()));
+  }
   Tensor contiguous(MemoryFormat f = MemoryFormat::Contiguous) const;
 
   // --- indexing (libtorch's operator[] and index / index_put_) -----------

@@ -31,6 +31,9 @@ public:
   int64_t numel() const { return numel_; }
   int ndim() const { return int(shape_.size()); }
   IntArrayRef shape() const { return shape_; }
+  /// Operand k's byte strides over shape()'s dims (the CUDA kernels' offset
+  /// arithmetic).
+  IntArrayRef strides(int k) const { return ops_[size_t(k)].strides; }
   /// True when every operand is contiguous over the whole range.
   bool is_contiguous() const;
 

@@ -44,6 +44,13 @@ public:
     o.has_device_ = true;
     return o;
   }
+  /// device(kCUDA), device(kCUDA, 1), device("cuda:1"): libtorch's
+  /// spellings.
+  TensorOptions device(DeviceType t, int index = -1) const {
+    return device(Device(t, index));
+  }
+  TensorOptions device(const char *d) const { return device(Device(d)); }
+  TensorOptions device(const std::string &d) const { return device(Device(d)); }
   TensorOptions device(std::optional<Device> d) const {
     auto o = *this;
     o.has_device_ = d.has_value();

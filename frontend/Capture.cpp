@@ -187,17 +187,22 @@ private:
   bool released_ = false;
 };
 
-/// Whether a tensor (or a tensor in a list) of `stack` requires grad.
-bool any_requires_grad(const Stack &stack) {
+/// Whether a defined tensor of `stack` (or of a list in it) satisfies
+/// `pred`.
+template <class Pred> bool any_tensor(const Stack &stack, Pred pred) {
   for (const IValue &v : stack) {
-    if (v.isTensor() && v.toTensor().defined() && v.toTensor().requires_grad())
+    if (v.isTensor() && v.toTensor().defined() && pred(v.toTensor()))
       return true;
     if (v.isTensorList())
       for (const Tensor &t : v.toTensorList())
-        if (t.defined() && t.requires_grad())
+        if (t.defined() && pred(t))
           return true;
   }
   return false;
+}
+
+bool any_requires_grad(const Stack &stack) {
+  return any_tensor(stack, [](const Tensor &t) { return t.requires_grad(); });
 }
 
 /// The outputs' node when tracing the backward raised what eagerly the
@@ -706,6 +711,15 @@ void Session::record(const OperatorHandle &op, Stack &stack) {
         if (!o.defined() && needs_data.empty())
           needs_data = op.name() + " returns an undefined tensor";
     }
+    // Compiled graphs run on the CPU only, for now: an op on CUDA tensors
+    // breaks the graph and runs its eager CUDA kernel.
+    auto on_cuda = [](const Tensor &t) { return t.defined() && t.is_cuda(); };
+    if (needs_data.empty() &&
+        (any_tensor(stack, on_cuda) ||
+         std::any_of(r.outputs.begin(), r.outputs.end(), on_cuda)))
+      needs_data = op.name() + " works on CUDA tensors, which compile() "
+                               "does not compile yet (it runs the eager "
+                               "CUDA kernels)";
   }
   if (!needs_data.empty()) {
     // Called from the op's autograd kernel, whose node (being built) holds

@@ -1,4 +1,5 @@
 #include "runtime/Allocator.h"
+#include "runtime/CudaAllocator.h"
 
 #include "runtime/Profiler.h"
 
@@ -232,15 +233,18 @@ void checkCPU(Device d, const char *fn) {
 Allocator *getCPUAllocator() { return &CPUCachingAllocator::instance(); }
 
 MemoryStats memory_stats_of(Device d) {
-  checkCPU(d, "memory_stats");
+  if (d.is_cuda())
+    return cuda::caching_allocator(d.index()).stats();
   return CPUCachingAllocator::instance().stats();
 }
 void reset_peak_memory_stats(Device d) {
-  checkCPU(d, "reset_peak_memory_stats");
+  if (d.is_cuda())
+    return cuda::caching_allocator(d.index()).reset_peak_stats();
   CPUCachingAllocator::instance().reset_peak();
 }
 void empty_cache(Device d) {
-  checkCPU(d, "empty_cache");
+  if (d.is_cuda())
+    return cuda::caching_allocator(d.index()).empty_cache();
   CPUCachingAllocator::instance().empty_cache();
 }
 

@@ -8,6 +8,12 @@
 #                           libFuzzer on ember-opt's parse, verify and
 #                           level-2 pipeline (build-fuzz/, clang), RUNS
 #                           inputs (default 1,000,000)
+#   scripts/ember.sh gpu-bundle
+#                           build the GPU tests and the libraries they load
+#                           into build/gpu-bundle.tar.xz (Note [The GPU
+#                           bundle] in test/CMakeLists.txt), for a GPU
+#                           machine without LLVM: unpack it there and run
+#                           gpu-bundle/run.sh
 #   scripts/ember.sh test   install what is missing, build, run every test:
 #                           unit tests, the lit tests (check-ember), every
 #                           test again under ASan+UBSan, and a downstream
@@ -228,8 +234,54 @@ run_fuzz_opt() {
     $seed "$@"
 }
 
+# The GPU bundle is built in its own tree (build-gpu/), for any x86-64 CPU
+# (no -march=native: the GPU machine's processor is not this one).
+run_gpu_bundle() {
+  install_packages
+  if [ ! -f build-gpu/build.ninja ]; then
+    cmake -S "$ROOT" -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DEMBER_NATIVE=OFF -DEMBER_BUILD_BENCH=OFF \
+      -DEMBER_BUILD_EXAMPLES=OFF >/dev/null
+  fi
+  echo "== building the GPU bundle (build-gpu/)"
+  local log
+  log=$(mktemp)
+  if ! ninja -C build-gpu -j"$JOBS" gpu-bundle >"$log" 2>&1; then
+    grep -vE '^\[[0-9]+/[0-9]+\] ' "$log" || true
+    rm -f "$log"
+    return 1
+  fi
+  rm -f "$log"
+  local out=build-gpu/gpu-bundle
+  rm -rf "$out"
+  mkdir -p "$out"
+  cp build-gpu/test/test_cuda_bundle build-gpu/test/bench_cuda_bundle \
+    build-gpu/test/libember_eager_only.so "$out"/
+  # The libraries a machine without ember's packages lacks: BLAS and its
+  # Fortran runtime (glibc, libstdc++ and the CUDA driver are there).
+  ldd "$out"/libember_eager_only.so |
+    awk '/openblas|gfortran|quadmath/ {print $3}' |
+    while read -r lib; do cp -L "$lib" "$out"/; done
+  strip --strip-unneeded "$out"/*.so* "$out"/*_bundle
+  cat >"$out"/run.sh <<'RUN'
+#!/bin/sh
+# Runs ember's GPU tests from this folder (arguments go to GoogleTest), or
+# with --bench the GPU benchmark (bench/bench_cuda.cpp).
+dir=$(cd "$(dirname "$0")" && pwd)
+export LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+if [ "${1:-}" = --bench ]; then
+  exec "$dir/bench_cuda_bundle"
+fi
+exec "$dir/test_cuda_bundle" "$@"
+RUN
+  chmod +x "$out"/run.sh
+  tar -C build-gpu -cJf build-gpu/gpu-bundle.tar.xz gpu-bundle
+  echo "== build-gpu/gpu-bundle.tar.xz: $(du -h build-gpu/gpu-bundle.tar.xz | cut -f1)"
+}
+
 case "${1:-}" in
 demo) run_demo ;;
+gpu-bundle) run_gpu_bundle ;;
 test) run_tests ;;
 fuzz)
   shift
@@ -240,7 +292,7 @@ fuzz-opt)
   run_fuzz_opt "$@"
   ;;
 *)
-  echo "usage: $0 demo|test|fuzz [PROGRAMS] [SEEDS...]|fuzz-opt [RUNS]" >&2
+  echo "usage: $0 demo|test|gpu-bundle|fuzz [PROGRAMS] [SEEDS...]|fuzz-opt [RUNS]" >&2
   exit 2
   ;;
 esac

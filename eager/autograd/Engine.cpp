@@ -46,6 +46,9 @@ void validate_outputs(const Node &fn, variable_list &grads) {
                   g.sizes(), " but expected shape compatible with ", m.shape);
       g = sum_to(g, m.shape);
     }
+    EMBER_CHECK(g.device() == m.device, "Function ", fn.name(),
+                " returned an invalid gradient at index ", i,
+                " - expected device ", m.device, " but got ", g.device());
     if (g.dtype() != m.dtype)
       g = g.to(m.dtype);
   }
@@ -208,6 +211,8 @@ void make_roots(const variable_list &tensors, const variable_list &grads,
       EMBER_CHECK(g.sizes() == t.sizes(), "Mismatch in shape: grad_output[", i,
                   "] has a shape of ", g.sizes(), " and output[", i,
                   "] has a shape of ", t.sizes(), ".");
+      EMBER_CHECK(g.device() == t.device(), "invalid gradient at index ", i,
+                  " - expected device ", t.device(), " but got ", g.device());
     }
     edges.push_back(std::move(e));
     root_grads.push_back(std::move(g));

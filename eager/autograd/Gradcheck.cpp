@@ -26,7 +26,7 @@ std::vector<double> flat_values(const variable_list &outs) {
   for (const Tensor &o : outs) {
     if (!o.defined() || !o.is_floating_point())
       continue;
-    Tensor c = o.detach().to(kDouble).contiguous();
+    Tensor c = o.detach().to(Device(kCPU), kDouble).contiguous();
     const double *p = c.data_ptr<double>();
     v.insert(v.end(), p, p + c.numel());
   }
@@ -44,6 +44,10 @@ bool gradcheck(const GradcheckFn &fn, const variable_list &inputs, double eps,
                   inputs[i].dtype(),
                   "; finite differences need float64 inputs (use "
                   ".to(ember::kDouble))");
+      EMBER_CHECK(inputs[i].is_cpu(), "gradcheck: input ", i, " is on ",
+                  inputs[i].device(),
+                  "; gradcheck perturbs inputs on the host: pass CPU "
+                  "tensors (.cpu()) and move them inside the function");
       wrt.push_back(i);
     }
   EMBER_CHECK(!wrt.empty(), "gradcheck expects at least one input tensor to "

@@ -3,6 +3,7 @@
 #include "eager/Dtype.h"
 #include "eager/Factory.h"
 #include "eager/TensorIterator.h"
+#include "eager/cuda/Pointwise.h"
 #include "eager/generated/NativeFunctions.h"
 #include "eager/meta/Shapes.h"
 #include "runtime/ThreadPool.h"
@@ -12,9 +13,12 @@
 namespace ember::native {
 
 namespace {
-void copyKernel(const Tensor &dst, const Tensor &src) {
+void copyKernel(const Tensor &dst, const Tensor &src,
+                bool non_blocking = false) {
   if (dst.numel() == 0)
     return;
+  if (!dst.is_cpu() || !src.is_cpu())
+    return cuda::copy(dst, src, non_blocking);
   if (dst.dtype() == src.dtype() && dst.is_contiguous() &&
       src.is_contiguous() && dst.sizes() == src.sizes()) {
     char *d = static_cast<char *>(dst.data_ptr());
@@ -49,7 +53,6 @@ void copyKernel(const Tensor &dst, const Tensor &src) {
 } // namespace
 
 const Tensor &copy_(const Tensor &self, const Tensor &src, bool non_blocking) {
-  (void)non_blocking;
   meta::check_copy(self, src);
   Tensor s = src;
   if (src.dim() > self.dim()) // leading 1s only (checked above)
@@ -60,14 +63,16 @@ const Tensor &copy_(const Tensor &self, const Tensor &src, bool non_blocking) {
     s = s.clone(); // overlapping views: read everything before writing
   if (!(s.data_ptr() == self.data_ptr() && s.dtype() == self.dtype() &&
         s.sizes() == self.sizes() && s.strides() == self.strides()))
-    copyKernel(self, s);
+    copyKernel(self, s, non_blocking);
   self.unsafeGetTensorImpl()->bump_version();
   return self;
 }
 
 const Tensor &fill_(const Tensor &self, const Scalar &value) {
   meta::check_fill(self);
-  if (self.numel() > 0) {
+  if (self.is_cuda()) {
+    cuda::fill(self, value);
+  } else if (self.numel() > 0) {
     TensorIterator it = TensorIterator::build(self, {});
     dispatch_dtype(self.dtype(), "fill_", [&]<class T>() {
       T v = value.checked_to<T>();
@@ -112,6 +117,11 @@ Tensor clone(const Tensor &self) {
 Tensor as_strided_scatter(const Tensor &self, const Tensor &src,
                           IntArrayRef size, IntArrayRef stride,
                           std::optional<int64_t> storage_offset) {
+  EMBER_CHECK(src.device() == self.device(),
+              "Expected all tensors to be on the same device, but found at "
+              "least two devices, ",
+              self.device(), " and ", src.device(),
+              "! (in as_strided_scatter)");
   Tensor out = empty(self.sizes(), self.options());
   copyKernel(out, self);
   Tensor region = out.as_strided(size, stride, storage_offset);

@@ -19,6 +19,7 @@
 #include "eager/Dtype.h"
 #include "eager/Factory.h"
 #include "eager/TensorIterator.h"
+#include "eager/cuda/Blas.h"
 #include "eager/generated/Functions.h"
 #include "eager/generated/NativeFunctions.h"
 #include "eager/meta/Shapes.h"
@@ -332,6 +333,8 @@ void portableBatched(const Tensor &out, const Tensor &a, const Tensor &b,
 void scaleOutput(const Tensor &out, const Scalar &beta, bool beta_used) {
   if (!beta_used)
     out.zero_();
+  else if (out.is_cuda())
+    out.mul_(beta);
   else
     dispatch_dtype(out.dtype(), "addmm", [&]<class T>() {
       if constexpr (!std::is_same_v<T, bool>) {
@@ -354,11 +357,31 @@ void batchedProduct(const char *op, const Tensor &out, Tensor a, Tensor b,
                     const Scalar &alpha, const Scalar &beta, bool beta_used) {
   ScalarType dt = out.dtype();
   checkProductDtype(op, dt);
+  for (const Tensor *t : {&a, &b})
+    EMBER_CHECK(t->device() == out.device(),
+                "Expected all tensors to be on the same device, but found at "
+                "least two devices, ",
+                out.device(), " and ", t->device(), "! (in ", op, ")");
   int64_t M = a.size(1), K = a.size(2), N = b.size(2);
   if (out.numel() == 0)
     return;
   if (K == 0) {
     scaleOutput(out, beta, beta_used);
+    return;
+  }
+  if (out.is_cuda()) {
+    // cuBLAS (eager/cuda/Blas.h) with the layouts BLAS reads.
+    if (!blasLayout3(a))
+      a = a.contiguous();
+    if (!blasLayout3(b))
+      b = b.contiguous();
+    std::optional<BlasLayout> la = blasLayout3(a), lb = blasLayout3(b);
+    EMBER_CHECK(la && lb, op, ": a matrix of ", M, " x ", K, " x ", N,
+                " exceeds cuBLAS's int limits");
+    cuda::gemm_batched(out, {a.data_ptr(), a.stride(0), la->trans, la->ld},
+                       {b.data_ptr(), b.stride(0), lb->trans, lb->ld}, M, N, K,
+                       a.size(0), alpha.toDouble(),
+                       beta_used ? beta.toDouble() : 0.0);
     return;
   }
   bool blas = (dt == kFloat || dt == kDouble) && M <= INT_MAX && N <= INT_MAX &&
@@ -398,6 +421,10 @@ bool isZero(const Scalar &s) { return s.equal(0.0); }
 /// meta::addmm_sizes / baddbmm_sizes checked self's dtype and shape.
 Tensor outputWithAddend(const Tensor &self, IntArrayRef shape,
                         const Tensor &other, const Scalar &beta) {
+  EMBER_CHECK(self.device() == other.device(),
+              "Expected all tensors to be on the same device, but found at "
+              "least two devices, ",
+              other.device(), " and ", self.device(), "!");
   Tensor expanded = self.expand(shape);
   Tensor out = empty(shape, other.options());
   if (!isZero(beta))

@@ -97,7 +97,7 @@ PointwisePlan plan_pointwise(const PointwiseSpec &spec,
       plan.out.numel() > 0) {
     const Tensor &d = plan.inputs[size_t(spec.nonzero_divisor)];
     EMBER_CHECK_VALUE(
-        !d.eq(wrapped_scalar_tensor(Scalar(0))).any().item<bool>(),
+        !d.eq(wrapped_scalar_tensor(Scalar(0))).to(kCPU).any().item<bool>(),
         "ZeroDivisionError: ", spec.name, " of integer tensors by zero");
   }
   return plan;

@@ -319,7 +319,7 @@ Tensor one_hot(const Tensor &self, int64_t num_classes) {
   }
   // The class values decide the output shape, so they are read here (a sync
   // point, as .item() is in PyTorch's one_hot).
-  Tensor c = self.contiguous();
+  Tensor c = self.to(Device(kCPU)).contiguous();
   const int64_t *p = c.data_ptr<int64_t>();
   int64_t lo = p[0], hi = p[0];
   for (int64_t i = 1; i < c.numel(); ++i) {
@@ -377,7 +377,9 @@ Tensor isclose(const Tensor &self, const Tensor &other, double rtol,
 
 bool allclose(const Tensor &self, const Tensor &other, double rtol, double atol,
               bool equal_nan) {
-  Tensor c = ember::isclose(self, other, rtol, atol, equal_nan).contiguous();
+  Tensor c = ember::isclose(self, other, rtol, atol, equal_nan)
+                 .to(Device(kCPU))
+                 .contiguous();
   const bool *p = c.data_ptr<bool>();
   return std::all_of(p, p + c.numel(), [](bool v) { return v; });
 }

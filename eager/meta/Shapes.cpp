@@ -4,6 +4,7 @@
 #include "eager/Dtype.h"
 #include "eager/TensorIterator.h"
 #include "eager/WrapDim.h"
+#include "runtime/Cuda.h"
 
 #include <cmath>
 #include <limits>
@@ -287,9 +288,10 @@ void checkSameDtype(const Tensor &a, const Tensor &b, const char *na,
 }
 
 void checkDevices(const char *op, const Tensor &a, const Tensor &b) {
-  EMBER_CHECK(a.is_cpu() && b.is_cpu(), op,
-              ": expected all tensors to be on the CPU, but got ", a.device(),
-              " and ", b.device());
+  EMBER_CHECK(a.device() == b.device(),
+              "Expected all tensors to be on the same device, but found at "
+              "least two devices, ",
+              a.device(), " and ", b.device(), "! (in ", op, ")");
 }
 
 /// The checks shared by mm and addmm (PyTorch's messages).
@@ -493,8 +495,8 @@ void check_equal(const Tensor &self, const Tensor &other) {
 
 Device to_copy_device(const Tensor &self, std::optional<Device> device) {
   Device dev = device.value_or(self.device());
-  EMBER_CHECK(dev.is_cpu(), "to(", dev, "): this build of ember has no CUDA ",
-              "backend available");
+  if (dev.is_cuda()) // cuda means the current device
+    dev = Device(kCUDA, cuda::checked_device(dev.index(), "to"));
   return dev;
 }
 

@@ -1672,6 +1672,14 @@ const std::vector<OpInfo> &op_db() {
   return db;
 }
 
+std::vector<const OpInfo *> pointwise_op_infos() {
+  std::vector<const OpInfo *> v;
+  for (const OpInfo &o : op_db())
+    if (o.kind == Kind::Pointwise)
+      v.push_back(&o);
+  return v;
+}
+
 const OpInfo *find_op_info(const std::string &name) {
   for (const OpInfo &o : op_db())
     if (o.name == name || o.short_name() == name || o.cname() == name)

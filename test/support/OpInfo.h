@@ -96,6 +96,8 @@ struct OpInfo {
 
 /// The table.
 const std::vector<OpInfo> &op_db();
+/// The pointwise entries of the table.
+std::vector<const OpInfo *> pointwise_op_infos();
 /// An entry by schema name ("ember::add.Tensor", "add.Tensor") or C++ name
 /// ("add_Tensor"); nullptr when the table has none.
 const OpInfo *find_op_info(const std::string &name);

@@ -17,15 +17,6 @@ using namespace ember::test;
 
 namespace {
 
-/// The pointwise entries of the OpInfo table.
-std::vector<const OpInfo *> pointwise_ops() {
-  std::vector<const OpInfo *> v;
-  for (const OpInfo &o : op_db())
-    if (o.kind == Kind::Pointwise)
-      v.push_back(&o);
-  return v;
-}
-
 const ShapeSample &shape_sample(const OpInfo &o, const std::string &label) {
   static std::map<int, std::vector<ShapeSample>> by_arity;
   auto &v = by_arity[o.arity];
@@ -72,7 +63,7 @@ TEST(Pointwise, EveryOpOfTheTableHasACase) {
       EXPECT_EQ(o->arity, arity[n]) << n;
     }
   }
-  for (const OpInfo *o : pointwise_ops())
+  for (const OpInfo *o : pointwise_op_infos())
     EXPECT_TRUE(table.count(o->cname()))
         << "entry " << o->name << " names no pointwise op";
 }
@@ -96,8 +87,8 @@ TEST(Pointwise, EveryFormOfTheOpTableHasACall) {
     EXPECT_EQ(e.scalar_overload && e.inplace, bool(o->scalar_))
         << e.name << ": its in-place .Scalar form";
   }
-  EXPECT_EQ(pointwise, int(pointwise_ops().size()));
-  for (const OpInfo *o : pointwise_ops()) {
+  EXPECT_EQ(pointwise, int(pointwise_op_infos().size()));
+  for (const OpInfo *o : pointwise_op_infos()) {
     EXPECT_TRUE(Dispatcher::singleton().findOp(o->name)) << o->name;
     if (!o->inplace.empty()) {
       EXPECT_TRUE(Dispatcher::singleton().findOp(o->inplace)) << o->inplace;
@@ -107,7 +98,7 @@ TEST(Pointwise, EveryFormOfTheOpTableHasACall) {
 
 TEST(Pointwise, FloatDtypesMatchFloat64Reference) {
   uint64_t seed = 1;
-  for (const OpInfo *o : pointwise_ops()) {
+  for (const OpInfo *o : pointwise_op_infos()) {
     for (ScalarType dt : kFloatDtypes)
       if (has(o->dtypes, dt))
         check(*o, dt, shape_sample(*o, "same shape"), seed++);
@@ -118,7 +109,7 @@ TEST(Pointwise, FloatDtypesMatchFloat64Reference) {
 
 TEST(Pointwise, BroadcastZeroDimAndEmpty) {
   uint64_t seed = 100;
-  for (const OpInfo *o : pointwise_ops()) {
+  for (const OpInfo *o : pointwise_op_infos()) {
     ScalarType dt = o->dtypes.front();
     for (const ShapeSample &s : pointwise_shapes(o->arity))
       if (s.label != "same shape" && s.label != "non-contiguous")
@@ -128,7 +119,7 @@ TEST(Pointwise, BroadcastZeroDimAndEmpty) {
 
 TEST(Pointwise, IntegerDtypes) {
   uint64_t seed = 300;
-  for (const OpInfo *o : pointwise_ops())
+  for (const OpInfo *o : pointwise_op_infos())
     for (ScalarType dt : kIntDtypes)
       if (has(o->dtypes, dt))
         check(*o, dt, shape_sample(*o, "same shape"), seed++);
@@ -140,7 +131,7 @@ TEST(Pointwise, IntegerDtypes) {
 TEST(Pointwise, InPlaceFormsMatchFloat64Reference) {
   uint64_t seed = 500;
   int checked = 0;
-  for (const OpInfo *o : pointwise_ops()) {
+  for (const OpInfo *o : pointwise_op_infos()) {
     if (!o->op_)
       continue;
     for (ScalarType dt : o->dtypes) {
@@ -170,7 +161,7 @@ TEST(Pointwise, InPlaceFormsMatchFloat64Reference) {
 TEST(Pointwise, ScalarFormsMatchFloat64Reference) {
   uint64_t seed = 700;
   int checked = 0;
-  for (const OpInfo *o : pointwise_ops()) {
+  for (const OpInfo *o : pointwise_op_infos()) {
     if (!o->scalar)
       continue;
     ASSERT_EQ(o->arity, 2) << o->name;

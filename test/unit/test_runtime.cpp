@@ -101,7 +101,9 @@ TEST(Runtime, CachingAllocatorStatistics) {
   // 64-byte alignment.
   for (int64_t n : {1, 7, 100, 5000, 123457})
     EXPECT_EQ(reinterpret_cast<uintptr_t>(empty({n}).data_ptr()) % 64, 0u);
-  EXPECT_EMBER_ERROR(memory_stats_of(Device(kCUDA, 0)), "no allocator");
+  if (!cuda::is_available())
+    EXPECT_EMBER_ERROR(memory_stats_of(Device(kCUDA, 0)),
+                       "CUDA is not available");
 }
 
 TEST(Runtime, ThreadPoolCoversTheRangeOnceAndPropagatesErrors) {
@@ -243,5 +245,6 @@ TEST(Runtime, CudaAvailabilityIsProbedAtRunTime) {
   EXPECT_EQ(cuda::is_available(), n > 0);
   if (!cuda::is_available())
     std::printf("[ INFO     ] no CUDA driver or device on this machine\n");
-  EXPECT_EMBER_ERROR(zeros({2}, Device(kCUDA, 0)), "no CUDA backend yet");
+  if (!cuda::is_available())
+    EXPECT_EMBER_ERROR(zeros({2}, Device(kCUDA, 0)), "CUDA is not available");
 }

@@ -191,6 +191,8 @@ TEST(TensorCore, Factories) {
   EXPECT_TRUE(close(arange(0.0, 1.0, 0.25), tensor({0.0, 0.25, 0.5, 0.75})));
   EXPECT_TRUE(close(arange(10, 0, -3), tensor({10, 7, 4, 1})));
   EXPECT_TRUE(close(linspace(0, 1, 5), tensor({0.0, 0.25, 0.5, 0.75, 1.0})));
+  // One step is the start (PyTorch's), not the end.
+  EXPECT_TRUE(close(linspace(3, 1, 1), tensor({3.0})));
   EXPECT_TRUE(close(eye(2, 3), tensor({{1.0, 0.0, 0.0}, {0.0, 1.0, 0.0}})));
   EXPECT_TRUE(close(zeros_like(ones({2}, kInt)), tensor({0, 0})));
   EXPECT_EQ(zeros_like(ones({2}, kInt)).dtype(), kInt);

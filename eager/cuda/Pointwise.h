@@ -1,0 +1,78 @@
+#pragma once
+/// The eager CUDA kernels: pointwise ops generated from the op table and
+/// compiled by NVRTC on first use (PyTorch's jiterator method), copies
+/// between devices, fill_.
+///
+/// Note [CUDA pointwise kernels]
+/// A pointwise op's CUDA kernel plans its output as the CPU kernel does
+/// (plan_pointwise: promotion, broadcasting, in-place checks), then runs one
+/// generated kernel: the device math prelude (eager/cuda/PointwiseMath.cuh,
+/// the device twin of eager/PointwiseMath.h, so Note [Pointwise semantics]
+/// holds on both devices), the op's functor (its ops.yaml `expr`, the same
+/// text the CPU functor has) and a grid-stride loop over the TensorIterator's
+/// coalesced dims, with the operands' dtypes and the compute type fixed in
+/// the source. Each (op, dtypes) source is compiled once per device and
+/// cached in memory and on disk (runtime/Nvrtc.h).
+
+#include "eager/Dtype.h"
+#include "eager/Meta.h"
+#include "eager/Tensor.h"
+
+#include <string>
+
+namespace ember::cuda {
+
+/// A pointwise op's functor as CUDA source (generated from ops.yaml):
+/// `template <class T> struct <name> {...}` with `nscalars` fields.
+struct Functor {
+  const char *name;
+  int arity;
+  int nscalars;
+  const char *source;
+  /// The op's spec (promotion, bool arguments) and its dtypes; null for the
+  /// internal copy and fill functors.
+  const meta::PointwiseSpec *spec = nullptr;
+  DtypeGroup group = DtypeGroup::All;
+};
+/// The functor of every pointwise op of the op table (generated).
+ArrayRef<Functor> pointwise_functors();
+
+/// Runs a pointwise op on CUDA tensors (CPU 0-dim tensors may take part,
+/// as in PyTorch); `self_out` is the in-place destination or null.
+Tensor run_pointwise(const meta::PointwiseSpec &spec, DtypeGroup group,
+                     const Functor &f, ArrayRef<const Tensor *> inputs,
+                     ArrayRef<const Scalar *> scalars, const Tensor *self_out);
+
+/// dst.copy_(src) where at least one is a CUDA tensor: src (broadcast to
+/// dst's shape) converted to dst's dtype. `non_blocking` leaves a copy
+/// between a CUDA tensor and pinned host memory running on the stream.
+void copy(const Tensor &dst, const Tensor &src, bool non_blocking);
+/// self.fill_(value) on a CUDA tensor.
+void fill(const Tensor &self, const Scalar &value);
+
+/// The variants of a pointwise kernel: `flat` for one iteration dim (each
+/// operand contiguous or one broadcast element: offsets are i * stride, and
+/// each thread takes 4 elements a tile), else the offsets of each dim; with
+/// `index32`, index arithmetic is 32-bit (every offset of the launch must
+/// fit in int32).
+struct KernelShape {
+  bool flat = true;
+  bool index32 = false;
+};
+/// The CUDA source of the kernel of functor `f`: `dtypes` are the output's
+/// then each input's, `compute` the functor's T (never a 16-bit float: those
+/// compute in float), and bit k of `bool_args` marks input k as read as
+/// bool. It is prelude() + functor_source(f) + pointwise_kernel(...).
+std::string pointwise_source(const Functor &f, ScalarType compute,
+                             ArrayRef<ScalarType> dtypes, unsigned bool_args,
+                             KernelShape shape = {});
+/// The pieces, for tests that compile many kernels in one NVRTC program:
+/// the device math prelude, a functor's definition, and one kernel named
+/// `entry` (after its functor in the program).
+std::string prelude();
+std::string functor_source(const Functor &f);
+std::string pointwise_kernel(const Functor &f, ScalarType compute,
+                             ArrayRef<ScalarType> dtypes, unsigned bool_args,
+                             const std::string &entry, KernelShape shape = {});
+
+} // namespace ember::cuda

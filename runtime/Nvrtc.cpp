@@ -1,0 +1,248 @@
+#include "runtime/Nvrtc.h"
+#include "runtime/CudaDriver.h"
+#include "runtime/DiskCache.h"
+#include "runtime/Logging.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <dlfcn.h>
+#include <map>
+#include <mutex>
+#include <vector>
+
+namespace ember::cuda {
+
+namespace nvrtc {
+namespace {
+using nvrtcResult = int;
+using nvrtcProgram = struct _nvrtcProgram *;
+
+#define EMBER_FORALL_NVRTC(_)                                                  \
+  _(nvrtcVersion, int *, int *)                                                \
+  _(nvrtcCreateProgram, nvrtcProgram *, const char *, const char *, int,       \
+    const char *const *, const char *const *)                                  \
+  _(nvrtcDestroyProgram, nvrtcProgram *)                                       \
+  _(nvrtcCompileProgram, nvrtcProgram, int, const char *const *)               \
+  _(nvrtcGetProgramLogSize, nvrtcProgram, size_t *)                            \
+  _(nvrtcGetProgramLog, nvrtcProgram, char *)                                  \
+  _(nvrtcGetPTXSize, nvrtcProgram, size_t *)                                   \
+  _(nvrtcGetPTX, nvrtcProgram, char *)                                         \
+  _(nvrtcGetCUBINSize, nvrtcProgram, size_t *)                                 \
+  _(nvrtcGetCUBIN, nvrtcProgram, char *)                                       \
+  _(nvrtcGetNumSupportedArchs, int *)                                          \
+  _(nvrtcGetSupportedArchs, int *)
+
+struct Lib {
+#define EMBER_NVRTC_FIELD(name, ...) nvrtcResult (*name)(__VA_ARGS__) = nullptr;
+  EMBER_FORALL_NVRTC(EMBER_NVRTC_FIELD)
+#undef EMBER_NVRTC_FIELD
+  const char *(*nvrtcGetErrorString)(nvrtcResult) = nullptr;
+  bool ok = false;
+  std::string why;
+  int version = 0;
+  std::vector<int> archs;
+};
+
+const Lib &lib() {
+  static const Lib l = [] {
+    Lib r;
+    std::vector<std::string> names = {"libnvrtc.so.13", "libnvrtc.so.12",
+                                      "libnvrtc.so"};
+    for (const char *var : {"CUDA_HOME", "CUDA_PATH"})
+      if (const char *h = std::getenv(var); h && *h)
+        names.push_back(std::string(h) + "/lib64/libnvrtc.so");
+    names.push_back("/usr/local/cuda/lib64/libnvrtc.so");
+    void *h = nullptr;
+    for (const std::string &n : names)
+      if ((h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)))
+        break;
+    if (!h) {
+      r.why = "NVRTC (libnvrtc.so) was not found; install the CUDA toolkit "
+              "or set CUDA_HOME";
+      return r;
+    }
+#define EMBER_NVRTC_LOAD(name, ...)                                            \
+  r.name = reinterpret_cast<decltype(r.name)>(dlsym(h, #name));                \
+  if (!r.name) {                                                               \
+    r.why = "NVRTC has no entry point " #name " (too old?)";                   \
+    return r;                                                                  \
+  }
+    EMBER_FORALL_NVRTC(EMBER_NVRTC_LOAD)
+    EMBER_NVRTC_LOAD(nvrtcGetErrorString)
+#undef EMBER_NVRTC_LOAD
+    int major = 0, minor = 0;
+    r.nvrtcVersion(&major, &minor);
+    r.version = major * 1000 + minor * 10;
+    int n = 0;
+    r.nvrtcGetNumSupportedArchs(&n);
+    r.archs.resize(size_t(n));
+    if (n > 0)
+      r.nvrtcGetSupportedArchs(r.archs.data());
+    r.ok = true;
+    return r;
+  }();
+  return l;
+}
+
+const Lib &checked() {
+  EMBER_CHECK(lib().ok, "CUDA kernels cannot be compiled: ", lib().why);
+  return lib();
+}
+
+const char *error_string(nvrtcResult r) {
+  return lib().ok ? lib().nvrtcGetErrorString(r) : "unknown NVRTC error";
+}
+} // namespace
+
+bool is_available() { return lib().ok; }
+int version() { return checked().version; }
+
+Compiled compile(const std::string &source, const std::string &name, int arch,
+                 bool cubin) {
+  const Lib &l = checked();
+  // Note [Kernels for the device's architecture]
+  // A cubin for sm_<arch> when NVRTC knows it (no JIT at load); else PTX of
+  // the newest architecture NVRTC knows that is not newer than the device,
+  // which the driver compiles when loading it (a device newer than NVRTC).
+  int target = 0;
+  for (int a : l.archs)
+    if (a <= arch && a > target)
+      target = a;
+  EMBER_CHECK(target > 0, "NVRTC ", l.version / 1000, ".",
+              (l.version % 1000) / 10, " cannot compile for sm_", arch,
+              " (it knows sm_", l.archs.empty() ? 0 : l.archs.front(),
+              " to sm_", l.archs.empty() ? 0 : l.archs.back(), ")");
+  bool as_cubin = cubin && target == arch;
+  std::string gpu = std::string("--gpu-architecture=") +
+                    (as_cubin ? "sm_" : "compute_") + std::to_string(target);
+  std::vector<const char *> opts = {gpu.c_str(), "-std=c++17", "--minimal"};
+  Compiled out;
+  out.cubin = as_cubin;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    nvrtcProgram prog = nullptr;
+    nvrtcResult r = l.nvrtcCreateProgram(&prog, source.c_str(), name.c_str(), 0,
+                                         nullptr, nullptr);
+    EMBER_CHECK(r == 0, "nvrtcCreateProgram failed: ", error_string(r));
+    r = l.nvrtcCompileProgram(prog, int(opts.size()), opts.data());
+    size_t log_size = 0;
+    l.nvrtcGetProgramLogSize(prog, &log_size);
+    out.log.assign(log_size, '\0');
+    if (log_size)
+      l.nvrtcGetProgramLog(prog, out.log.data());
+    while (!out.log.empty() &&
+           (out.log.back() == '\0' || out.log.back() == '\n'))
+      out.log.pop_back();
+    if (r == 0) {
+      size_t size = 0;
+      if (as_cubin) {
+        l.nvrtcGetCUBINSize(prog, &size);
+        out.binary.assign(size, '\0');
+        l.nvrtcGetCUBIN(prog, out.binary.data());
+      } else {
+        l.nvrtcGetPTXSize(prog, &size);
+        out.binary.assign(size, '\0');
+        l.nvrtcGetPTX(prog, out.binary.data());
+      }
+    }
+    l.nvrtcDestroyProgram(&prog);
+    if (r == 0)
+      return out;
+    // NVRTC before 12.4 has no --minimal: compile again without it.
+    if (attempt == 0 && out.log.find("minimal") != std::string::npos) {
+      opts.pop_back();
+      continue;
+    }
+    EMBER_CHECK(false, "NVRTC could not compile the CUDA kernel ", name, " (",
+                error_string(r), "); this is a bug in ember. The log:\n",
+                out.log);
+  }
+  return out;
+}
+} // namespace nvrtc
+
+using namespace driver;
+
+namespace {
+struct KernelCache {
+  std::mutex mu;
+  std::map<std::pair<int, std::string>, CUfunction> kernels;
+  KernelCacheStats stats;
+};
+KernelCache &kernel_cache() {
+  static auto *c = new KernelCache();
+  return *c;
+}
+
+CUfunction load(int device, const std::string &binary, const std::string &entry,
+                std::string *why) {
+  set_context(device);
+  CUmodule m = nullptr;
+  CUresult r = checked_api().cuModuleLoadData(&m, binary.data());
+  if (r != CUDA_SUCCESS) {
+    *why = "the driver rejected the module (error " + std::to_string(r) + ")";
+    return nullptr;
+  }
+  CUfunction f = nullptr;
+  check(checked_api().cuModuleGetFunction(&f, m, entry.c_str()),
+        "cuModuleGetFunction");
+  return f;
+}
+} // namespace
+
+void *get_kernel(int device, const std::string &source,
+                 const std::string &entry) {
+  KernelCache &c = kernel_cache();
+  std::lock_guard<std::mutex> g(c.mu);
+  auto key = std::make_pair(device, entry + '\n' + source);
+  if (auto it = c.kernels.find(key); it != c.kernels.end()) {
+    ++c.stats.from_memory;
+    return it->second;
+  }
+  int arch = compute_capability(device);
+  std::string disk_key = "cuda kernel " + entry + " for sm_" +
+                         std::to_string(arch) + ", NVRTC " +
+                         std::to_string(nvrtc::version()) + "\n" + source;
+  char name[64];
+  std::snprintf(name, sizeof name, "cuda-%016llx",
+                (unsigned long long)disk_cache::fnv1a(disk_key));
+  std::string why;
+  CUfunction f = nullptr;
+  if (std::optional<std::string> bin = disk_cache::load(name, disk_key, &why)) {
+    f = load(device, *bin, entry, &why);
+    if (f)
+      ++c.stats.from_disk;
+  }
+  if (!f) {
+    // A miss, or an entry the driver would not load: compile, store, load.
+    nvrtc::Compiled k = nvrtc::compile(source, entry + ".cu", arch, true);
+    std::string binary = k.binary;
+    if (!k.cubin)
+      binary.push_back('\0');
+    f = load(device, binary, entry, &why);
+    EMBER_CHECK(f, "CUDA kernel ", entry, ": ", why);
+    disk_cache::store(name, disk_key, binary.data(), binary.size());
+    ++c.stats.compiled;
+    if (logging::enabled(logging::Topic::kernels))
+      logging::log(logging::Topic::kernels,
+                   "cuda kernel " + entry + " compiled by NVRTC (" +
+                       (k.cubin ? "cubin" : "PTX") + " for sm_" +
+                       std::to_string(arch) + ")");
+  }
+  c.kernels.emplace(std::move(key), f);
+  return f;
+}
+
+void launch_kernel(void *fn, unsigned grid, unsigned block, void *stream,
+                   void **args, size_t shared_bytes) {
+  EMBER_CU(cuLaunchKernel, static_cast<CUfunction>(fn), grid, 1, 1, block, 1, 1,
+           unsigned(shared_bytes), static_cast<CUstream>(stream), args,
+           nullptr);
+}
+
+KernelCacheStats kernel_cache_stats() {
+  KernelCache &c = kernel_cache();
+  std::lock_guard<std::mutex> g(c.mu);
+  return c.stats;
+}
+
+} // namespace ember::cuda

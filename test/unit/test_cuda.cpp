@@ -1,0 +1,534 @@
+// CUDA: the device, streams, events, the caching allocator on the driver,
+// copies between devices and the eager pointwise kernels generated from the
+// op table (Note [CUDA pointwise kernels] in eager/cuda/Pointwise.h).
+//
+// Without a GPU (every CI machine) the tests that need one skip with the
+// reason, and the rest run: every pointwise op's kernel source compiles
+// under NVRTC (no GPU needed for that), and CUDA tensors raise clear errors.
+// With a GPU, every pointwise op of the OpInfo table runs on CUDA tensors
+// against its float64 reference, as test_pointwise runs it on the CPU.
+#include "OpInfo.h"
+#include "TestUtil.h"
+#include "eager/cuda/Pointwise.h"
+#include "runtime/CudaAllocator.h"
+#include "runtime/Nvrtc.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+using namespace ember;
+using namespace ember::test;
+
+namespace {
+
+#define REQUIRE_GPU()                                                          \
+  do {                                                                         \
+    if (!cuda::is_available())                                                 \
+      GTEST_SKIP() << "no CUDA driver or GPU on this machine";                 \
+  } while (0)
+
+#define REQUIRE_NVRTC()                                                        \
+  do {                                                                         \
+    if (!cuda::nvrtc::is_available())                                          \
+      GTEST_SKIP() << "NVRTC (the CUDA toolkit) is not installed";             \
+  } while (0)
+
+/// `t` on the GPU with its layout kind: a non-contiguous tensor stays
+/// non-contiguous there.
+Tensor gpu(const Tensor &t) {
+  Tensor g = t.cuda();
+  return t.is_contiguous() ? g : noncontiguous(g);
+}
+
+std::vector<Tensor> gpu(const std::vector<Tensor> &in) {
+  std::vector<Tensor> g;
+  for (const Tensor &t : in)
+    g.push_back(gpu(t));
+  return g;
+}
+
+bool same_values(const Tensor &a, const Tensor &b) {
+  if (a.dtype() != b.dtype() || a.sizes() != b.sizes())
+    return false;
+  std::vector<double> x = values(a), y = values(b);
+  for (size_t i = 0; i < x.size(); ++i)
+    if (!(x[i] == y[i] || (std::isnan(x[i]) && std::isnan(y[i]))))
+      return false;
+  return true;
+}
+
+} // namespace
+
+// --- without a GPU
+// ------------------------------------------------------------
+
+TEST(CudaNoGpu, TensorsRaiseClearErrors) {
+  if (cuda::is_available())
+    GTEST_SKIP() << "a GPU is present: the no-GPU errors are not reachable";
+  const char *msg = "CUDA is not available";
+  EXPECT_EMBER_ERROR(zeros({2}, Device(kCUDA)), msg);
+  EXPECT_EMBER_ERROR(empty({2}, TensorOptions().device(Device("cuda:0"))), msg);
+  EXPECT_EMBER_ERROR(randn({2}, TensorOptions().device(kCUDA)), msg);
+  EXPECT_EMBER_ERROR(arange(3, TensorOptions().device(kCUDA)), msg);
+  EXPECT_EMBER_ERROR(ones({2}).cuda(), msg);
+  EXPECT_EMBER_ERROR(ones({2}).to(kCUDA), msg);
+  EXPECT_EMBER_ERROR(cuda::synchronize(), msg);
+  EXPECT_EMBER_ERROR(cuda::current_device(), msg);
+  EXPECT_EMBER_ERROR(cuda::getCurrentCUDAStream(), msg);
+  EXPECT_EMBER_ERROR(ones({2}).pin_memory(), "needs CUDA");
+  EXPECT_FALSE(ones({2}).is_pinned());
+}
+
+// Every pointwise op's CUDA kernel, for a float, an integer and a bool
+// dtype where the op takes them, compiles under NVRTC for sm_90 (PTX: no
+// GPU needed). All kernels go into one program, so that NVRTC reads the
+// prelude once.
+TEST(CudaNoGpu, EveryPointwiseKernelCompilesUnderNvrtc) {
+  REQUIRE_NVRTC();
+  std::string all = cuda::prelude();
+  int kernels = 0;
+  std::set<std::tuple<int, int, unsigned>> signatures;
+  for (const cuda::Functor &f : cuda::pointwise_functors()) {
+    const meta::PointwiseSpec *spec = f.spec;
+    ASSERT_TRUE(spec) << f.name;
+    all += cuda::functor_source(f);
+    for (ScalarType dt : {kFloat, kDouble, kLong, kInt, kChar, kBool}) {
+      if (!in_group(dt, f.group))
+        continue;
+      ScalarType out = spec->promote == meta::Promote::Compare ||
+                               spec->promote == meta::Promote::Bool
+                           ? kBool
+                           : dt;
+      if (spec->promote == meta::Promote::Float && !isFloatingType(dt))
+        continue;
+      std::vector<ScalarType> dtypes{out};
+      for (int k = 0; k < f.arity; ++k)
+        dtypes.push_back(((spec->bool_args >> k) & 1u) ? kBool : dt);
+      all += cuda::pointwise_kernel(f, dt, dtypes, spec->bool_args,
+                                    "k" + std::to_string(kernels++));
+      // The other variants differ in index arithmetic only: once per kind
+      // of signature (arity, scalars, bool arguments).
+      if (dt == kFloat &&
+          signatures.insert({f.arity, f.nscalars, spec->bool_args}).second)
+        for (cuda::KernelShape shape :
+             {cuda::KernelShape{true, true}, cuda::KernelShape{false, false},
+              cuda::KernelShape{false, true}})
+          all += cuda::pointwise_kernel(f, dt, dtypes, spec->bool_args,
+                                        "k" + std::to_string(kernels++), shape);
+    }
+  }
+  EXPECT_GT(kernels, 200);
+  cuda::nvrtc::Compiled c = cuda::nvrtc::compile(all, "all.cu", 90, false);
+  EXPECT_FALSE(c.cubin);
+  EXPECT_NE(c.binary.find(".entry k0"), std::string::npos);
+  EXPECT_NE(c.binary.find(".entry k" + std::to_string(kernels - 1)),
+            std::string::npos);
+}
+
+// A kernel's source is complete on its own: the prelude, the functor and
+// the loop with the dtypes fixed (what get_kernel compiles).
+TEST(CudaNoGpu, KernelSourceNamesItsTypes) {
+  REQUIRE_NVRTC();
+  const cuda::Functor *add = nullptr;
+  for (const cuda::Functor &f : cuda::pointwise_functors())
+    if (std::string(f.name) == "add_Tensor_op")
+      add = &f;
+  ASSERT_TRUE(add);
+  std::string src =
+      cuda::pointwise_source(*add, kFloat, {kHalf, kHalf, kFloat}, 0);
+  EXPECT_NE(src.find("return self + alpha * other;"), std::string::npos);
+  EXPECT_NE(src.find("convert<::ember::Half>"), std::string::npos);
+  cuda::nvrtc::Compiled c = cuda::nvrtc::compile(src, "add.cu", 90, true);
+  EXPECT_TRUE(c.cubin);
+  EXPECT_GT(c.binary.size(), 100u);
+  // A bad source raises with NVRTC's log.
+  EXPECT_EMBER_ERROR(
+      cuda::nvrtc::compile("this is not C++", "bad.cu", 90, false),
+      "NVRTC could not compile");
+}
+
+// --- with a GPU
+// ----------------------------------------------------------------
+
+TEST(Cuda, DevicesAndProperties) {
+  REQUIRE_GPU();
+  EXPECT_GE(cuda::device_count(), 1);
+  cuda::DeviceProperties p = cuda::get_device_properties(0);
+  EXPECT_FALSE(p.name.empty());
+  EXPECT_GE(p.major, 5);
+  EXPECT_GT(p.total_memory, size_t(1) << 30);
+  std::printf("[ INFO     ] %s, sm_%d%d, %d SMs, %.1f GiB\n", p.name.c_str(),
+              p.major, p.minor, p.multi_processor_count,
+              double(p.total_memory) / double(1 << 30));
+  EXPECT_EQ(cuda::current_device(), 0);
+  EXPECT_EMBER_ERROR(cuda::set_device(cuda::device_count()),
+                     "invalid CUDA device index");
+  {
+    cuda::CUDAGuard g(0);
+    EXPECT_EQ(cuda::current_device(), 0);
+  }
+}
+
+TEST(Cuda, CopiesRoundTripEveryDtypeAndLayout) {
+  REQUIRE_GPU();
+  for (ScalarType dt : {kFloat, kDouble, kHalf, kBFloat16, kLong, kInt, kShort,
+                        kChar, kByte, kBool}) {
+    Tensor a = random({5, 7}, dt, 3);
+    Tensor g = a.cuda();
+    EXPECT_TRUE(g.is_cuda());
+    EXPECT_EQ(g.device(), Device(kCUDA, 0));
+    EXPECT_EQ(g.dtype(), dt);
+    EXPECT_TRUE(same_values(g.cpu(), a)) << dt;
+    // Non-contiguous on either side, and conversions on the way.
+    EXPECT_TRUE(same_values(a.t().cuda().cpu(), a.t())) << dt;
+    EXPECT_TRUE(same_values(g.t().cpu(), a.t())) << dt;
+    EXPECT_TRUE(same_values(g.to(kDouble).cpu(), a.to(kDouble))) << dt;
+    EXPECT_TRUE(same_values(a.cuda().to(kHalf).cpu(), a.to(kHalf))) << dt;
+    Tensor dst = zeros({7, 5}, TensorOptions(dt).device(kCUDA)).t();
+    dst.copy_(a);
+    EXPECT_TRUE(same_values(dst.cpu(), a)) << dt;
+    Tensor host = zeros({7, 5}, dt).t();
+    host.copy_(g);
+    EXPECT_TRUE(same_values(host, a)) << dt;
+  }
+  // Broadcasting copies, 0-dim and empty tensors.
+  Tensor row = random({7}, kFloat, 4);
+  Tensor dst = empty({3, 7}, TensorOptions().device(kCUDA));
+  dst.copy_(row);
+  EXPECT_TRUE(same_values(dst.cpu(), row.expand({3, 7})));
+  dst.copy_(row.cuda());
+  EXPECT_TRUE(same_values(dst.cpu(), row.expand({3, 7})));
+  Tensor s = tensor(2.5).cuda();
+  EXPECT_EQ(s.dim(), 0);
+  EXPECT_EQ(s.item<double>(), 2.5);
+  EXPECT_EQ(empty({0, 3}).cuda().cpu().sizes(), IntArrayRef({0, 3}));
+}
+
+TEST(Cuda, FactoriesOnTheDevice) {
+  REQUIRE_GPU();
+  TensorOptions o = TensorOptions().device(kCUDA);
+  EXPECT_TRUE(same_values(zeros({2, 3}, o).cpu(), zeros({2, 3})));
+  EXPECT_TRUE(same_values(ones({4}, o.dtype(kHalf)).cpu(), ones({4}, kHalf)));
+  EXPECT_TRUE(
+      same_values(full({3}, 7, o.dtype(kLong)).cpu(), full({3}, 7, kLong)));
+  EXPECT_TRUE(same_values(arange(10, o).cpu(), arange(10)));
+  EXPECT_TRUE(same_values(linspace(0, 1, 5, o).cpu(), linspace(0, 1, 5)));
+  EXPECT_TRUE(same_values(eye(3, o).cpu(), eye(3)));
+  EXPECT_TRUE(same_values(tensor({1, 2, 3}, o).cpu(), tensor({1, 2, 3})));
+  // The same seed draws the same numbers on every device.
+  manual_seed(5);
+  Tensor a = randn({100}, o);
+  manual_seed(5);
+  Tensor b = randn({100});
+  EXPECT_TRUE(same_values(a.cpu(), b));
+  // Filling checks the value against the dtype, as on the CPU.
+  EXPECT_EMBER_ERROR(full({2}, 300, o.dtype(kByte)), "");
+}
+
+TEST(Cuda, PrintsItsDevice) {
+  REQUIRE_GPU();
+  std::ostringstream s;
+  s << tensor({3.f, 5.f, 7.f}).cuda();
+  EXPECT_EQ(s.str(), "tensor([3., 5., 7.], device='cuda:0')");
+}
+
+TEST(Cuda, MixingDevicesRaisesPyTorchsMessage) {
+  REQUIRE_GPU();
+  Tensor g = ones({3}).cuda(), c = ones({3});
+  EXPECT_EMBER_ERROR(g + c, "Expected all tensors to be on the same device, "
+                            "but found at least two devices, cuda:0 and cpu!");
+  EXPECT_EMBER_ERROR(c + g, "but found at least two devices, cuda:0 and cpu!");
+  // A CPU 0-dim tensor joins CUDA tensors (as PyTorch reads it as a scalar);
+  // the result is on the GPU.
+  Tensor r = g * tensor(2.0f);
+  EXPECT_TRUE(r.is_cuda());
+  EXPECT_TRUE(same_values(r.cpu(), full({3}, 2.0f)));
+  Tensor r2 = tensor(2.0f) * g;
+  EXPECT_TRUE(r2.is_cuda());
+  // Ops without a CUDA kernel yet say so.
+  EXPECT_EMBER_ERROR(g.sum(), "'CUDA' backend");
+}
+
+// Every pointwise op of the OpInfo table on CUDA tensors against its
+// float64 reference, on every dtype the entry lists and every shape sample
+// (same shape, non-contiguous, broadcast, 0-dim, empty).
+TEST(Cuda, EveryPointwiseOpMatchesItsReference) {
+  REQUIRE_GPU();
+  uint64_t seed = 1;
+  int checked = 0;
+  for (const OpInfo *o : pointwise_op_infos()) {
+    for (ScalarType dt : o->dtypes)
+      for (const ShapeSample &s : pointwise_shapes(o->arity)) {
+        if (s.label != "same shape" && dt != o->dtypes.front())
+          continue;
+        std::vector<Tensor> in = make_inputs(*o, s, dt, seed++);
+        Tensor out;
+        try {
+          out = o->op(gpu(in));
+        } catch (const Error &e) {
+          ADD_FAILURE() << o->name << " on " << dt << " (" << s.label
+                        << "): " << e.what();
+          continue;
+        }
+        EXPECT_TRUE(out.is_cuda()) << o->name;
+        EXPECT_TRUE(matches_reference(*o, out.cpu(), in, dt))
+            << o->name << " on CUDA, " << dt << " (" << s.label << ")";
+        ++checked;
+      }
+  }
+  EXPECT_GT(checked, 300);
+}
+
+// In-place forms write into a (non-contiguous) CUDA self; scalar forms
+// take a Scalar.
+TEST(Cuda, InPlaceAndScalarForms) {
+  REQUIRE_GPU();
+  uint64_t seed = 900;
+  int checked = 0;
+  for (const OpInfo *o : pointwise_op_infos()) {
+    ScalarType dt = o->dtypes.front();
+    if (o->op_ && o->result_dtype(dt) == dt) {
+      std::vector<Tensor> in = make_inputs(*o, pointwise_shapes(o->arity)[1],
+                                           dt, seed++); // non-contiguous
+      std::vector<Tensor> g = gpu(in);
+      Tensor self = g[0];
+      Tensor out = o->op_(g);
+      EXPECT_TRUE(out.is_same(self)) << o->inplace;
+      EXPECT_TRUE(matches_reference(*o, self.cpu(), in, dt)) << o->inplace;
+      ++checked;
+    }
+    if (o->scalar) {
+      Tensor a = sample_input({4, 5}, dt, o->domain, seed++);
+      Tensor b = sample_input({}, dt, o->domain, seed++);
+      EXPECT_TRUE(matches_reference(*o, o->scalar(a.cuda(), b.item()).cpu(),
+                                    {a, b}, dt))
+          << o->short_name() << " with a Scalar";
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 50);
+}
+
+TEST(Cuda, PointwiseSemanticsMatchTheCpu) {
+  REQUIRE_GPU();
+  // NaN propagation, signed zeros, Python's remainder and floor division,
+  // round half to even, integer wrap-around: exactly the CPU's results.
+  Tensor a = tensor({NAN, 1.f, -0.f, 0.f, 2.5f, -2.5f, 3.5f, -7.f});
+  Tensor b = tensor({1.f, NAN, 0.f, -0.f, 2.f, 2.f, -2.f, 3.f});
+  using Fn = std::function<Tensor(const Tensor &, const Tensor &)>;
+  std::vector<Fn> fns = {
+      [](const Tensor &x, const Tensor &y) { return maximum(x, y); },
+      [](const Tensor &x, const Tensor &y) { return minimum(x, y); },
+      [](const Tensor &x, const Tensor &y) { return remainder(x, y); },
+      [](const Tensor &x, const Tensor &y) { return div(x, y, "floor"); },
+      [](const Tensor &x, const Tensor &) { return round(x); },
+      [](const Tensor &x, const Tensor &) { return sign(x); }};
+  for (const Fn &f : fns)
+    EXPECT_TRUE(same_values(f(a.cuda(), b.cuda()).cpu(), f(a, b)));
+  Tensor i = tensor({INT64_MAX, INT64_MIN, -7, 7}, kLong);
+  Tensor j = tensor({1, -1, 2, -2}, kLong);
+  EXPECT_TRUE(same_values((i.cuda() + j.cuda()).cpu(), i + j));
+  EXPECT_TRUE(
+      same_values(div(i.cuda(), j.cuda(), "floor").cpu(), div(i, j, "floor")));
+  EXPECT_TRUE(
+      same_values(remainder(i.cuda(), j.cuda()).cpu(), remainder(i, j)));
+  // Integer division by zero raises, as on the CPU.
+  EXPECT_EMBER_ERROR(div(i.cuda(), zeros({4}, kLong).cuda(), "floor"),
+                     "ZeroDivisionError");
+}
+
+// mm, addmm, bmm, baddbmm (and matmul and linear, built on them) through
+// cuBLAS, against float64 products on the CPU: every float dtype, operands
+// transposed or not, batches, K = 0, empty results (Note [cuBLAS
+// precision]: float32 stays float32, no TF32).
+TEST(Cuda, MatrixProductsThroughCublas) {
+  REQUIRE_GPU();
+  auto rel_err = [](const Tensor &got, const Tensor &want) {
+    Tensor g = got.cpu().to(kDouble), w = want.to(kDouble);
+    double num = (g - w).abs().max().item<double>();
+    double den = w.abs().max().item<double>();
+    return den == 0 ? num : num / den;
+  };
+  for (ScalarType dt : {kFloat, kDouble, kHalf, kBFloat16}) {
+    double tol = dt == kDouble ? 1e-12 : dt == kFloat ? 1e-5 : 1e-2;
+    Tensor a = random({37, 53}, dt, 1), b = random({53, 29}, dt, 2);
+    Tensor ref = a.to(kDouble).mm(b.to(kDouble));
+    EXPECT_LT(rel_err(a.cuda().mm(b.cuda()), ref), tol) << dt;
+    // Transposed operands (column-major for BLAS).
+    Tensor at = a.t().contiguous().t(), bt = b.t().contiguous().t();
+    EXPECT_LT(rel_err(at.cuda().mm(bt.cuda()), ref), tol) << dt;
+    EXPECT_LT(rel_err(gpu(at).mm(gpu(bt)), ref), tol) << dt;
+    // A strided operand BLAS cannot read is made contiguous first.
+    Tensor wide = random({37, 106}, dt, 3).slice(1, 0, 106, 2);
+    EXPECT_LT(
+        rel_err(wide.cuda().mm(b.cuda()), wide.to(kDouble).mm(b.to(kDouble))),
+        tol)
+        << dt;
+    // addmm with a broadcast addend, alpha and beta.
+    Tensor c = random({29}, dt, 4);
+    EXPECT_LT(
+        rel_err(addmm(c.cuda(), a.cuda(), b.cuda(), 0.5, 2.0),
+                addmm(c.to(kDouble), a.to(kDouble), b.to(kDouble), 0.5, 2.0)),
+        tol)
+        << dt;
+    // Batches: bmm, baddbmm, matmul with broadcasting, linear.
+    Tensor x = random({4, 7, 9}, dt, 5), y = random({4, 9, 6}, dt, 6);
+    EXPECT_LT(rel_err(x.cuda().bmm(y.cuda()), x.to(kDouble).bmm(y.to(kDouble))),
+              tol)
+        << dt;
+    Tensor z = random({4, 7, 6}, dt, 7);
+    EXPECT_LT(rel_err(baddbmm(z.cuda(), x.cuda(), y.cuda(), 1.0, -1.0),
+                      baddbmm(z.to(kDouble), x.to(kDouble), y.to(kDouble), 1.0,
+                              -1.0)),
+              tol)
+        << dt;
+    Tensor w = random({9, 6}, dt, 8);
+    EXPECT_LT(rel_err(matmul(x.cuda(), w.cuda()),
+                      matmul(x.to(kDouble), w.to(kDouble))),
+              tol)
+        << dt;
+    Tensor lw = random({5, 9}, dt, 9), lb = random({5}, dt, 10);
+    EXPECT_LT(rel_err(linear(x.cuda(), lw.cuda(), lb.cuda()),
+                      linear(x.to(kDouble), lw.to(kDouble), lb.to(kDouble))),
+              tol)
+        << dt;
+  }
+  // K = 0: zeros (or beta * self); empty results.
+  Tensor e = empty({3, 0}).cuda(), f = empty({0, 4}).cuda();
+  EXPECT_TRUE(same_values(e.mm(f).cpu(), zeros({3, 4})));
+  EXPECT_TRUE(same_values(addmm(ones({3, 4}).cuda(), e, f, 2.0).cpu(),
+                          full({3, 4}, 2.0f)));
+  EXPECT_EQ(empty({0, 5}).cuda().mm(empty({5, 2}).cuda()).sizes(),
+            IntArrayRef({0, 2}));
+  // Integers are not supported on CUDA; devices must match.
+  EXPECT_EMBER_ERROR(ones({2, 2}, kLong).cuda().mm(ones({2, 2}, kLong).cuda()),
+                     "not implemented for 'Long'");
+  EXPECT_EMBER_ERROR(ones({2, 2}).cuda().mm(ones({2, 2})),
+                     "Expected all tensors to be on the same device");
+  EXPECT_EMBER_ERROR(ones({2, 2}).mm(ones({2, 2}).cuda()),
+                     "Expected all tensors to be on the same device");
+  EXPECT_EMBER_ERROR(addmm(ones({2}), ones({2, 2}).cuda(), ones({2, 2}).cuda()),
+                     "Expected all tensors to be on the same device");
+}
+
+// What the independent probe of the CUDA backend found (each was a crash,
+// a wrong device or a raw driver error).
+TEST(Cuda, ProbeFindings) {
+  REQUIRE_GPU();
+  // Composites that read values on the host copy them there first.
+  EXPECT_EMBER_ERROR(one_hot(tensor({0, 2}).cuda()), "'CUDA' backend");
+  EXPECT_TRUE(allclose(ones({3}).cuda(), ones({3}).cuda()));
+  EXPECT_FALSE(allclose(ones({3}).cuda(), zeros({3}).cuda()));
+  // pow with a Scalar exponent or base.
+  Tensor x = tensor({1.5f, 2.f, 3.f});
+  EXPECT_TRUE(same_values(x.cuda().pow(2).cpu(), x.pow(2)));
+  EXPECT_TRUE(same_values(pow(2.0, x.cuda()).cpu(), pow(2.0, x)));
+  EXPECT_TRUE(same_values(pow(x.cuda(), 0.5).cpu(), pow(x, 0.5)));
+  // In place on a CPU 0-dim self with a CUDA operand: PyTorch's message.
+  Tensor c = ones({});
+  EXPECT_EMBER_ERROR(c.add_(ones({}, TensorOptions().device(kCUDA))),
+                     "found at least two devices, cpu and cuda:0");
+  // A gradient on another device than its tensor.
+  Tensor leaf = ones({4}).cuda().requires_grad_();
+  EXPECT_EMBER_ERROR((leaf * 2).backward(ones({4})),
+                     "invalid gradient at index 0 - expected device cuda:0 "
+                     "but got cpu");
+  // type_as takes the other tensor's device too (libtorch's to(options)).
+  Tensor h = ones({2}, TensorOptions(kHalf).device(kCUDA));
+  EXPECT_TRUE(arange(3).type_as(h).is_cuda());
+  EXPECT_EQ(arange(3).type_as(h).dtype(), kHalf);
+  EXPECT_TRUE(ones({2}).to(TensorOptions().device("cuda")).is_cuda());
+  // Guards take CUDA devices only; high-priority streams are their own pool.
+  EXPECT_EMBER_ERROR(cuda::CUDAGuard g{Device(kCPU)}, "expected a CUDA device");
+  EXPECT_NE(cuda::getStreamFromPool(true), cuda::getStreamFromPool(false));
+}
+
+TEST(Cuda, CachingAllocatorOnTheDevice) {
+  REQUIRE_GPU();
+  cuda::synchronize();
+  cuda::empty_cache();
+  int64_t before = cuda::memory_allocated();
+  {
+    Tensor t = empty({1000}, TensorOptions().device(kCUDA)); // 4000 B
+    EXPECT_EQ(cuda::memory_allocated() - before, 4096);      // rounded to 512
+    EXPECT_GE(cuda::memory_reserved(), 2 << 20);             // a small segment
+    Tensor big = empty({16 << 20}, TensorOptions().device(kCUDA)); // 64 MiB
+    EXPECT_EQ(cuda::memory_allocated() - before, 4096 + (64 << 20));
+  }
+  EXPECT_EQ(cuda::memory_allocated(), before);
+  EXPECT_GE(cuda::memory_reserved(), 64 << 20); // cached, not released
+  cuda::empty_cache();
+  EXPECT_LT(cuda::memory_reserved(), 64 << 20);
+  std::map<std::string, int64_t> st = cuda::memory_stats();
+  EXPECT_GT(st.at("num_alloc_retries") + 1, 0);
+  EXPECT_NE(cuda::memory_summary().find("CUDA"), std::string::npos);
+  // A request larger than the device raises PyTorch's message.
+  try {
+    empty({int64_t(1) << 45}, TensorOptions().device(kCUDA));
+    ADD_FAILURE() << "no out-of-memory error";
+  } catch (const OutOfMemoryError &e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("CUDA out of memory. Tried to allocate"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find("total capacity"), std::string::npos) << m;
+  }
+}
+
+TEST(Cuda, StreamsAndEvents) {
+  REQUIRE_GPU();
+  cuda::CUDAStream def = cuda::getDefaultCUDAStream();
+  EXPECT_EQ(cuda::getCurrentCUDAStream(), def);
+  cuda::CUDAStream s = cuda::getStreamFromPool();
+  EXPECT_NE(s, def);
+  Tensor x = randn({1 << 20}).cuda();
+  cuda::CUDAEvent start(true), stop(true);
+  {
+    cuda::CUDAStreamGuard g(s);
+    EXPECT_EQ(cuda::getCurrentCUDAStream(), s);
+    start.record();
+    Tensor y = x;
+    for (int k = 0; k < 20; ++k)
+      y = y * 1.0001f + 0.5f;
+    stop.record();
+    stop.synchronize();
+    EXPECT_TRUE(stop.query());
+    EXPECT_TRUE(s.query());
+    EXPECT_GT(start.elapsed_time(stop), 0.f);
+    cuda::record_stream(y.data_ptr(), s);
+  }
+  EXPECT_EQ(cuda::getCurrentCUDAStream(), def);
+  cuda::CUDAEvent untimed;
+  untimed.record();
+  untimed.synchronize();
+  EXPECT_EMBER_ERROR(untimed.elapsed_time(stop), "enable_timing");
+}
+
+TEST(Cuda, PinnedMemoryAndNonBlockingCopies) {
+  REQUIRE_GPU();
+  Tensor a = random({256, 256}, kFloat, 7);
+  Tensor p = a.pin_memory();
+  EXPECT_TRUE(p.is_pinned());
+  EXPECT_FALSE(a.is_pinned());
+  EXPECT_TRUE(p.pin_memory().is_same(p));
+  Tensor g = p.to(Device(kCUDA), /*non_blocking=*/true);
+  Tensor back = g.to(Device(kCPU), /*non_blocking=*/true);
+  EXPECT_TRUE(back.is_pinned());
+  cuda::synchronize();
+  EXPECT_TRUE(same_values(back, a));
+  EXPECT_EMBER_ERROR(g.pin_memory(), "cannot pin");
+}
+
+TEST(Cuda, KernelsAreCompiledOncePerSignature) {
+  REQUIRE_GPU();
+  Tensor x = randn({64}).cuda();
+  (void)(x.cos() * 3.0);
+  cuda::KernelCacheStats before = cuda::kernel_cache_stats();
+  for (int k = 0; k < 5; ++k)
+    (void)(x.cos() * 3.0);
+  cuda::KernelCacheStats after = cuda::kernel_cache_stats();
+  EXPECT_EQ(after.compiled, before.compiled);
+  EXPECT_EQ(after.from_disk, before.from_disk);
+}
