@@ -3,6 +3,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstdlib>
 #include <dlfcn.h>
 #include <mutex>
 #include <utility>
@@ -112,6 +113,19 @@ void fail(CUresult r, const char *call) {
   throw Error(detail::str("CUDA error: ", msg ? msg : "unknown error", " (",
                           name ? name : "CUDA error", ", code ", r, ") in ",
                           call));
+}
+
+void *open_toolkit_library(const char *stem) {
+  std::string s = stem;
+  std::vector<std::string> names = {s + ".so.13", s + ".so.12", s + ".so"};
+  for (const char *var : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char *h = std::getenv(var); h && *h)
+      names.push_back(std::string(h) + "/lib64/" + s + ".so");
+  names.push_back("/usr/local/cuda/lib64/" + s + ".so");
+  for (const std::string &n : names)
+    if (void *h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL))
+      return h;
+  return nullptr;
 }
 
 void set_context(int index) {

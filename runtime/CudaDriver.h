@@ -94,6 +94,12 @@ inline void check(CUresult r, const char *call) {
     fail(r, call);
 }
 
+/// Opens a library of the CUDA toolkit (NVRTC, cuBLAS) by dlopen: `stem`
+/// ("libnvrtc") with the major versions ember knows (.so.13, .so.12), then
+/// unversioned, then from $CUDA_HOME/lib64, $CUDA_PATH/lib64 and
+/// /usr/local/cuda/lib64. Null when none loads (it needs no GPU).
+void *open_toolkit_library(const char *stem);
+
 /// Makes device `index`'s primary context current on this thread (once per
 /// thread and device switch); every driver call that touches a device's
 /// memory or streams does this first.

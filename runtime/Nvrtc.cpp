@@ -4,7 +4,6 @@
 #include "runtime/Logging.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <dlfcn.h>
 #include <map>
 #include <mutex>
@@ -46,16 +45,7 @@ struct Lib {
 const Lib &lib() {
   static const Lib l = [] {
     Lib r;
-    std::vector<std::string> names = {"libnvrtc.so.13", "libnvrtc.so.12",
-                                      "libnvrtc.so"};
-    for (const char *var : {"CUDA_HOME", "CUDA_PATH"})
-      if (const char *h = std::getenv(var); h && *h)
-        names.push_back(std::string(h) + "/lib64/libnvrtc.so");
-    names.push_back("/usr/local/cuda/lib64/libnvrtc.so");
-    void *h = nullptr;
-    for (const std::string &n : names)
-      if ((h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)))
-        break;
+    void *h = driver::open_toolkit_library("libnvrtc");
     if (!h) {
       r.why = "NVRTC (libnvrtc.so) was not found; install the CUDA toolkit "
               "or set CUDA_HOME";

@@ -6,10 +6,8 @@
 
 #include <array>
 #include <climits>
-#include <cstdlib>
 #include <dlfcn.h>
 #include <string>
-#include <vector>
 
 namespace ember::cuda {
 
@@ -49,16 +47,7 @@ struct Lib {
 const Lib &lib() {
   static const Lib l = [] {
     Lib r;
-    std::vector<std::string> names = {"libcublas.so.13", "libcublas.so.12",
-                                      "libcublas.so"};
-    for (const char *var : {"CUDA_HOME", "CUDA_PATH"})
-      if (const char *h = std::getenv(var); h && *h)
-        names.push_back(std::string(h) + "/lib64/libcublas.so");
-    names.push_back("/usr/local/cuda/lib64/libcublas.so");
-    void *h = nullptr;
-    for (const std::string &n : names)
-      if ((h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)))
-        break;
+    void *h = driver::open_toolkit_library("libcublas");
     if (!h) {
       r.why = "cuBLAS (libcublas.so) was not found; install the CUDA "
               "toolkit's cuBLAS or set CUDA_HOME";
