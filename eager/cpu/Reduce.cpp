@@ -2,6 +2,7 @@
 // argmax/argmin, all/any, and the composites over every element. They run on
 // the engine of ReduceUtils.h (Note [Reduction layout]).
 #include "eager/cpu/ReduceUtils.h"
+#include "eager/cuda/Pointwise.h"
 #include "eager/generated/NativeFunctions.h"
 #include "eager/meta/Shapes.h"
 
@@ -171,20 +172,6 @@ template <class T, bool IsAll, class O> struct AllAnyReducer {
 
 // --- drivers ----------------------------------------------------------------
 
-/// sum / mean / prod of `self` converted to `out_t` over `dims`.
-template <template <class> class Make, DtypeGroup G = DtypeGroup::All>
-Tensor fold_op(const Tensor &self, IntArrayRef dims, bool keepdim,
-               ScalarType out_t, const char *op) {
-  ReduceDims rd = reduce_dims(self, dims, keepdim);
-  Tensor x = self.to(out_t);
-  Tensor out = empty(rd.out_sizes, TensorOptions(out_t));
-  Layout l = reduce_layout(x, rd.mask);
-  dispatch_in<G>(out_t, op, [&]<class T>() {
-    run_reduce<T>(Make<T>::make(out.data_ptr<T>(), rd.nreduce), l);
-  });
-  return out;
-}
-
 template <class T> struct MakeSum {
   static SumReducer<T, false> make(T *out, int64_t n) { return {out, n}; }
 };
@@ -195,11 +182,50 @@ template <class T> struct MakeProd {
   static ProdReducer<T> make(T *out, int64_t) { return {out}; }
 };
 
+/// The reduced dims of `rd` as a list (the CUDA kernels' form).
+std::vector<bool> mask_of(const ReduceDims &rd, int64_t dim) {
+  std::vector<bool> m(static_cast<size_t>(dim));
+  for (int64_t d = 0; d < dim; ++d)
+    m[size_t(d)] = rd.mask[size_t(d)];
+  return m;
+}
+
+/// sum / mean / prod of `self` converted to `out_t` over `dims`.
+template <template <class> class Make, DtypeGroup G = DtypeGroup::All>
+Tensor fold_op(const Tensor &self, IntArrayRef dims, bool keepdim,
+               ScalarType out_t, const char *op) {
+  ReduceDims rd = reduce_dims(self, dims, keepdim);
+  Tensor x = self.to(out_t);
+  if (x.is_cuda()) { // Note [CUDA reductions]
+    if (!in_group(out_t, G))
+      throw_unsupported_dtype(op, out_t);
+    constexpr bool is_sum = std::is_same_v<Make<float>, MakeSum<float>>;
+    constexpr bool is_mean = std::is_same_v<Make<float>, MakeMean<float>>;
+    if constexpr (is_sum || is_mean)
+      return cuda::reduce(is_sum ? cuda::ReduceKind::Sum
+                                 : cuda::ReduceKind::Mean,
+                          x, mask_of(rd, x.dim()), rd.out_sizes);
+    else
+      throw NotImplementedError(std::string(op) +
+                                " has no CUDA kernel yet; compute it on the "
+                                "CPU (.cpu())");
+  }
+  Tensor out = empty(rd.out_sizes, TensorOptions(out_t));
+  Layout l = reduce_layout(x, rd.mask);
+  dispatch_in<G>(out_t, op, [&]<class T>() {
+    run_reduce<T>(Make<T>::make(out.data_ptr<T>(), rd.nreduce), l);
+  });
+  return out;
+}
+
 template <bool IsMax>
 Tensor minmax_op(const Tensor &self, IntArrayRef dims, bool keepdim,
                  const char *op) {
   check_nonempty_reduction(self, dims, op);
   ReduceDims rd = reduce_dims(self, dims, keepdim);
+  if (self.is_cuda()) // Note [CUDA reductions]
+    return cuda::reduce(IsMax ? cuda::ReduceKind::Amax : cuda::ReduceKind::Amin,
+                        self, mask_of(rd, self.dim()), rd.out_sizes);
   Tensor out = empty(rd.out_sizes, TensorOptions(self.dtype()));
   Layout l = reduce_layout(self, rd.mask);
   dispatch_dtype(self.dtype(), op, [&]<class T>() {

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -334,6 +335,114 @@ void fill(const Tensor &self, const Scalar &value) {
       slot.push_back(slot_of(v));
   });
   launch(kFill, compute_of(self.dtype()), 0, self, {}, slot);
+}
+
+namespace {
+const char kReduce[] = R"(
+namespace ember {
+template <class A> __device__ __forceinline__ A combine(A a, A b) {
+#if EMBER_KIND == 2
+  return pw::maximum(a, b);
+#elif EMBER_KIND == 3
+  return pw::minimum(a, b);
+#else
+  return a + b;
+#endif
+}
+extern "C" __global__ void ember_reduce(const EMBER_T *in, EMBER_T *out,
+                                        const long long nout,
+                                        const long long nred) {
+  typedef EMBER_ACC A;
+  __shared__ A partial[32];
+  for (long long row = blockIdx.x; row < nout; row += gridDim.x) {
+    const EMBER_T *p = in + row * nred;
+#if EMBER_KIND >= 2
+    A acc = convert<A>(p[0]);
+#else
+    A acc = A(0);
+#endif
+    for (long long i = threadIdx.x; i < nred; i += blockDim.x)
+      acc = combine(acc, convert<A>(p[i]));
+    for (int off = 16; off > 0; off /= 2)
+      acc = combine(acc, A(__shfl_down_sync(0xffffffffu, acc, off)));
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    if (lane == 0)
+      partial[warp] = acc;
+    __syncthreads();
+    if (warp == 0) {
+#if EMBER_KIND >= 2
+      acc = lane < int(blockDim.x / 32) ? partial[lane] : partial[0];
+#else
+      acc = lane < int(blockDim.x / 32) ? partial[lane] : A(0);
+#endif
+      for (int off = 16; off > 0; off /= 2)
+        acc = combine(acc, A(__shfl_down_sync(0xffffffffu, acc, off)));
+      if (lane == 0) {
+#if EMBER_KIND == 1
+        out[row] = convert<EMBER_T>(double(acc) / double(nred));
+#else
+        out[row] = convert<EMBER_T>(acc);
+#endif
+      }
+    }
+    __syncthreads();
+  }
+}
+} // namespace ember
+)";
+} // namespace
+
+Tensor reduce(ReduceKind kind, const Tensor &x, const std::vector<bool> &mask,
+              IntArrayRef out_sizes) {
+  Tensor out = empty(out_sizes, x.options());
+  const int64_t nout = out.numel();
+  if (nout == 0)
+    return out;
+  // The kept dims first, the reduced ones last, contiguous: one row each.
+  std::vector<int64_t> order;
+  for (int pass = 0; pass < 2; ++pass)
+    for (int64_t d = 0; d < x.dim(); ++d)
+      if (mask[size_t(d)] == (pass == 1))
+        order.push_back(d);
+  Tensor rows = x.permute(order).contiguous();
+  const int64_t nred = nout == 0 ? 0 : x.numel() / nout;
+  if (nred == 0) { // an empty sum is 0, an empty mean 0 / 0
+    out.fill_(kind == ReduceKind::Mean ? NAN : 0.0);
+    return out;
+  }
+  const ScalarType t = x.dtype();
+  // The accumulator (Note [CUDA reductions]).
+  ScalarType acc = kind == ReduceKind::Sum || kind == ReduceKind::Mean
+                       ? (isFloatingType(t) ? kDouble : kLong)
+                       : (t == kBool ? kInt : compute_of(t));
+  const int device = x.device().index();
+  std::string signature = "reduce:" + std::to_string(int(kind)) + ":";
+  signature += toString(t);
+  void *fn;
+  {
+    Kernels &k = kernels();
+    std::lock_guard<std::mutex> g(k.mu);
+    void *&slot = k.by_signature[{device, signature}];
+    if (!slot) {
+      std::string src = with_prelude();
+      src += "#define EMBER_KIND " + std::to_string(int(kind)) + "\n";
+      src += std::string("#define EMBER_T ") + ctype(t) + "\n";
+      src += std::string("#define EMBER_ACC ") + ctype(acc) + "\n";
+      src += kReduce;
+      slot = get_kernel(device, src, "ember_reduce");
+    }
+    fn = slot;
+  }
+  const void *in_ptr = rows.data_ptr();
+  void *out_ptr = out.data_ptr();
+  int64_t n_out = nout, n_red = nred;
+  void *args[] = {&in_ptr, &out_ptr, &n_out, &n_red};
+  const int64_t grid = std::min<int64_t>(
+      nout, int64_t(driver::multiprocessor_count(device)) * 32);
+  driver::set_context(device);
+  launch_kernel(fn, unsigned(grid), 256, getCurrentCUDAStream(device).stream(),
+                args);
+  return out;
 }
 
 void copy(const Tensor &dst, const Tensor &src, bool non_blocking) {

@@ -50,6 +50,22 @@ void copy(const Tensor &dst, const Tensor &src, bool non_blocking);
 /// self.fill_(value) on a CUDA tensor.
 void fill(const Tensor &self, const Scalar &value);
 
+/// Note [CUDA reductions]
+/// sum, mean, amax and amin of a CUDA tensor with eager/Reduction.h's
+/// semantics: sums accumulate in double for floats and in int64 for
+/// integers, a mean divides the sum by the count in double, amax / amin
+/// compare in the compute type and a NaN wins. The reduced dims are moved
+/// last and made contiguous (one copy kernel), then one block folds each
+/// output's row: a strided loop per thread, then warp shuffles and one
+/// shared-memory step, in a fixed order (the result does not depend on
+/// timing). One block a row is slow for many short rows: a split over
+/// threads is the next step.
+enum class ReduceKind { Sum, Mean, Amax, Amin };
+/// `x` (already in the result's dtype) reduced over the dims of `mask`
+/// into a tensor of `out_sizes`.
+Tensor reduce(ReduceKind kind, const Tensor &x, const std::vector<bool> &mask,
+              IntArrayRef out_sizes);
+
 /// The variants of a pointwise kernel: `flat` for one iteration dim (each
 /// operand contiguous or one broadcast element: offsets are i * stride, and
 /// each thread takes 4 elements a tile), else the offsets of each dim; with

@@ -248,7 +248,7 @@ TEST(Cuda, MixingDevicesRaisesPyTorchsMessage) {
   Tensor r2 = tensor(2.0f) * g;
   EXPECT_TRUE(r2.is_cuda());
   // Ops without a CUDA kernel yet say so.
-  EXPECT_EMBER_ERROR(g.sum(), "'CUDA' backend");
+  EXPECT_EMBER_ERROR(g.cumsum(0), "'CUDA' backend");
 }
 
 // Every pointwise op of the OpInfo table on CUDA tensors against its
@@ -443,6 +443,60 @@ TEST(Cuda, ProbeFindings) {
   // Guards take CUDA devices only; high-priority streams are their own pool.
   EXPECT_EMBER_ERROR(cuda::CUDAGuard g{Device(kCPU)}, "expected a CUDA device");
   EXPECT_NE(cuda::getStreamFromPool(true), cuda::getStreamFromPool(false));
+}
+
+// sum, mean, amax, amin (Note [CUDA reductions]) against the CPU's, over
+// every dim subset kind, keepdim, the dtypes, NaN, empty rows; and autograd
+// through broadcasting, whose gradients need sum.
+TEST(Cuda, Reductions) {
+  REQUIRE_GPU();
+  std::vector<std::vector<int64_t>> dimsets = {{},  {0},    {1},
+                                               {2}, {0, 2}, {-1, 1}};
+  for (ScalarType dt :
+       {kFloat, kDouble, kHalf, kBFloat16, kLong, kInt, kChar, kBool}) {
+    Tensor a = random({13, 70, 9}, dt, 11);
+    Tensor g = gpu(noncontiguous(a));
+    for (const std::vector<int64_t> &d : dimsets)
+      for (bool keep : {false, true}) {
+        double tol = dt == kDouble ? 1e-12 : 1e-6;
+        EXPECT_TRUE(close(g.sum(d, keep).cpu(), a.sum(d, keep), tol, tol))
+            << dt << " sum " << IntArrayRef(d) << " " << keep;
+        if (isFloatingType(dt)) {
+          EXPECT_TRUE(close(g.mean(d, keep).cpu(), a.mean(d, keep), tol, tol))
+              << dt << " mean " << IntArrayRef(d);
+        }
+        EXPECT_TRUE(same_values(g.amax(d, keep).cpu(), a.amax(d, keep)))
+            << dt << " amax " << IntArrayRef(d);
+        EXPECT_TRUE(same_values(g.amin(d, keep).cpu(), a.amin(d, keep)))
+            << dt << " amin " << IntArrayRef(d);
+      }
+    EXPECT_TRUE(same_values(g.max().cpu(), a.max())) << dt;
+    EXPECT_TRUE(close(g.sum().cpu(), a.sum(), 1e-6, 1e-6)) << dt;
+  }
+  // A NaN wins amax and amin; empty reductions.
+  Tensor n = tensor({1.f, NAN, -3.f, 2.f});
+  EXPECT_TRUE(std::isnan(n.cuda().amax().item<float>()));
+  EXPECT_TRUE(std::isnan(n.cuda().amin().item<float>()));
+  EXPECT_EQ(empty({0, 3}).cuda().sum().item<float>(), 0.f);
+  EXPECT_TRUE(same_values(empty({0, 3}).cuda().sum(0).cpu(), zeros({3})));
+  EXPECT_TRUE(std::isnan(empty({0}).cuda().mean().item<float>()));
+  EXPECT_EMBER_ERROR(empty({0}).cuda().amax(), "");
+  // A large row (many blocks' worth of threads) and many short rows.
+  Tensor big = random({3, 100000}, kFloat, 12);
+  EXPECT_TRUE(close(big.cuda().sum(1).cpu(), big.sum(1), 1e-6, 1e-6));
+  Tensor tall = random({100000, 3}, kDouble, 13);
+  EXPECT_TRUE(close(tall.cuda().mean(1).cpu(), tall.mean(1), 1e-12, 1e-12));
+  // Autograd through a broadcast: b's gradient is a sum.
+  Tensor x = random({5, 3}, kFloat, 14), b = random({3}, kFloat, 15);
+  Tensor xg = x.cuda().requires_grad_(), bg = b.cuda().requires_grad_();
+  (xg * bg).sum().backward();
+  Tensor xc = x.clone().requires_grad_(), bc = b.clone().requires_grad_();
+  (xc * bc).sum().backward();
+  EXPECT_TRUE(xg.grad().is_cuda());
+  EXPECT_TRUE(close(xg.grad().cpu(), xc.grad()));
+  EXPECT_TRUE(close(bg.grad().cpu(), bc.grad()));
+  // prod has no CUDA kernel yet: it says so.
+  EXPECT_EMBER_ERROR(x.cuda().prod(), "'CUDA' backend");
 }
 
 TEST(Cuda, CachingAllocatorOnTheDevice) {
