@@ -165,13 +165,23 @@ Tensor arange(const Scalar &start, const Scalar &end, const Scalar &step,
   Tensor t = empty({n}, o.requires_grad(false));
   dispatch_group(t.dtype(), DtypeGroup::NoBool, "arange", [&]<class T>() {
     T *p = t.data_ptr<T>();
-    bool exact = integral && !isFloatingType(t.dtype());
+    // An integer dtype computes in int64 from start and step converted to
+    // it (truncated, as PyTorch's accumulate type does: arange(-3.5, 4,
+    // 1.5, kInt) is -3, -2, -1, 0, 1); the count comes from the bounds as
+    // given.
+    bool exact = !isFloatingType(t.dtype());
+    auto as_long = [](const Scalar &v) {
+      return v.isFloatingPoint() ? v.checked_to<int64_t>() : v.toLong();
+    };
+    const int64_t start_l = exact ? as_long(start) : 0;
+    const int64_t step_l = exact ? as_long(step) : 0;
+    EMBER_CHECK_VALUE(!exact || step_l != 0, "arange: step must be nonzero (",
+                      step, " truncates to 0 in an integer dtype)");
     // The i-th value; exact integers wrap-free in uint64 (start + i * step
     // lies in [start, end) though i * step alone may not fit int64).
     auto value = [&](int64_t i) -> Scalar {
       if (exact)
-        return int64_t(uint64_t(start.toLong()) +
-                       uint64_t(i) * uint64_t(step.toLong()));
+        return int64_t(uint64_t(start_l) + uint64_t(i) * uint64_t(step_l));
       return s + double(i) * st;
     };
     if (n > 0) { // the ends must fit the dtype (arange(300, dtype=kByte))

@@ -193,6 +193,15 @@ TEST(TensorCore, Factories) {
   EXPECT_TRUE(close(linspace(0, 1, 5), tensor({0.0, 0.25, 0.5, 0.75, 1.0})));
   // One step is the start (PyTorch's), not the end.
   EXPECT_TRUE(close(linspace(3, 1, 1), tensor({3.0})));
+  // An integer dtype steps from the truncated start by the truncated step.
+  EXPECT_TRUE(close(arange(-3.5, 4, 1.5, TensorOptions(kInt)),
+                    tensor({-3, -2, -1, 0, 1}, kInt)));
+  EXPECT_THROW(arange(0.5, 3, 0.5, TensorOptions(kLong)), ValueError);
+  // lerp's two-sided form: end exactly at weight 1, no inf - inf.
+  Tensor a = tensor({0.1f, INFINITY}), b = tensor({0.7f, 3.f});
+  EXPECT_EQ(lerp(a, b, 1.0)[0].item<float>(), 0.7f);
+  EXPECT_EQ(lerp(a, b, 0.75)[1].item<float>(), INFINITY);
+  EXPECT_EQ(lerp(a, b, full({2}, 0.75f))[1].item<float>(), INFINITY);
   EXPECT_TRUE(close(eye(2, 3), tensor({{1.0, 0.0, 0.0}, {0.0, 1.0, 0.0}})));
   EXPECT_TRUE(close(zeros_like(ones({2}, kInt)), tensor({0, 0})));
   EXPECT_EQ(zeros_like(ones({2}, kInt)).dtype(), kInt);
