@@ -1,4 +1,5 @@
 #include "runtime/Nvrtc.h"
+#include "runtime/Cuda.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/DiskCache.h"
 #include "runtime/Logging.h"
@@ -222,10 +223,12 @@ void *get_kernel(int device, const std::string &source,
   return f;
 }
 
-void launch_kernel(void *fn, unsigned grid, unsigned block, void *stream,
+void launch_kernel(int device, void *fn, unsigned grid, unsigned block,
                    void **args, size_t shared_bytes) {
+  set_context(device);
   EMBER_CU(cuLaunchKernel, static_cast<CUfunction>(fn), grid, 1, 1, block, 1, 1,
-           unsigned(shared_bytes), static_cast<CUstream>(stream), args,
+           unsigned(shared_bytes),
+           static_cast<CUstream>(getCurrentCUDAStream(device).stream()), args,
            nullptr);
 }
 

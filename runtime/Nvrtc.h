@@ -36,8 +36,9 @@ Compiled compile(const std::string &source, const std::string &name, int arch,
 void *get_kernel(int device, const std::string &source,
                  const std::string &entry);
 
-/// Launches `fn` on `stream` (a CUstream; null: the default stream).
-void launch_kernel(void *fn, unsigned grid, unsigned block, void *stream,
+/// Launches `fn` (a kernel of device `device`) on that device's current
+/// stream.
+void launch_kernel(int device, void *fn, unsigned grid, unsigned block,
                    void **args, size_t shared_bytes = 0);
 
 /// Counters of get_kernel, for tests: NVRTC compilations, loads from the

@@ -38,7 +38,7 @@ const char *ctype(ScalarType t) {
 }
 
 ScalarType compute_of(ScalarType t) {
-  return t == kHalf || t == kBFloat16 ? kFloat : t;
+  return isReducedFloatingType(t) ? kFloat : t;
 }
 
 /// Most dims a CUDA kernel indexes (PyTorch's MAX_DIMS); TensorIterator
@@ -89,15 +89,21 @@ template <class T> Slot slot_of(T v) {
   return s;
 }
 
-/// Compiled kernels by signature (functor, dtypes), per device: a hit
-/// neither builds the source nor hashes it.
-struct Kernels {
-  std::mutex mu;
-  std::map<std::pair<int, std::string>, void *> by_signature;
-};
-Kernels &kernels() {
-  static auto *k = new Kernels();
-  return *k;
+/// The kernel `entry` of device `device` for `signature` (what the source
+/// depends on: the functor or reduction, dtypes, variant): cached here by
+/// signature, so that a hit neither builds the source nor hashes it; a miss
+/// builds it with `make_source` and asks get_kernel (NVRTC and the caches).
+template <class MakeSource>
+void *cached_kernel(int device, const std::string &signature, const char *entry,
+                    MakeSource make_source) {
+  static std::mutex mu;
+  static auto *by_signature =
+      new std::map<std::pair<int, std::string>, void *>();
+  std::lock_guard<std::mutex> g(mu);
+  void *&fn = (*by_signature)[{device, signature}];
+  if (!fn)
+    fn = get_kernel(device, make_source(), entry);
+  return fn;
 }
 
 void launch(const Functor &f, ScalarType compute, unsigned bool_args,
@@ -158,17 +164,9 @@ void launch(const Functor &f, ScalarType compute, unsigned bool_args,
   signature += std::to_string(bool_args);
   signature += shape.index32 ? ":i32" : ":i64";
   signature += shape.flat ? ":flat" : ":strided";
-  void *fn;
-  {
-    Kernels &k = kernels();
-    std::lock_guard<std::mutex> g(k.mu);
-    void *&slot = k.by_signature[{device, signature}];
-    if (!slot)
-      slot = get_kernel(device,
-                        pointwise_source(f, compute, dtypes, bool_args, shape),
-                        "ember_pointwise");
-    fn = slot;
-  }
+  void *fn = cached_kernel(device, signature, "ember_pointwise", [&] {
+    return pointwise_source(f, compute, dtypes, bool_args, shape);
+  });
 
   std::vector<void *> ptrs{out.data_ptr()};
   for (const Tensor &t : inputs)
@@ -179,9 +177,7 @@ void launch(const Functor &f, ScalarType compute, unsigned bool_args,
   for (const Slot &s : scalars)
     args.push_back(const_cast<char *>(s.bytes));
 
-  driver::set_context(device);
-  launch_kernel(fn, unsigned(grid), unsigned(kBlock),
-                getCurrentCUDAStream(device).stream(), args.data());
+  launch_kernel(device, fn, unsigned(grid), unsigned(kBlock), args.data());
 }
 
 std::vector<Slot> scalar_slots(ScalarType compute,
@@ -405,7 +401,7 @@ Tensor reduce(ReduceKind kind, const Tensor &x, const std::vector<bool> &mask,
       if (mask[size_t(d)] == (pass == 1))
         order.push_back(d);
   Tensor rows = x.permute(order).contiguous();
-  const int64_t nred = nout == 0 ? 0 : x.numel() / nout;
+  const int64_t nred = x.numel() / nout;
   if (nred == 0) { // an empty sum is 0, an empty mean 0 / 0
     out.fill_(kind == ReduceKind::Mean ? NAN : 0.0);
     return out;
@@ -418,30 +414,20 @@ Tensor reduce(ReduceKind kind, const Tensor &x, const std::vector<bool> &mask,
   const int device = x.device().index();
   std::string signature = "reduce:" + std::to_string(int(kind)) + ":";
   signature += toString(t);
-  void *fn;
-  {
-    Kernels &k = kernels();
-    std::lock_guard<std::mutex> g(k.mu);
-    void *&slot = k.by_signature[{device, signature}];
-    if (!slot) {
-      std::string src = with_prelude();
-      src += "#define EMBER_KIND " + std::to_string(int(kind)) + "\n";
-      src += std::string("#define EMBER_T ") + ctype(t) + "\n";
-      src += std::string("#define EMBER_ACC ") + ctype(acc) + "\n";
-      src += kReduce;
-      slot = get_kernel(device, src, "ember_reduce");
-    }
-    fn = slot;
-  }
+  void *fn = cached_kernel(device, signature, "ember_reduce", [&] {
+    std::string src = with_prelude();
+    src += "#define EMBER_KIND " + std::to_string(int(kind)) + "\n";
+    src += std::string("#define EMBER_T ") + ctype(t) + "\n";
+    src += std::string("#define EMBER_ACC ") + ctype(acc) + "\n";
+    return src + kReduce;
+  });
   const void *in_ptr = rows.data_ptr();
   void *out_ptr = out.data_ptr();
   int64_t n_out = nout, n_red = nred;
   void *args[] = {&in_ptr, &out_ptr, &n_out, &n_red};
   const int64_t grid = std::min<int64_t>(
       nout, int64_t(driver::multiprocessor_count(device)) * 32);
-  driver::set_context(device);
-  launch_kernel(fn, unsigned(grid), 256, getCurrentCUDAStream(device).stream(),
-                args);
+  launch_kernel(device, fn, unsigned(grid), 256, args);
   return out;
 }
 
