@@ -1,9 +1,12 @@
 #pragma once
-/// Dispatch keys, highest priority last: user modes -> autograd -> capture
-/// -> backend. Autograd sits above capture (as PyTorch's autograd keys sit
-/// above its tracing keys), so that an op on capture tensors records its
-/// autograd node and then its graph node: the joint forward/backward graph
-/// of compiled training (Note [The joint graph] in frontend/Capture.cpp).
+/// Dispatch keys, highest priority last: user modes -> autocast -> autograd
+/// -> capture -> backend. Autograd sits above capture (as PyTorch's autograd
+/// keys sit above its tracing keys), so that an op on capture tensors
+/// records its autograd node and then its graph node: the joint
+/// forward/backward graph of compiled training (Note [The joint graph] in
+/// frontend/Capture.cpp). Autocast sits above autograd (as PyTorch's
+/// Autocast keys), so that the casts it inserts are differentiated and
+/// captured like any op (Note [Autocast] in eager/amp/Autocast.h).
 
 #include <cstdint>
 #include <ostream>
@@ -15,6 +18,7 @@ namespace ember {
   _(CUDA)                                                                      \
   _(Capture)                                                                   \
   _(Autograd)                                                                  \
+  _(Autocast)                                                                  \
   _(Mode)
 
 enum class DispatchKey : uint8_t {

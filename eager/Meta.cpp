@@ -345,8 +345,10 @@ Result view_rule(const OperatorHandle &op, const Stack &s) {
   const Tensor &self = s[0].toTensor();
   EMBER_CHECK(self.defined(), op.name(), ": self is an undefined tensor");
   Stack stack(s);
-  // Nor through a user mode: the kernel is a detail of shape inference.
-  ExcludeDispatchKeyGuard noMode{DispatchKeySet(DispatchKey::Mode)};
+  // Nor through a user mode or autocast: the kernel is a detail of shape
+  // inference.
+  ExcludeDispatchKeyGuard noMode{DispatchKeySet(DispatchKey::Mode) |
+                                 DispatchKey::Autocast};
   op.redispatchBoxed(DispatchKeySet(self.device().is_cuda() ? DispatchKey::CUDA
                                                             : DispatchKey::CPU),
                      stack);

@@ -132,8 +132,11 @@ std::vector<Tensor> Program::run_impl(std::vector<Tensor> &inputs,
   EMBER_CHECK(inputs.size() == trace_.inputs.size(), "graph ", trace_.name,
               " expects ", trace_.inputs.size(), " inputs, got ",
               inputs.size());
-  // Steps run the eager kernels, never the capture of an enclosing call.
-  ExcludeDispatchKeyGuard no_capture(DispatchKey::Capture);
+  // Steps run the eager kernels, never the capture of an enclosing call,
+  // nor autocast: the graph holds the casts autocast made when it was
+  // captured (Note [Autocast] in eager/amp/Autocast.h).
+  ExcludeDispatchKeyGuard no_capture(DispatchKeySet(DispatchKey::Capture) |
+                                     DispatchKey::Autocast);
   // Note [Graphs run without autograd]
   // A graph's ops record no autograd history when it runs: the history of
   // a compiled graph's results is one CompiledFunctionBackward node, made

@@ -6,6 +6,7 @@
 #include "frontend/Executor.h"
 #include "frontend/Lowering.h"
 
+#include "eager/amp/Autocast.h"
 #include "eager/autograd/GradMode.h"
 #include "eager/autograd/ThreadLocalState.h"
 #include "runtime/Allocator.h"
@@ -110,6 +111,9 @@ struct Entry {
   std::vector<InputGuard> inputs;
   std::vector<std::string> arg_guards;
   bool grad_mode = true;
+  /// The autocast state when the graph ended: its casts are ops of the
+  /// graph (so the trace itself guards them); kept to explain a miss.
+  autocast::AutocastState autocast;
   std::unique_ptr<Program> program;
   /// A joint graph's backward (also held by the autograd nodes it made).
   std::shared_ptr<const Program> backward;
@@ -133,7 +137,9 @@ struct ReplayEntry {
   std::vector<int64_t> list_sizes;
 };
 
-/// What a replayed call must match: the grad mode, the non-tensor
+/// What a replayed call must match: the grad mode, the autocast state (the
+/// casts are in the graph: Note [Autocast] in eager/amp/Autocast.h), the
+/// non-tensor
 /// arguments, each tensor argument's guard, where it starts in its storage
 /// and how large that is (metadata the function may read, and what a graph
 /// that views an argument's storage depends on: Note [Inputs that share
@@ -141,13 +147,15 @@ struct ReplayEntry {
 /// which).
 struct ReplayKey {
   bool grad = true;
+  uint32_t autocast = 0;
   std::vector<std::string> guards;
   std::vector<InputGuard> inputs;
   std::vector<int64_t> aliasing;
 
   ReplayKey(const std::vector<Tensor> &tensors,
             const std::vector<std::string> &guards_)
-      : grad(GradMode::is_enabled()), guards(guards_) {
+      : grad(GradMode::is_enabled()), autocast(autocast_key()),
+        guards(guards_) {
     for (const Tensor &t : tensors) {
       inputs.push_back(InputGuard::of("", t));
       aliasing.push_back(t.storage_offset());
@@ -160,9 +168,16 @@ struct ReplayKey {
         aliasing.insert(aliasing.end(), {int64_t(i), first[i]});
   }
   bool operator==(const ReplayKey &) const = default;
+  /// The autocast state as far as it changes what a graph computes.
+  static uint32_t autocast_key() {
+    autocast::AutocastState s = autocast::get_state();
+    return (s.cpu_enabled ? 1u | uint32_t(s.cpu_dtype) << 8 : 0u) |
+           (s.cuda_enabled ? 2u | uint32_t(s.cuda_dtype) << 16 : 0u);
+  }
   struct Hash {
     size_t operator()(const ReplayKey &k) const {
       uint64_t h = k.grad;
+      ir::hash_combine(h, k.autocast);
       for (const std::string &g : k.guards)
         ir::hash_combine(h, std::hash<std::string>()(g));
       for (const InputGuard &g : k.inputs)
@@ -288,6 +303,10 @@ std::string CompiledState::miss_reason(const Entry &was, const ir::Trace &trace,
     if (!r.empty())
       return r;
   }
+  autocast::AutocastState now = autocast::get_state();
+  if (!now.casts_like(was.autocast))
+    return "autocast changed. expected " + was.autocast.str() + ", actual " +
+           now.str();
   const auto &a = was.captured.nodes, &b = trace.nodes;
   for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
     if (a[i].op != b[i].op)
@@ -302,6 +321,9 @@ std::string CompiledState::miss_reason(const Entry &was, const ir::Trace &trace,
 Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
                               bool grad, uint64_t hash) {
   auto t0 = Clock::now();
+  // The passes run ops on fake tensors (decompositions, folding): as the
+  // graph already holds autocast's casts, they run without it.
+  ExcludeDispatchKeyGuard no_autocast(DispatchKey::Autocast);
   int version = 0;
   for (auto &e : entries)
     if (e->position == position)
@@ -317,6 +339,7 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
   e->inputs = std::move(guards);
   e->arg_guards = call_guards;
   e->grad_mode = grad;
+  e->autocast = autocast::get_state();
 
   frontend::LowerOptions lo;
   lo.opt_level = int(options.opt_level());
@@ -441,6 +464,8 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
     std::ostringstream os;
     os << "guards of " << info.name << ":\n";
     os << "  grad mode " << (grad ? "enabled" : "disabled") << "\n";
+    os << "  " << e->autocast.str()
+       << " (its casts are ops of the graph, matched with them)\n";
     for (size_t i = 0; i < e->arg_guards.size(); ++i)
       os << "  non-tensor argument " << i << " == " << e->arg_guards[i] << "\n";
     for (const InputGuard &g : e->inputs)

@@ -208,9 +208,9 @@ LogicalResult foldMany(Operation *op, llvm::ArrayRef<Attribute> operands,
         *h, op->getNumOperands(), op->getAttrDictionary(),
         [&](unsigned i) { return tensor_of_constant(operands[i]); });
     {
-      ExcludeDispatchKeyGuard guard(DispatchKeySet(DispatchKey::Mode) |
-                                    DispatchKey::Capture |
-                                    DispatchKey::Autograd);
+      ExcludeDispatchKeyGuard guard(
+          DispatchKeySet(DispatchKey::Mode) | DispatchKey::Autocast |
+          DispatchKey::Capture | DispatchKey::Autograd);
       h->redispatchBoxed(DispatchKeySet(DispatchKey::CPU), stack);
     }
     std::vector<Tensor> outs = flatten_results(stack);

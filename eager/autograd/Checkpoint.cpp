@@ -1,4 +1,5 @@
 #include "eager/autograd/Checkpoint.h"
+#include "eager/amp/Autocast.h"
 #include "eager/autograd/GradMode.h"
 #include "eager/autograd/SavedVariable.h"
 #include "runtime/Generator.h"
@@ -38,6 +39,7 @@ struct Frame {
   variable_list inputs;
   bool preserve_rng = true;
   std::optional<GeneratorState> rng; // the default generator at forward
+  autocast::AutocastState autocast;  // the autocast state at forward
   size_t count = 0;
   /// What the forward saved, to check the recomputation against.
   struct Meta {
@@ -68,6 +70,9 @@ struct Frame {
           },
           [](const std::any &) -> Tensor { return Tensor(); });
       AutoGradMode grad_on(true);
+      // Recomputed in the dtypes the forward ran in (as PyTorch's
+      // checkpoint restores the autocast state).
+      autocast::StateGuard autocast_as_forward(autocast);
       std::optional<GeneratorState> saved;
       if (rng) {
         saved = default_generator().get_state();
@@ -160,6 +165,7 @@ checkpoint(const std::function<variable_list(const variable_list &)> &fn,
   auto frame = std::make_shared<Frame>();
   frame->fn = fn;
   frame->inputs = inputs;
+  frame->autocast = autocast::get_state();
   if (preserve_rng_state)
     frame->rng = default_generator().get_state();
   autograd::graph::saved_tensors_hooks hooks(

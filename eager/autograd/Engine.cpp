@@ -1,5 +1,6 @@
 #include "eager/autograd/Engine.h"
 #include "eager/Factory.h"
+#include "eager/amp/Autocast.h"
 #include "eager/autograd/BuiltinNodes.h"
 #include "eager/autograd/GradMode.h"
 #include "eager/autograd/ThreadLocalState.h"
@@ -338,6 +339,8 @@ variable_list run_backward_here(const variable_list &tensors,
   }
   {
     AutoGradMode mode(create_graph);
+    // Note [Autocast]: backward ops run in the dtypes the forward chose.
+    autocast::StateGuard no_autocast(autocast::disabled_state());
     execute(root, task);
   }
   if (!accumulate) {

@@ -9,7 +9,8 @@ ThreadLocalState::ThreadLocalState()
       inference_(detail::get_inference_mode()),
       keys_(tls_local_dispatch_key_set()), modes_(detail::get_mode_stack()),
       hooks_(detail::get_saved_hooks()),
-      creation_epoch_(detail::creation_epoch()) {}
+      creation_epoch_(detail::creation_epoch()),
+      autocast_(autocast::get_state()) {}
 
 void ThreadLocalState::set(const ThreadLocalState &s) {
   GradMode::set_enabled(s.grad_enabled_);
@@ -18,6 +19,7 @@ void ThreadLocalState::set(const ThreadLocalState &s) {
   detail::set_mode_stack(s.modes_);
   detail::set_saved_hooks(s.hooks_);
   detail::set_creation_epoch(s.creation_epoch_);
+  autocast::set_state(s.autocast_);
 }
 
 } // namespace ember

@@ -1,12 +1,13 @@
 #pragma once
 /// The thread-local state ops depend on (PyTorch's at::ThreadLocalState):
 /// grad and inference mode, the local dispatch key set, the dispatch-mode
-/// stack, the saved-tensor hooks and the storage creation epoch. Captured on
-/// one thread and installed on another, so that work moved to a new thread
-/// (deep re-entrant backward, Note [Deep re-entrant backward] in
-/// Engine.cpp) runs as it would have where it started.
+/// stack, the autocast state, the saved-tensor hooks and the storage creation
+/// epoch. Captured on one thread and installed on another, so that work moved
+/// to a new thread (deep re-entrant backward, Note [Deep re-entrant backward]
+/// in Engine.cpp) runs as it would have where it started.
 
 #include "eager/DispatchKey.h"
+#include "eager/amp/Autocast.h"
 #include "eager/autograd/SavedVariable.h"
 
 #include <cstdint>
@@ -43,6 +44,7 @@ private:
   std::vector<TorchDispatchMode *> modes_;
   detail::SavedHooksState hooks_;
   uint32_t creation_epoch_;
+  autocast::AutocastState autocast_;
 };
 
 } // namespace ember

@@ -9,6 +9,7 @@
 #include "eager/Indexing.h"
 #include "eager/WrapDim.h"
 #include "eager/autograd/GradMode.h"
+#include "eager/generated/NativeFunctions.h"
 
 #include <algorithm>
 #include <cmath>
@@ -332,7 +333,8 @@ Tensor batch_norm(const Tensor &input, const Tensor &running_mean,
   return y.to(input.dtype());
 }
 
-Tensor group_norm(const Tensor &input, const GroupNormFuncOptions &options) {
+static Tensor groupNorm(const Tensor &input,
+                        const GroupNormFuncOptions &options) {
   EMBER_CHECK_VALUE(input.dim() >= 2,
                     "group_norm: expected an input of shape (N, C, *) with at "
                     "least 2 dims, but got a ",
@@ -370,7 +372,7 @@ Tensor group_norm(const Tensor &input, const GroupNormFuncOptions &options) {
 // mode (reflect: -q, 2(n-1)-q; replicate: clamp; circular: q mod n).
 // Negative amounts crop. index_select is differentiable (its gradient is
 // index_add), so so is pad.
-Tensor pad(const Tensor &input, const PadFuncOptions &options) {
+static Tensor padIndexed(const Tensor &input, const PadFuncOptions &options) {
   const std::vector<int64_t> &p = options.pad();
   PadMode mode = options.mode();
   if (mode.kind() == PadMode::Constant)
@@ -445,11 +447,10 @@ Tensor pad(const Tensor &input, const PadFuncOptions &options) {
 
 // --- attention ---------------------------------------------------------------
 
-Tensor scaled_dot_product_attention(const Tensor &query, const Tensor &key,
-                                    const Tensor &value,
-                                    const Tensor &attn_mask, double dropout_p,
-                                    bool is_causal,
-                                    std::optional<double> scale) {
+static Tensor attention(const Tensor &query, const Tensor &key,
+                        const Tensor &value, const Tensor &attn_mask,
+                        double dropout_p, bool is_causal,
+                        std::optional<double> scale) {
   EMBER_CHECK_VALUE(query.dim() >= 2 && key.dim() >= 2 && value.dim() >= 2,
                     "scaled_dot_product_attention: expected query, key and "
                     "value of at least 2 dims (..., L, E), but got query.dim() "
@@ -511,4 +512,129 @@ Tensor scaled_dot_product_attention(const Tensor &query, const Tensor &key,
   return ember::matmul(attn, value);
 }
 
+// F:: forms through their op (Note [Functional forms through the op table]
+// in FunctionalLoss.cpp); the natives below run the math above.
+Tensor group_norm(const Tensor &input, const GroupNormFuncOptions &options) {
+  const Tensor &w = options.weight(), &b = options.bias();
+  return ember::group_norm(
+      input, options.num_groups(),
+      w.defined() ? std::optional<Tensor>(w) : std::nullopt,
+      b.defined() ? std::optional<Tensor>(b) : std::nullopt, options.eps());
+}
+
+Tensor pad(const Tensor &input, const PadFuncOptions &options) {
+  // reflect and replicate of 1 to 3 dims are ops of their own, as in
+  // PyTorch's F.pad (reflection_pad2d, ...).
+  PadMode mode = options.mode();
+  const std::vector<int64_t> &p = options.pad();
+  bool reflect = mode.kind() == PadMode::Reflect,
+       replicate = mode.kind() == PadMode::Replicate;
+  if ((reflect || replicate) && p.size() % 2 == 0 && !p.empty() &&
+      p.size() <= 6) {
+    using Op = Tensor (*)(const Tensor &, IntArrayRef);
+    static constexpr Op reflectOps[] = {&ember::reflection_pad1d,
+                                        &ember::reflection_pad2d,
+                                        &ember::reflection_pad3d};
+    static constexpr Op replicateOps[] = {&ember::replication_pad1d,
+                                          &ember::replication_pad2d,
+                                          &ember::replication_pad3d};
+    return (reflect ? reflectOps : replicateOps)[p.size() / 2 - 1](input, p);
+  }
+  return padIndexed(input, options);
+}
+
+Tensor scaled_dot_product_attention(const Tensor &query, const Tensor &key,
+                                    const Tensor &value,
+                                    const Tensor &attn_mask, double dropout_p,
+                                    bool is_causal,
+                                    std::optional<double> scale) {
+  return ember::scaled_dot_product_attention(
+      query, key, value,
+      attn_mask.defined() ? std::optional<Tensor>(attn_mask) : std::nullopt,
+      dropout_p, is_causal, scale);
+}
+
 } // namespace ember::nn::functional
+
+namespace ember::native {
+
+namespace F = ember::nn::functional;
+
+namespace {
+/// reflection_padNd / replication_padNd: 2 * D amounts.
+Tensor padNd(const char *name, size_t D, const Tensor &self,
+             IntArrayRef padding, nn::PadMode mode) {
+  EMBER_CHECK_VALUE(padding.size() == 2 * D, name, ": expected a padding of ",
+                    2 * D, " values (before and after each of the last ", D,
+                    " dims), but got ", padding.size());
+  return F::padIndexed(self, F::PadFuncOptions(padding.vec()).mode(mode));
+}
+
+/// scaled_dot_product_attention with enable_gqa: key and value heads
+/// (dim -3) repeated so that each serves query.size(-3) / heads queries.
+Tensor repeatHeads(const Tensor &t, int64_t queryHeads, const char *what) {
+  EMBER_CHECK_VALUE(t.dim() >= 3 && queryHeads % t.size(-3) == 0,
+                    "scaled_dot_product_attention: with enable_gqa, the ", what,
+                    " heads (dim -3) must divide the query heads, but got "
+                    "query heads ",
+                    queryHeads, " and ", what, " of shape ", t.sizes());
+  int64_t groups = queryHeads / t.size(-3);
+  if (groups == 1)
+    return t;
+  std::vector<int64_t> expanded(t.sizes().begin(), t.sizes().end());
+  expanded.insert(expanded.end() - 2, groups);
+  std::vector<int64_t> merged(t.sizes().begin(), t.sizes().end());
+  merged[merged.size() - 3] = queryHeads;
+  return t.unsqueeze(-3).expand(expanded).reshape(merged);
+}
+} // namespace
+
+Tensor group_norm(const Tensor &input, int64_t num_groups,
+                  const std::optional<Tensor> &weight,
+                  const std::optional<Tensor> &bias, double eps,
+                  bool /*cudnn_enabled*/) {
+  return F::groupNorm(input, F::GroupNormFuncOptions(num_groups)
+                                 .weight(weight.value_or(Tensor()))
+                                 .bias(bias.value_or(Tensor()))
+                                 .eps(eps));
+}
+
+Tensor reflection_pad1d(const Tensor &self, IntArrayRef padding) {
+  return padNd("reflection_pad1d", 1, self, padding, kReflect);
+}
+Tensor reflection_pad2d(const Tensor &self, IntArrayRef padding) {
+  return padNd("reflection_pad2d", 2, self, padding, kReflect);
+}
+Tensor reflection_pad3d(const Tensor &self, IntArrayRef padding) {
+  return padNd("reflection_pad3d", 3, self, padding, kReflect);
+}
+Tensor replication_pad1d(const Tensor &self, IntArrayRef padding) {
+  return padNd("replication_pad1d", 1, self, padding, kReplicate);
+}
+Tensor replication_pad2d(const Tensor &self, IntArrayRef padding) {
+  return padNd("replication_pad2d", 2, self, padding, kReplicate);
+}
+Tensor replication_pad3d(const Tensor &self, IntArrayRef padding) {
+  return padNd("replication_pad3d", 3, self, padding, kReplicate);
+}
+
+Tensor scaled_dot_product_attention(const Tensor &query, const Tensor &key,
+                                    const Tensor &value,
+                                    const std::optional<Tensor> &attn_mask,
+                                    double dropout_p, bool is_causal,
+                                    std::optional<double> scale,
+                                    bool enable_gqa) {
+  Tensor k = key, v = value;
+  if (enable_gqa) {
+    EMBER_CHECK_VALUE(query.dim() >= 3,
+                      "scaled_dot_product_attention: enable_gqa needs "
+                      "(..., heads, L, E) queries, but got a query of shape ",
+                      query.sizes());
+    k = repeatHeads(key, query.size(-3), "key");
+    v = repeatHeads(value, query.size(-3), "value");
+  }
+  return F::attention(query, k, v, attn_mask.value_or(Tensor()), dropout_p,
+                      is_causal, scale);
+}
+
+} // namespace ember::native

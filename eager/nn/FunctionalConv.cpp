@@ -2,6 +2,8 @@
 // _im2col / _col2im primitives with matmul and reductions (see Functional.h).
 #include "eager/Factory.h"
 #include "eager/autograd/GradMode.h"
+#include "eager/generated/Functions.h"
+#include "eager/generated/NativeFunctions.h"
 #include "eager/nn/Functional.h"
 
 #include <array>
@@ -391,27 +393,51 @@ Tensor avgPoolNd(const char *name, const Tensor &input,
 
 } // namespace
 
+namespace {
+/// F::conv1d / F::conv2d through their op (Note [Functional forms through
+/// the op table] in FunctionalLoss.cpp): conv2d, or conv2d.padding for
+/// "same" / "valid".
+template <size_t D>
+Tensor convOp(const Tensor &input, const Tensor &weight, const Tensor &bias,
+              const ExpandingArray<D> &stride, const ConvPadding<D> &padding,
+              const ExpandingArray<D> &dilation, int64_t groups) {
+  std::optional<Tensor> b =
+      bias.defined() ? std::optional<Tensor>(bias) : std::nullopt;
+  IntArrayRef st = *stride, dil = *dilation;
+  if (padding.kind() != ConvPadding<D>::Explicit) {
+    std::string_view mode = padding.is_same() ? "same" : "valid";
+    if constexpr (D == 1)
+      return ember::conv1d(input, weight, b, st, mode, dil, groups);
+    else
+      return ember::conv2d(input, weight, b, st, mode, dil, groups);
+  }
+  IntArrayRef pad = *padding.amounts();
+  if constexpr (D == 1)
+    return ember::conv1d(input, weight, b, st, pad, dil, groups);
+  else
+    return ember::conv2d(input, weight, b, st, pad, dil, groups);
+}
+} // namespace
+
 Tensor conv2d(const Tensor &input, const Tensor &weight,
               const Conv2dFuncOptions &options) {
-  return convNd<2>("conv2d", input, weight, options.bias(), options.stride(),
+  return convOp<2>(input, weight, options.bias(), options.stride(),
                    options.padding(), options.dilation(), options.groups());
 }
 Tensor conv2d(const Tensor &input, const Tensor &weight, const Tensor &bias,
               ExpandingArray<2> stride, ConvPadding<2> padding,
               ExpandingArray<2> dilation, int64_t groups) {
-  return convNd<2>("conv2d", input, weight, bias, stride, padding, dilation,
-                   groups);
+  return convOp<2>(input, weight, bias, stride, padding, dilation, groups);
 }
 Tensor conv1d(const Tensor &input, const Tensor &weight,
               const Conv1dFuncOptions &options) {
-  return convNd<1>("conv1d", input, weight, options.bias(), options.stride(),
+  return convOp<1>(input, weight, options.bias(), options.stride(),
                    options.padding(), options.dilation(), options.groups());
 }
 Tensor conv1d(const Tensor &input, const Tensor &weight, const Tensor &bias,
               ExpandingArray<1> stride, ConvPadding<1> padding,
               ExpandingArray<1> dilation, int64_t groups) {
-  return convNd<1>("conv1d", input, weight, bias, stride, padding, dilation,
-                   groups);
+  return convOp<1>(input, weight, bias, stride, padding, dilation, groups);
 }
 
 Tensor max_pool2d(const Tensor &input, const MaxPool2dFuncOptions &options) {
@@ -443,3 +469,49 @@ Tensor fold(const Tensor &input, const FoldFuncOptions &options) {
 }
 
 } // namespace ember::nn::functional
+
+namespace ember::native {
+
+namespace {
+namespace F = ember::nn::functional;
+/// An ATen `int[D]` argument: one value (for every dimension) or D values.
+template <size_t D> ExpandingArray<D> expandArg(IntArrayRef a) {
+  return a.size() == 1 ? ExpandingArray<D>(a[0]) : ExpandingArray<D>(a);
+}
+template <size_t D>
+Tensor convNative(const Tensor &input, const Tensor &weight,
+                  const std::optional<Tensor> &bias, IntArrayRef stride,
+                  const nn::ConvPadding<D> &padding, IntArrayRef dilation,
+                  int64_t groups) {
+  return F::convNd<D>(D == 1 ? "conv1d" : "conv2d", input, weight,
+                      bias.value_or(Tensor()), expandArg<D>(stride), padding,
+                      expandArg<D>(dilation), groups);
+}
+} // namespace
+
+Tensor conv1d(const Tensor &input, const Tensor &weight,
+              const std::optional<Tensor> &bias, IntArrayRef stride,
+              IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  return convNative<1>(input, weight, bias, stride, expandArg<1>(padding),
+                       dilation, groups);
+}
+Tensor conv1d_padding(const Tensor &input, const Tensor &weight,
+                      const std::optional<Tensor> &bias, IntArrayRef stride,
+                      std::string_view padding, IntArrayRef dilation,
+                      int64_t groups) {
+  return convNative<1>(input, weight, bias, stride, padding, dilation, groups);
+}
+Tensor conv2d(const Tensor &input, const Tensor &weight,
+              const std::optional<Tensor> &bias, IntArrayRef stride,
+              IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  return convNative<2>(input, weight, bias, stride, expandArg<2>(padding),
+                       dilation, groups);
+}
+Tensor conv2d_padding(const Tensor &input, const Tensor &weight,
+                      const std::optional<Tensor> &bias, IntArrayRef stride,
+                      std::string_view padding, IntArrayRef dilation,
+                      int64_t groups) {
+  return convNative<2>(input, weight, bias, stride, padding, dilation, groups);
+}
+
+} // namespace ember::native

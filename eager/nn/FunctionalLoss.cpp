@@ -1,6 +1,7 @@
 // nn::functional losses, as compositions of ember ops (see Functional.h).
 #include "eager/Factory.h"
 #include "eager/autograd/CustomFunction.h"
+#include "eager/generated/Functions.h"
 #include "eager/generated/NativeFunctions.h"
 #include "eager/nn/Functional.h"
 
@@ -9,6 +10,11 @@
 namespace ember::nn::functional {
 
 namespace {
+
+/// An undefined tensor (an option left unset) as an op's `Tensor?`.
+std::optional<Tensor> optionalOf(const Tensor &t) {
+  return t.defined() ? std::optional<Tensor>(t) : std::nullopt;
+}
 
 Tensor reduce(const Tensor &loss, Reduction r) {
   switch (r.kind()) {
@@ -127,18 +133,18 @@ Tensor reduceWeighted(const Tensor &loss, const Tensor &w, Reduction r) {
 
 } // namespace
 
-Tensor mse_loss(const Tensor &input, const Tensor &target,
-                const MSELossFuncOptions &options) {
+static Tensor mseLoss(const Tensor &input, const Tensor &target,
+                      const MSELossFuncOptions &options) {
   return reduce(ember::square(input - target), options.reduction());
 }
 
-Tensor l1_loss(const Tensor &input, const Tensor &target,
-               const L1LossFuncOptions &options) {
+static Tensor l1Loss(const Tensor &input, const Tensor &target,
+                     const L1LossFuncOptions &options) {
   return reduce(ember::abs(input - target), options.reduction());
 }
 
-Tensor smooth_l1_loss(const Tensor &input, const Tensor &target,
-                      const SmoothL1LossFuncOptions &options) {
+static Tensor smooth_l1Loss(const Tensor &input, const Tensor &target,
+                            const SmoothL1LossFuncOptions &options) {
   double beta = options.beta();
   EMBER_CHECK_VALUE(beta >= 0,
                     "smooth_l1_loss does not support negative values for "
@@ -151,8 +157,8 @@ Tensor smooth_l1_loss(const Tensor &input, const Tensor &target,
   return reduce(loss, options.reduction());
 }
 
-Tensor huber_loss(const Tensor &input, const Tensor &target,
-                  const HuberLossFuncOptions &options) {
+static Tensor huberLoss(const Tensor &input, const Tensor &target,
+                        const HuberLossFuncOptions &options) {
   double delta = options.delta();
   EMBER_CHECK_VALUE(delta > 0,
                     "huber_loss does not support non-positive values for "
@@ -163,8 +169,8 @@ Tensor huber_loss(const Tensor &input, const Tensor &target,
   return reduce(loss, options.reduction());
 }
 
-Tensor nll_loss(const Tensor &input, const Tensor &target,
-                const NLLLossFuncOptions &options) {
+static Tensor nllLoss(const Tensor &input, const Tensor &target,
+                      const NLLLossFuncOptions &options) {
   auto [x, t] = checkClassTarget("nll_loss", input, target, options.weight());
   checkTargetRange(t, x.size(1), options.ignore_index());
   auto [loss, w] = nllTerms(x, t, options.weight(), options.ignore_index());
@@ -182,8 +188,8 @@ Tensor nll_loss(const Tensor &input, const Tensor &target,
 // weights of the counted targets, like nll's. With probabilities, the target
 // itself is smoothed (t (1 - eps) + eps / C) and mean divides by the number
 // of samples.
-Tensor cross_entropy(const Tensor &input, const Tensor &target,
-                     const CrossEntropyFuncOptions &options) {
+static Tensor crossEntropy(const Tensor &input, const Tensor &target,
+                           const CrossEntropyFuncOptions &options) {
   double eps = options.label_smoothing();
   EMBER_CHECK_VALUE(eps >= 0 && eps <= 1,
                     "label_smoothing must be between 0.0 and 1.0. Got: ", eps);
@@ -269,8 +275,9 @@ struct BinaryCrossEntropyBackward
 };
 } // namespace
 
-Tensor binary_cross_entropy(const Tensor &input, const Tensor &target,
-                            const BinaryCrossEntropyFuncOptions &options) {
+static Tensor
+binary_crossEntropy(const Tensor &input, const Tensor &target,
+                    const BinaryCrossEntropyFuncOptions &options) {
   checkSameSize("binary_cross_entropy:", input, target);
   EMBER_CHECK_TYPE(isFloatingType(input.dtype()),
                    "binary_cross_entropy: expected a floating input of "
@@ -287,7 +294,7 @@ Tensor binary_cross_entropy(const Tensor &input, const Tensor &target,
   return reduce(loss, options.reduction());
 }
 
-Tensor binary_cross_entropy_with_logits(
+static Tensor binaryCrossEntropyWithLogits(
     const Tensor &input, const Tensor &target,
     const BinaryCrossEntropyWithLogitsFuncOptions &options) {
   checkSameSize("binary_cross_entropy_with_logits:", input, target);
@@ -306,9 +313,123 @@ Tensor binary_cross_entropy_with_logits(
   return reduce(loss, options.reduction());
 }
 
+// Note [Functional forms through the op table]
+// The nn::functional losses (and conv1d/conv2d, pad, group_norm and
+// scaled_dot_product_attention) call their ember:: op, as libtorch's
+// F:: forms call torch:: ops, so that whatever sits on the op's dispatch
+// path applies to them too: its autocast policy (Note [Autocast]), the
+// profiler's row. The op's native function holds the math.
+Tensor mse_loss(const Tensor &input, const Tensor &target,
+                const MSELossFuncOptions &options) {
+  return ember::mse_loss(input, target, options.reduction().kind());
+}
+Tensor l1_loss(const Tensor &input, const Tensor &target,
+               const L1LossFuncOptions &options) {
+  return ember::l1_loss(input, target, options.reduction().kind());
+}
+Tensor smooth_l1_loss(const Tensor &input, const Tensor &target,
+                      const SmoothL1LossFuncOptions &options) {
+  return ember::smooth_l1_loss(input, target, options.reduction().kind(),
+                               options.beta());
+}
+Tensor huber_loss(const Tensor &input, const Tensor &target,
+                  const HuberLossFuncOptions &options) {
+  return ember::huber_loss(input, target, options.reduction().kind(),
+                           options.delta());
+}
+Tensor nll_loss(const Tensor &input, const Tensor &target,
+                const NLLLossFuncOptions &options) {
+  return ember::nll_loss(input, target, optionalOf(options.weight()),
+                         options.reduction().kind(), options.ignore_index());
+}
+Tensor cross_entropy(const Tensor &input, const Tensor &target,
+                     const CrossEntropyFuncOptions &options) {
+  return ember::cross_entropy_loss(
+      input, target, optionalOf(options.weight()), options.reduction().kind(),
+      options.ignore_index(), options.label_smoothing());
+}
+Tensor binary_cross_entropy(const Tensor &input, const Tensor &target,
+                            const BinaryCrossEntropyFuncOptions &options) {
+  return ember::binary_cross_entropy(
+      input, target, optionalOf(options.weight()), options.reduction().kind());
+}
+Tensor binary_cross_entropy_with_logits(
+    const Tensor &input, const Tensor &target,
+    const BinaryCrossEntropyWithLogitsFuncOptions &options) {
+  return ember::binary_cross_entropy_with_logits(
+      input, target, optionalOf(options.weight()),
+      optionalOf(options.pos_weight()), options.reduction().kind());
+}
+
 } // namespace ember::nn::functional
 
 namespace ember::native {
+
+namespace F = ember::nn::functional;
+
+Tensor mse_loss(const Tensor &self, const Tensor &target, int64_t reduction) {
+  return F::mseLoss(self, target, Reduction::from_int(reduction));
+}
+
+Tensor l1_loss(const Tensor &self, const Tensor &target, int64_t reduction) {
+  return F::l1Loss(self, target, Reduction::from_int(reduction));
+}
+
+Tensor smooth_l1_loss(const Tensor &self, const Tensor &target,
+                      int64_t reduction, double beta) {
+  return F::smooth_l1Loss(
+      self, target,
+      F::SmoothL1LossFuncOptions(Reduction::from_int(reduction)).beta(beta));
+}
+
+Tensor huber_loss(const Tensor &self, const Tensor &target, int64_t reduction,
+                  double delta) {
+  return F::huberLoss(
+      self, target,
+      F::HuberLossFuncOptions(Reduction::from_int(reduction)).delta(delta));
+}
+
+Tensor nll_loss(const Tensor &self, const Tensor &target,
+                const std::optional<Tensor> &weight, int64_t reduction,
+                int64_t ignore_index) {
+  return F::nllLoss(self, target,
+                    F::NLLLossFuncOptions(Reduction::from_int(reduction))
+                        .weight(weight.value_or(Tensor()))
+                        .ignore_index(ignore_index));
+}
+
+Tensor cross_entropy_loss(const Tensor &self, const Tensor &target,
+                          const std::optional<Tensor> &weight,
+                          int64_t reduction, int64_t ignore_index,
+                          double label_smoothing) {
+  return F::crossEntropy(
+      self, target,
+      F::CrossEntropyFuncOptions(Reduction::from_int(reduction))
+          .weight(weight.value_or(Tensor()))
+          .ignore_index(ignore_index)
+          .label_smoothing(label_smoothing));
+}
+
+Tensor binary_cross_entropy(const Tensor &self, const Tensor &target,
+                            const std::optional<Tensor> &weight,
+                            int64_t reduction) {
+  return F::binary_crossEntropy(
+      self, target,
+      F::BinaryCrossEntropyFuncOptions(Reduction::from_int(reduction))
+          .weight(weight.value_or(Tensor())));
+}
+
+Tensor binary_cross_entropy_with_logits(const Tensor &self,
+                                        const Tensor &target,
+                                        const std::optional<Tensor> &weight,
+                                        const std::optional<Tensor> &pos_weight,
+                                        int64_t reduction) {
+  return F::binaryCrossEntropyWithLogits(
+      self, target,
+      F::BinaryCrossEntropyWithLogitsFuncOptions(Reduction::from_int(reduction))
+          .weight(weight.value_or(Tensor()))
+          .pos_weight(pos_weight.value_or(Tensor())));
+}
 
 // ATen's kl_div (ops.yaml; ember has no F::kl_div yet): pointwise
 // target * (log(target) - input) for log-probabilities `input`, 0 where

@@ -2,7 +2,10 @@
 // forms of the nn::functional ops (torch::mse_loss(x, y, reduction),
 // torch::conv2d(x, w, b, stride, padding), torch::max_pool2d(x, 2), ...)
 // with ATen's signatures. Each converts its arguments to the options of its
-// nn::functional form and calls it: the math is there, once.
+// nn::functional form and calls it: the math is there, once. The ops with an
+// autocast policy are the other way round (Note [Functional forms through
+// the op table] in FunctionalLoss.cpp): their F:: form calls the op, and
+// the op's native function, next to the math, runs it.
 #include "eager/Dtype.h"
 #include "eager/Factory.h"
 #include "eager/generated/NativeFunctions.h"
@@ -28,35 +31,8 @@ ExpandingArray<D> poolStride(IntArrayRef stride, IntArrayRef kernel_size) {
   return expand<D>(stride.empty() ? kernel_size : stride);
 }
 
-/// reflection_padNd / replication_padNd: 2 * D amounts, then F::pad.
-Tensor padNd(const char *name, size_t D, const Tensor &self,
-             IntArrayRef padding, nn::PadMode mode) {
-  EMBER_CHECK_VALUE(padding.size() == 2 * D, name, ": expected a padding of ",
-                    2 * D, " values (before and after each of the last ", D,
-                    " dims), but got ", padding.size());
-  return F::pad(self, F::PadFuncOptions(padding.vec()).mode(mode));
-}
-
 /// What a dropout that is not in training (or drops nothing) returns.
 bool drops(double p, bool train) { return train && p > 0; }
-
-/// scaled_dot_product_attention with enable_gqa: key and value heads
-/// (dim -3) repeated so that each serves query.size(-3) / heads queries.
-Tensor repeatHeads(const Tensor &t, int64_t queryHeads, const char *what) {
-  EMBER_CHECK_VALUE(t.dim() >= 3 && queryHeads % t.size(-3) == 0,
-                    "scaled_dot_product_attention: with enable_gqa, the ", what,
-                    " heads (dim -3) must divide the query heads, but got "
-                    "query heads ",
-                    queryHeads, " and ", what, " of shape ", t.sizes());
-  int64_t groups = queryHeads / t.size(-3);
-  if (groups == 1)
-    return t;
-  std::vector<int64_t> expanded(t.sizes().begin(), t.sizes().end());
-  expanded.insert(expanded.end() - 2, groups);
-  std::vector<int64_t> merged(t.sizes().begin(), t.sizes().end());
-  merged[merged.size() - 3] = queryHeads;
-  return t.unsqueeze(-3).expand(expanded).reshape(merged);
-}
 
 } // namespace
 
@@ -184,16 +160,6 @@ Tensor layer_norm(const Tensor &input, IntArrayRef normalized_shape,
                                   .eps(eps));
 }
 
-Tensor group_norm(const Tensor &input, int64_t num_groups,
-                  const std::optional<Tensor> &weight,
-                  const std::optional<Tensor> &bias, double eps,
-                  bool /*cudnn_enabled*/) {
-  return F::group_norm(input, F::GroupNormFuncOptions(num_groups)
-                                  .weight(orUndefined(weight))
-                                  .bias(orUndefined(bias))
-                                  .eps(eps));
-}
-
 Tensor batch_norm(const Tensor &input, const std::optional<Tensor> &weight,
                   const std::optional<Tensor> &bias,
                   const std::optional<Tensor> &running_mean,
@@ -210,52 +176,6 @@ Tensor batch_norm(const Tensor &input, const std::optional<Tensor> &weight,
 }
 
 // --- convolution and pooling -------------------------------------------------
-
-namespace {
-/// conv1d / conv2d: the options of F::conv1d / F::conv2d from ATen's
-/// arguments (padding: amounts or "same" / "valid").
-template <size_t D>
-Tensor convNd(const Tensor &input, const Tensor &weight,
-              const std::optional<Tensor> &bias, IntArrayRef stride,
-              nn::ConvPadding<D> padding, IntArrayRef dilation,
-              int64_t groups) {
-  auto options = F::ConvFuncOptions<D>()
-                     .bias(orUndefined(bias))
-                     .stride(expand<D>(stride))
-                     .padding(padding)
-                     .dilation(expand<D>(dilation))
-                     .groups(groups);
-  if constexpr (D == 1)
-    return F::conv1d(input, weight, options);
-  else
-    return F::conv2d(input, weight, options);
-}
-} // namespace
-
-Tensor conv1d(const Tensor &input, const Tensor &weight,
-              const std::optional<Tensor> &bias, IntArrayRef stride,
-              IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
-  return convNd<1>(input, weight, bias, stride, expand<1>(padding), dilation,
-                   groups);
-}
-Tensor conv1d_padding(const Tensor &input, const Tensor &weight,
-                      const std::optional<Tensor> &bias, IntArrayRef stride,
-                      std::string_view padding, IntArrayRef dilation,
-                      int64_t groups) {
-  return convNd<1>(input, weight, bias, stride, padding, dilation, groups);
-}
-Tensor conv2d(const Tensor &input, const Tensor &weight,
-              const std::optional<Tensor> &bias, IntArrayRef stride,
-              IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
-  return convNd<2>(input, weight, bias, stride, expand<2>(padding), dilation,
-                   groups);
-}
-Tensor conv2d_padding(const Tensor &input, const Tensor &weight,
-                      const std::optional<Tensor> &bias, IntArrayRef stride,
-                      std::string_view padding, IntArrayRef dilation,
-                      int64_t groups) {
-  return convNd<2>(input, weight, bias, stride, padding, dilation, groups);
-}
 
 Tensor max_pool1d(const Tensor &self, IntArrayRef kernel_size,
                   IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
@@ -348,78 +268,11 @@ Tensor pad(const Tensor &self, IntArrayRef pad, std::string_view mode,
       self, F::PadFuncOptions(pad.vec()).mode(m).value(value.value_or(0.0)));
 }
 
-Tensor reflection_pad1d(const Tensor &self, IntArrayRef padding) {
-  return padNd("reflection_pad1d", 1, self, padding, kReflect);
-}
-Tensor reflection_pad2d(const Tensor &self, IntArrayRef padding) {
-  return padNd("reflection_pad2d", 2, self, padding, kReflect);
-}
-Tensor reflection_pad3d(const Tensor &self, IntArrayRef padding) {
-  return padNd("reflection_pad3d", 3, self, padding, kReflect);
-}
-Tensor replication_pad1d(const Tensor &self, IntArrayRef padding) {
-  return padNd("replication_pad1d", 1, self, padding, kReplicate);
-}
-Tensor replication_pad2d(const Tensor &self, IntArrayRef padding) {
-  return padNd("replication_pad2d", 2, self, padding, kReplicate);
-}
-Tensor replication_pad3d(const Tensor &self, IntArrayRef padding) {
-  return padNd("replication_pad3d", 3, self, padding, kReplicate);
-}
-
 // --- attention ---------------------------------------------------------------
 
-Tensor scaled_dot_product_attention(const Tensor &query, const Tensor &key,
-                                    const Tensor &value,
-                                    const std::optional<Tensor> &attn_mask,
-                                    double dropout_p, bool is_causal,
-                                    std::optional<double> scale,
-                                    bool enable_gqa) {
-  Tensor k = key, v = value;
-  if (enable_gqa) {
-    EMBER_CHECK_VALUE(query.dim() >= 3,
-                      "scaled_dot_product_attention: enable_gqa needs "
-                      "(..., heads, L, E) queries, but got a query of shape ",
-                      query.sizes());
-    k = repeatHeads(key, query.size(-3), "key");
-    v = repeatHeads(value, query.size(-3), "value");
-  }
-  return F::scaled_dot_product_attention(query, k, v, orUndefined(attn_mask),
-                                         dropout_p, is_causal, scale);
-}
+// --- losses (the others are in FunctionalLoss.cpp)
+// -----------------------------
 
-// --- losses (kl_div is in FunctionalLoss.cpp) --------------------------------
-
-Tensor mse_loss(const Tensor &self, const Tensor &target, int64_t reduction) {
-  return F::mse_loss(self, target, Reduction::from_int(reduction));
-}
-
-Tensor l1_loss(const Tensor &self, const Tensor &target, int64_t reduction) {
-  return F::l1_loss(self, target, Reduction::from_int(reduction));
-}
-
-Tensor smooth_l1_loss(const Tensor &self, const Tensor &target,
-                      int64_t reduction, double beta) {
-  return F::smooth_l1_loss(
-      self, target,
-      F::SmoothL1LossFuncOptions(Reduction::from_int(reduction)).beta(beta));
-}
-
-Tensor huber_loss(const Tensor &self, const Tensor &target, int64_t reduction,
-                  double delta) {
-  return F::huber_loss(
-      self, target,
-      F::HuberLossFuncOptions(Reduction::from_int(reduction)).delta(delta));
-}
-
-Tensor nll_loss(const Tensor &self, const Tensor &target,
-                const std::optional<Tensor> &weight, int64_t reduction,
-                int64_t ignore_index) {
-  return F::nll_loss(self, target,
-                     F::NLLLossFuncOptions(Reduction::from_int(reduction))
-                         .weight(orUndefined(weight))
-                         .ignore_index(ignore_index));
-}
 Tensor nll_loss_nd(const Tensor &self, const Tensor &target,
                    const std::optional<Tensor> &weight, int64_t reduction,
                    int64_t ignore_index) {
@@ -433,39 +286,6 @@ Tensor nll_loss2d(const Tensor &self, const Tensor &target,
                     "but got input of size: ",
                     self.sizes());
   return ember::nll_loss(self, target, weight, reduction, ignore_index);
-}
-
-Tensor cross_entropy_loss(const Tensor &self, const Tensor &target,
-                          const std::optional<Tensor> &weight,
-                          int64_t reduction, int64_t ignore_index,
-                          double label_smoothing) {
-  return F::cross_entropy(
-      self, target,
-      F::CrossEntropyFuncOptions(Reduction::from_int(reduction))
-          .weight(orUndefined(weight))
-          .ignore_index(ignore_index)
-          .label_smoothing(label_smoothing));
-}
-
-Tensor binary_cross_entropy(const Tensor &self, const Tensor &target,
-                            const std::optional<Tensor> &weight,
-                            int64_t reduction) {
-  return F::binary_cross_entropy(
-      self, target,
-      F::BinaryCrossEntropyFuncOptions(Reduction::from_int(reduction))
-          .weight(orUndefined(weight)));
-}
-
-Tensor binary_cross_entropy_with_logits(const Tensor &self,
-                                        const Tensor &target,
-                                        const std::optional<Tensor> &weight,
-                                        const std::optional<Tensor> &pos_weight,
-                                        int64_t reduction) {
-  return F::binary_cross_entropy_with_logits(
-      self, target,
-      F::BinaryCrossEntropyWithLogitsFuncOptions(Reduction::from_int(reduction))
-          .weight(orUndefined(weight))
-          .pos_weight(orUndefined(pos_weight)));
 }
 
 } // namespace ember::native

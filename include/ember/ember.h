@@ -10,6 +10,8 @@
 #include "eager/Print.h"
 #include "eager/Tensor.h"
 #include "eager/TensorIterator.h"
+#include "eager/amp/Autocast.h"
+#include "eager/amp/GradScaler.h"
 #include "eager/generated/Functions.h"
 #include "eager/profiler/Profiler.h"
 #include "ember/autograd.h"

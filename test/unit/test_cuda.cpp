@@ -586,3 +586,57 @@ TEST(Cuda, KernelsAreCompiledOncePerSignature) {
   EXPECT_EQ(after.compiled, before.compiled);
   EXPECT_EQ(after.from_disk, before.from_disk);
 }
+
+// Mixed precision on CUDA: the CUDA lists (Note [Autocast] in
+// eager/amp/Autocast.h) and float16 loss scaling.
+TEST(Cuda, AutocastAndGradScaler) {
+  REQUIRE_GPU();
+  Tensor a = random({16, 32}, kFloat, 1).cuda(),
+         b = random({32, 8}, kFloat, 2).cuda();
+  Tensor w = (random({8, 32}, kFloat, 3) * 0.2).cuda().requires_grad_();
+  Tensor p = random({4, 8}, kFloat, 4).sigmoid().cuda();
+  Tensor ref = mm(a.to(kHalf), b.to(kHalf));
+  {
+    amp::autocast ac(kCUDA); // float16, CUDA's default
+    EXPECT_EQ(autocast::get_autocast_dtype(kCUDA), kHalf);
+    Tensor m = mm(a, b);
+    EXPECT_EQ(m.dtype(), kHalf);
+    EXPECT_TRUE(same_values(m.cpu(), ref.cpu()));
+    Tensor h = m.to(kHalf);
+    EXPECT_EQ(h.exp().dtype(), kFloat);     // fp32 on CUDA
+    EXPECT_EQ(h.sum().dtype(), kFloat);     // fp32_set_opt_dtype
+    EXPECT_EQ(h.sum(kHalf).dtype(), kHalf); // unless dtype is given
+    EXPECT_EQ(h.softmax(-1).dtype(), kFloat);
+    EXPECT_EQ(h.relu().dtype(), kHalf);                     // on no list
+    EXPECT_EQ(addcmul(h, m.to(kFloat), h).dtype(), kFloat); // promote
+    EXPECT_EMBER_ERROR(binary_cross_entropy(p, p), "unsafe to autocast");
+    // A CPU op under a CUDA region is not cast.
+    EXPECT_EQ(mm(a.cpu(), b.cpu()).dtype(), kFloat);
+  }
+  // float16 training with loss scaling: the weight's gradient is float32.
+  amp::GradScaler scaler(kCUDA, 1024.0);
+  EXPECT_TRUE(scaler.is_enabled());
+  optim::SGD opt({w}, 0.1);
+  Tensor loss;
+  {
+    amp::autocast ac(kCUDA, kHalf);
+    loss = mse_loss(linear(a, w), zeros({16, 8}).cuda());
+  }
+  EXPECT_EQ(loss.dtype(), kFloat);
+  scaler.scale(loss).backward();
+  EXPECT_EQ(w.grad().dtype(), kFloat);
+  EXPECT_TRUE(w.grad().is_cuda());
+  Tensor before = w.detach().cpu();
+  EXPECT_TRUE(scaler.step(opt).has_value());
+  scaler.update();
+  EXPECT_FALSE(same_values(w.detach().cpu(), before));
+  // An inf gradient skips the step and backs the scale off.
+  w.mutable_grad() = full({8, 32}, std::numeric_limits<double>::infinity(),
+                          TensorOptions(kFloat).device(kCUDA));
+  Tensor kept = w.detach().cpu();
+  scaler.scale(loss.detach());
+  EXPECT_FALSE(scaler.step(opt).has_value());
+  scaler.update();
+  EXPECT_EQ(scaler.get_scale(), 512.0);
+  EXPECT_TRUE(same_values(w.detach().cpu(), kept));
+}
