@@ -12,7 +12,9 @@
 // saved_bytes: the bytes of the distinct tensors the forward saved for
 // backward (counted by saved-tensor hooks, as amp_torch.py counts them in
 // PyTorch); peak_bytes: ember's max_memory_allocated over one step, less
-// what was allocated before it (parameters, inputs, optimizer state).
+// what was allocated before it (parameters, inputs, optimizer state): the
+// activations, gradients, temporaries and (under autocast) the weights'
+// bfloat16 casts.
 #include "BenchUtil.h"
 
 #include <ember/ember.h>
@@ -68,9 +70,11 @@ int64_t saved_bytes(Mlp &m, bool amp) {
 
 int64_t peak_bytes(Mlp &m, bool amp) {
   m.step(amp); // optimizer state exists before the measured step
-  int64_t before = memory_allocated(kCPU);
+  m.opt.zero_grad();
+  int64_t before = memory_allocated(kCPU); // parameters, inputs, state
   reset_peak_memory_stats(kCPU);
-  m.step(amp);
+  m.forward(amp).backward();
+  m.opt.step();
   return max_memory_allocated(kCPU) - before;
 }
 

@@ -9,13 +9,14 @@
 // layout (an expanded or doubly strided view) is copied with contiguous().
 // The output is always a fresh contiguous tensor that BLAS writes directly,
 // with beta = 0 when there is nothing to add, so mm costs exactly one gemm
-// call. Every other dtype (float16, bfloat16, integers) runs a portable
-// kernel: the operands are converted once to the accumulation type (float
-// for the 16-bit floats, int64 for integers), multiplied in i-k-j order over
-// blocks that stay in cache, and the epilogue applies alpha and beta and
-// rounds to the output dtype. Each output element is produced by one thread
-// with a fixed summation order, so results do not depend on the thread
-// count.
+// call. float16 and bfloat16 are converted once to float32 (operands and,
+// when beta is used, the addend), multiplied by sgemm and rounded once to
+// the output dtype: float32 accumulation, as PyTorch's CPU kernels (the
+// matmuls autocast runs in bfloat16 take this path). Integers run a
+// portable kernel: the operands are converted once to int64, multiplied in
+// i-k-j order over blocks that stay in cache, and the epilogue applies alpha
+// and beta. Each output element is produced by one thread with a fixed
+// summation order, so results do not depend on the thread count.
 #include "eager/Dtype.h"
 #include "eager/Factory.h"
 #include "eager/TensorIterator.h"
@@ -392,6 +393,15 @@ void batchedProduct(const char *op, const Tensor &out, Tensor a, Tensor b,
     if (!blasLayout3(b))
       b = b.contiguous();
     blas = blasLayout3(a).has_value() && blasLayout3(b).has_value();
+  }
+  if (isReducedFloatingType(dt) && M <= INT_MAX && N <= INT_MAX &&
+      K <= INT_MAX) {
+    Tensor out32 = beta_used ? out.to(kFloat) : empty(out.sizes(), kFloat);
+    blasBatched<float>(out32, a.to(kFloat).contiguous(),
+                       b.to(kFloat).contiguous(), alpha.to<float>(),
+                       beta_used ? beta.to<float>() : 0.0f);
+    out.copy_(out32);
+    return;
   }
   if (blas) {
     if (dt == kFloat)

@@ -423,6 +423,14 @@ static Tensor padIndexed(const Tensor &input, const PadFuncOptions &options) {
                         input.sizes(), ")");
       break;
     }
+    // Circular padding crops first (negative amounts), then wraps the
+    // cropped dim, as PyTorch's.
+    const int64_t lo = std::max<int64_t>(-a, 0), hi = std::max<int64_t>(-b, 0);
+    const int64_t c = n - lo - hi;
+    if (mode.kind() == PadMode::Circular)
+      EMBER_CHECK_VALUE(c > 0 || m == 0, "circular padding of dimension ", d,
+                        " wraps around an empty dimension (size ", n,
+                        " cropped by ", lo, " and ", hi, ")");
     Tensor idx = empty({m}, TensorOptions(kLong));
     int64_t *ip = idx.data_ptr<int64_t>();
     for (int64_t k = 0; k < m; ++k) {
@@ -434,9 +442,11 @@ static Tensor padIndexed(const Tensor &input, const PadFuncOptions &options) {
       case PadMode::Replicate:
         q = std::clamp<int64_t>(q, 0, n - 1);
         break;
-      default:
-        q = ((q % n) + n) % n;
+      default: {
+        int64_t r = k - std::max<int64_t>(a, 0);
+        q = lo + ((r % c) + c) % c;
         break;
+      }
       }
       ip[k] = q;
     }
@@ -498,15 +508,20 @@ static Tensor attention(const Tensor &query, const Tensor &key,
     else
       scores = scores + mask;
   }
-  Tensor attn = ember::softmax(scores, -1);
+  // Note [Fully masked attention rows]
+  // A query that may attend to no key has only -inf scores; as PyTorch's
+  // math backend (_safe_softmax), its weights are 0 rather than NaN, and so
+  // are the gradients through them: the row's scores are replaced by zeros
+  // before the softmax (whose backward would otherwise multiply NaN weights
+  // by zero), and its weights by zeros after it.
+  Tensor none;
   if (mask.defined()) {
-    // Note [Fully masked attention rows]
-    // A query that may attend to no key has only -inf scores; as PyTorch's
-    // math backend (_safe_softmax), its weights are 0 rather than NaN.
-    Tensor none =
-        (scores == -std::numeric_limits<double>::infinity()).all(-1, true);
-    attn = ember::where(none, zeros({}, attn.options()), attn);
+    none = (scores == -std::numeric_limits<double>::infinity()).all(-1, true);
+    scores = ember::where(none, zeros({}, scores.options()), scores);
   }
+  Tensor attn = ember::softmax(scores, -1);
+  if (none.defined())
+    attn = ember::where(none, zeros({}, attn.options()), attn);
   if (dropout_p > 0)
     attn = functional::dropout(attn, dropout_p, true);
   return ember::matmul(attn, value);
@@ -531,14 +546,17 @@ Tensor pad(const Tensor &input, const PadFuncOptions &options) {
        replicate = mode.kind() == PadMode::Replicate;
   if ((reflect || replicate) && p.size() % 2 == 0 && !p.empty() &&
       p.size() <= 6) {
-    using Op = Tensor (*)(const Tensor &, IntArrayRef);
-    static constexpr Op reflectOps[] = {&ember::reflection_pad1d,
-                                        &ember::reflection_pad2d,
-                                        &ember::reflection_pad3d};
-    static constexpr Op replicateOps[] = {&ember::replication_pad1d,
-                                          &ember::replication_pad2d,
-                                          &ember::replication_pad3d};
-    return (reflect ? reflectOps : replicateOps)[p.size() / 2 - 1](input, p);
+    switch (p.size() / 2) {
+    case 1:
+      return reflect ? ember::reflection_pad1d(input, p)
+                     : ember::replication_pad1d(input, p);
+    case 2:
+      return reflect ? ember::reflection_pad2d(input, p)
+                     : ember::replication_pad2d(input, p);
+    default:
+      return reflect ? ember::reflection_pad3d(input, p)
+                     : ember::replication_pad3d(input, p);
+    }
   }
   return padIndexed(input, options);
 }

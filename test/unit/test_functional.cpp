@@ -1709,3 +1709,46 @@ TEST(Options, ReductionsExpandingArraysAndPadding) {
   EXPECT_EQ(m.stride(), ExpandingArray<2>({2, 3}));
   EXPECT_EQ(F::PadFuncOptions({1}).mode().kind(), nn::PadMode::Constant);
 }
+
+TEST(FunctionalProbe, CircularPaddingCropsBeforeItWraps) {
+  // PyTorch's F.pad(arange(5), (-1, 2), "circular") is [1, 2, 3, 4, 1, 2]:
+  // the negative amount crops first, the positive one wraps the rest.
+  namespace F = ember::nn::functional;
+  Tensor x = arange(5, TensorOptions(kFloat)).view({1, 5});
+  auto circ = [&](int64_t a, int64_t b) {
+    return F::pad(x, F::PadFuncOptions({a, b}).mode(kCircular));
+  };
+  EXPECT_TRUE(ember::test::close(
+      circ(-1, 2), tensor({1.f, 2.f, 3.f, 4.f, 1.f, 2.f}).view({1, 6}), 0, 0));
+  EXPECT_TRUE(ember::test::close(
+      circ(2, -1), tensor({2.f, 3.f, 0.f, 1.f, 2.f, 3.f}).view({1, 6}), 0, 0));
+  EXPECT_TRUE(ember::test::close(
+      circ(2, 1), tensor({3.f, 4.f, 0.f, 1.f, 2.f, 3.f, 4.f, 0.f}).view({1, 8}),
+      0, 0));
+  // Cropped to nothing: an empty result, or an error when it must wrap.
+  EXPECT_EQ(
+      F::pad(x.narrow(1, 0, 2), F::PadFuncOptions({-1, -1}).mode(kCircular))
+          .numel(),
+      0);
+  EXPECT_THROW(
+      F::pad(x.narrow(1, 0, 2), F::PadFuncOptions({-2, 1}).mode(kCircular)),
+      Error);
+}
+
+TEST(FunctionalProbe, FullyMaskedAttentionRowsHaveFiniteGradients) {
+  // A float mask that blocks every key of one query: that query's output
+  // and every gradient are finite (its row contributes zeros), as PyTorch.
+  namespace F = ember::nn::functional;
+  Generator g(3);
+  Tensor q = randn({1, 3, 4}, g).requires_grad_(),
+         k = randn({1, 3, 4}, g).requires_grad_(),
+         v = randn({1, 3, 4}, g).requires_grad_();
+  Tensor m = zeros({3, 3});
+  m.select(0, 1).fill_(-std::numeric_limits<double>::infinity());
+  Tensor o = F::scaled_dot_product_attention(q, k, v, m);
+  o.sum().backward();
+  EXPECT_TRUE(ember::test::close(o.select(1, 1), zeros({1, 4}), 0, 0));
+  for (const Tensor &t : {q.grad(), k.grad(), v.grad()})
+    EXPECT_FALSE(t.isnan().any().item<bool>());
+  EXPECT_TRUE(ember::test::close(q.grad().select(1, 1), zeros({1, 4}), 0, 0));
+}
