@@ -830,7 +830,8 @@ TEST(Autocast, TrainingReachesTheFloat32ModelsAccuracy) {
   // SGD for the same steps in float32 and under bfloat16 autocast.
   Generator g(11);
   const int64_t n = 600;
-  Tensor centers = randn({3, 10}, g) * 2.0;
+  // Overlapping classes, so that neither model is perfect.
+  Tensor centers = randn({3, 10}, g) * 0.6;
   Tensor labels = randint(0, 3, {n}, g);
   Tensor x = centers.index_select(0, labels) + randn({n, 10}, g);
   auto train = [&](bool amp_on) {
@@ -858,7 +859,8 @@ TEST(Autocast, TrainingReachesTheFloat32ModelsAccuracy) {
   double acc32 = train(false), acc16 = train(true);
   std::cout << "accuracy: float32 " << acc32 << ", bfloat16 autocast " << acc16
             << "\n";
-  EXPECT_GT(acc32, 0.85);
+  EXPECT_GT(acc32, 0.6);
+  EXPECT_LT(acc32, 0.98);
   // The stated margin: within 2 points of the float32 model.
   EXPECT_GE(acc16, acc32 - 0.02);
 }
