@@ -10,12 +10,14 @@
 #include "OpInfo.h"
 #include "TestUtil.h"
 #include "eager/cuda/Pointwise.h"
+#include "eager/generated/NativeFunctions.h"
 #include "runtime/CudaAllocator.h"
 #include "runtime/Nvrtc.h"
 
 #include <algorithm>
 #include <map>
 #include <set>
+#include <sstream>
 #include <tuple>
 
 using namespace ember;
@@ -639,4 +641,125 @@ TEST(Cuda, AutocastAndGradScaler) {
   scaler.update();
   EXPECT_EQ(scaler.get_scale(), 512.0);
   EXPECT_TRUE(same_values(w.detach().cpu(), kept));
+}
+
+// Note [CUDA kernels from decompositions]: the CUDA kernels of softmax,
+// log_softmax, their backwards, native_layer_norm (and its backward, written
+// with ember ops), var and logsumexp are device-agnostic compositions; on
+// CPU tensors they must give what the CPU kernels give, on every machine.
+TEST(CudaNoGpu, ComposedKernelsMatchTheCpuKernels) {
+  for (ScalarType dt : {kFloat, kDouble, kBFloat16}) {
+    const double tol = dt == kBFloat16 ? 1e-2 : dt == kFloat ? 1e-5 : 1e-12;
+    for (Tensor x :
+         {random({6, 9}, dt, 1), noncontiguous(random({4, 7}, dt, 2)),
+          random({0, 5}, dt, 3), random({3, 4, 5}, dt, 4)}) {
+      std::ostringstream trace;
+      trace << toString(dt) << " " << x.sizes();
+      SCOPED_TRACE(trace.str());
+      const int64_t d = x.dim() - 1;
+      const std::vector<int64_t> dims{d};
+      EXPECT_TRUE(close(native::softmax_int_cuda_decomposed(x, d, std::nullopt),
+                        x.softmax(d), tol, tol));
+      EXPECT_TRUE(close(native::log_softmax_int_cuda_decomposed(x, 0, kDouble),
+                        x.log_softmax(0, kDouble), tol, tol));
+      Tensor y = x.softmax(d), g = random(x.sizes(), dt, 5);
+      EXPECT_TRUE(
+          close(native::_softmax_backward_data_cuda_decomposed(g, y, d, dt),
+                _softmax_backward_data(g, y, d, dt), tol, tol));
+      Tensor ly = x.log_softmax(d);
+      EXPECT_TRUE(close(
+          native::_log_softmax_backward_data_cuda_decomposed(g, ly, d, dt),
+          _log_softmax_backward_data(g, ly, d, dt), tol, tol));
+      if (dt != kBFloat16) {
+        EXPECT_TRUE(
+            close(native::var_correction_cuda_decomposed(x, IntArrayRef(dims),
+                                                         Scalar(1), false),
+                  x.var(IntArrayRef(dims), Scalar(1), false), tol, tol));
+        EXPECT_TRUE(close(native::logsumexp_cuda_decomposed(x, dims, true),
+                          x.logsumexp(dims, true), tol, tol));
+      }
+      // layer_norm over the last dim, forward and backward, every mask.
+      int64_t n = x.size(-1);
+      Tensor w = random({n}, dt, 6), b = random({n}, dt, 7);
+      auto [o1, m1, r1] =
+          native::native_layer_norm_cuda_decomposed(x, {n}, w, b, 1e-5);
+      auto [o2, m2, r2] = native_layer_norm(x, {n}, w, b, 1e-5);
+      EXPECT_TRUE(close(o1, o2, tol, tol));
+      EXPECT_TRUE(close(r1, r2, tol, tol));
+      Tensor go = random(x.sizes(), dt, 8);
+      for (std::vector<int64_t> mask :
+           {std::vector<int64_t>{1, 1, 1}, {1, 0, 0}, {0, 1, 1}}) {
+        auto [a1, a2, a3] = native::native_layer_norm_backward_composite(
+            go, x, {n}, m2, r2, w, b, mask);
+        auto [b1, b2, b3] =
+            native_layer_norm_backward(go, x, {n}, m2, r2, w, b, mask);
+        for (auto [u, v] : {std::pair{a1, b1}, {a2, b2}, {a3, b3}}) {
+          ASSERT_EQ(u.defined(), v.defined());
+          if (u.defined()) {
+            EXPECT_EQ(u.dtype(), v.dtype());
+            EXPECT_TRUE(close(u, v, tol * 10, tol * 10));
+          }
+        }
+      }
+      // No weight: the same without the affine.
+      auto [c1, c2, c3] = native::native_layer_norm_backward_composite(
+          go, x, {n}, m2, r2, std::nullopt, std::nullopt, {1, 1, 1});
+      auto [e1, e2, e3] = native_layer_norm_backward(
+          go, x, {n}, m2, r2, std::nullopt, std::nullopt, {1, 1, 1});
+      EXPECT_TRUE(close(c1, e1, tol * 10, tol * 10));
+      EXPECT_TRUE(close(c2, e2, tol * 10, tol * 10));
+    }
+  }
+}
+
+// The same ops on the GPU, forward and backward, against the CPU.
+TEST(Cuda, ComposedKernelsOnTheDevice) {
+  REQUIRE_GPU();
+  for (ScalarType dt : {kFloat, kDouble}) {
+    const double tol = dt == kFloat ? 1e-5 : 1e-12;
+    Tensor x = random({5, 33}, dt, 1), w = random({33}, dt, 2),
+           b = random({33}, dt, 3), g = random({5, 33}, dt, 4);
+    auto both = [&](auto &&f) {
+      Tensor xc = x.clone().requires_grad_(), wc = w.clone().requires_grad_(),
+             bc = b.clone().requires_grad_();
+      Tensor xg = x.cuda().requires_grad_(), wg = w.cuda().requires_grad_(),
+             bg = b.cuda().requires_grad_();
+      Tensor yc = f(xc, wc, bc), yg = f(xg, wg, bg);
+      EXPECT_TRUE(yg.is_cuda());
+      EXPECT_TRUE(close(yg.cpu(), yc, tol, tol));
+      if (yc.requires_grad()) {
+        auto gc = autograd::grad({yc}, {xc, wc, bc}, {g.expand(yc.sizes())},
+                                 std::nullopt, false, true);
+        auto gg =
+            autograd::grad({yg}, {xg, wg, bg}, {g.expand(yc.sizes()).cuda()},
+                           std::nullopt, false, true);
+        for (size_t i = 0; i < 3; ++i) {
+          ASSERT_EQ(gc[i].defined(), gg[i].defined()) << i;
+          if (gc[i].defined())
+            EXPECT_TRUE(close(gg[i].cpu(), gc[i], tol * 10, tol * 10)) << i;
+        }
+      }
+    };
+    both([](const Tensor &x, const Tensor &, const Tensor &) {
+      return x.softmax(1);
+    });
+    both([](const Tensor &x, const Tensor &, const Tensor &) {
+      return x.log_softmax(1);
+    });
+    both([](const Tensor &x, const Tensor &w, const Tensor &b) {
+      return nn::functional::layer_norm(
+          x, nn::functional::LayerNormFuncOptions({33}).weight(w).bias(b));
+    });
+    both([](const Tensor &x, const Tensor &, const Tensor &) {
+      return x.var(IntArrayRef(std::vector<int64_t>{1}), Scalar(1), true)
+          .expand({5, 33});
+    });
+    both([](const Tensor &x, const Tensor &, const Tensor &) {
+      return x.logsumexp({1}, true).expand({5, 33});
+    });
+    // Empty inputs take the host path.
+    Tensor e = empty({0, 4}, TensorOptions(dt).device(kCUDA));
+    EXPECT_EQ(e.softmax(1).sizes(), IntArrayRef({0, 4}));
+    EXPECT_TRUE(e.softmax(1).is_cuda());
+  }
 }
