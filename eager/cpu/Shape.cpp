@@ -47,9 +47,10 @@ Tensor cat(TensorList tensors, int64_t dim) {
   if (out.numel() == 0)
     return out;
 
-  // Each input fills the slab [offset, offset + size(d)) of dim d. Inputs of
-  // the output dtype that are contiguous are copied row by row with memcpy;
-  // the rest go through copy_ (which converts and handles any strides).
+  // Each input fills the slab [offset, offset + size(d)) of dim d. On the
+  // CPU, inputs of the output dtype that are contiguous are copied row by
+  // row with memcpy; the rest, and every input on CUDA (this is cat's CUDA
+  // kernel too), go through copy_ (which converts and handles any strides).
   int64_t outer = prod(outSize, 0, size_t(d));
   int64_t inner = prod(outSize, size_t(d) + 1, outSize.size());
   size_t es = out.element_size();
@@ -62,7 +63,7 @@ Tensor cat(TensorList tensors, int64_t dim) {
     int64_t n = t.size(d);
     if (n == 0)
       continue;
-    if (t.dtype() == dtype && t.is_contiguous()) {
+    if (t.dtype() == dtype && t.is_contiguous() && !out.is_cuda()) {
       const char *s = static_cast<const char *>(t.data_ptr());
       int64_t row = n * inner;
       int64_t grain =
@@ -271,6 +272,8 @@ Tensor triu(const Tensor &self, int64_t diagonal) {
 // Negative pads crop. The output is filled with `value`, then the part of
 // the input that survives cropping is copied into the part of the output
 // that isn't padding (two narrowed views of the same shape).
+// Device-agnostic (fill_ and copy_ serve both devices): the CUDA kernel
+// too.
 Tensor constant_pad_nd(const Tensor &self, IntArrayRef pad,
                        const Scalar &value) {
   Tensor out = empty(meta::constant_pad_sizes(self, pad), self.options());

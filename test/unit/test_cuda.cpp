@@ -757,6 +757,15 @@ TEST(Cuda, ComposedKernelsOnTheDevice) {
     both([](const Tensor &x, const Tensor &, const Tensor &) {
       return x.logsumexp({1}, true).expand({5, 33});
     });
+    // cat (with conversion and strided inputs) and constant_pad_nd.
+    Tensor a = random({3, 4}, dt, 9), c = random({3, 2}, kFloat, 10);
+    Tensor cc = cat({a, c.t().t(), a.t().contiguous().t()}, 1);
+    Tensor cg = cat({a.cuda(), c.cuda().t().t(), a.cuda().t().contiguous().t()},
+                    1);
+    EXPECT_TRUE(cg.is_cuda());
+    EXPECT_TRUE(close(cg.cpu(), cc, 0, 0));
+    EXPECT_TRUE(close(constant_pad_nd(a.cuda(), {1, -1, 2, 0}, 3.5).cpu(),
+                      constant_pad_nd(a, {1, -1, 2, 0}, 3.5), 0, 0));
     // Empty inputs take the host path.
     Tensor e = empty({0, 4}, TensorOptions(dt).device(kCUDA));
     EXPECT_EQ(e.softmax(1).sizes(), IntArrayRef({0, 4}));
