@@ -760,8 +760,8 @@ TEST(Cuda, ComposedKernelsOnTheDevice) {
     // cat (with conversion and strided inputs) and constant_pad_nd.
     Tensor a = random({3, 4}, dt, 9), c = random({3, 2}, kFloat, 10);
     Tensor cc = cat({a, c.t().t(), a.t().contiguous().t()}, 1);
-    Tensor cg = cat({a.cuda(), c.cuda().t().t(), a.cuda().t().contiguous().t()},
-                    1);
+    Tensor cg =
+        cat({a.cuda(), c.cuda().t().t(), a.cuda().t().contiguous().t()}, 1);
     EXPECT_TRUE(cg.is_cuda());
     EXPECT_TRUE(close(cg.cpu(), cc, 0, 0));
     EXPECT_TRUE(close(constant_pad_nd(a.cuda(), {1, -1, 2, 0}, 3.5).cpu(),
