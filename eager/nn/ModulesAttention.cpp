@@ -229,10 +229,10 @@ std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(
   const double dropout_p = is_training() ? options.dropout() : 0.0;
   Tensor out, weights;
   if (need_weights) {
-    Tensor scores =
-        (q * std::sqrt(1.0 / double(head_dim))).bmm(k.transpose(1, 2));
-    if (mask.defined())
-      scores = scores + mask;
+    Tensor qs = q * std::sqrt(1.0 / double(head_dim)), kt = k.transpose(1, 2);
+    // As PyTorch: the mask is baddbmm's addend, so that autocast casts it
+    // with the product (the weights stay in the region's dtype).
+    Tensor scores = mask.defined() ? ember::baddbmm(mask, qs, kt) : qs.bmm(kt);
     weights = F::softmax(scores, -1);
     if (dropout_p > 0)
       weights = F::dropout(weights, dropout_p, /*training=*/true);

@@ -211,6 +211,13 @@ TEST(Autocast, NnModulesAndFunctionalFormsFollowTheirOps) {
                                      q.transpose(0, 1)))
                 .dtype(),
             kBFloat16);
+  // With a float mask too, the attention weights stay bfloat16 (PyTorch's
+  // baddbmm casts the mask with the product).
+  Tensor qt = q.transpose(0, 1), fmask = zeros({5, 5});
+  fmask.select(0, 1).select(0, 2).fill_(-1e4);
+  auto [o2, w2] = mha->forward(qt, qt, qt, Tensor(), true, fmask);
+  EXPECT_EQ(o2.dtype(), kBFloat16);
+  EXPECT_EQ(w2.dtype(), kBFloat16);
 }
 
 TEST(Autocast, LowerPrecisionOpsRunInTheRegionsDtype) {
