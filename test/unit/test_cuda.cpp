@@ -772,3 +772,85 @@ TEST(Cuda, ComposedKernelsOnTheDevice) {
     EXPECT_TRUE(e.softmax(1).is_cuda());
   }
 }
+
+// argmax / argmin / max.dim / min.dim's CUDA kernels (eager/cuda/Reduce.cpp)
+// on CPU tensors against the CPU kernels: ties pick the first, NaN is the
+// extreme, every dtype, dims, keepdim, dim=None, 0-dim and empty inputs.
+TEST(CudaNoGpu, ArgReductionsMatchTheCpuKernels) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor ties = tensor({3.0, 1.0, 3.0, -2.0, 1.0, -2.0}).view({2, 3});
+  Tensor nans = tensor({1.0, nan, 5.0, nan, 0.0, 7.0}).view({2, 3});
+  std::vector<Tensor> inputs = {ties,
+                                nans,
+                                ties.to(kLong),
+                                ties.to(kHalf),
+                                random({4, 5, 6}, kFloat, 1),
+                                noncontiguous(random({3, 7}, kInt, 2)),
+                                random({}, kFloat, 3),
+                                empty({0, 3}),
+                                random({3, 4}, kBool, 4)};
+  for (const Tensor &x : inputs) {
+    std::ostringstream trace;
+    trace << toString(x.dtype()) << " " << x.sizes();
+    SCOPED_TRACE(trace.str());
+    for (bool keepdim : {false, true}) {
+      auto check = [&](auto &&composite, auto &&kernel) {
+        Tensor a, b;
+        bool raised_a = false, raised_b = false;
+        try {
+          a = composite();
+        } catch (const Error &) {
+          raised_a = true;
+        }
+        try {
+          b = kernel();
+        } catch (const Error &) {
+          raised_b = true;
+        }
+        ASSERT_EQ(raised_a, raised_b);
+        if (!raised_a) {
+          EXPECT_EQ(a.dtype(), b.dtype());
+          EXPECT_TRUE(same_values(a, b));
+        }
+      };
+      for (std::optional<int64_t> dim :
+           {std::optional<int64_t>(), std::optional<int64_t>(0),
+            std::optional<int64_t>(-1)}) {
+        check([&] { return native::argmax_composite(x, dim, keepdim); },
+              [&] { return argmax(x, dim, keepdim); });
+        check([&] { return native::argmin_composite(x, dim, keepdim); },
+              [&] { return argmin(x, dim, keepdim); });
+      }
+      for (int64_t dim : {0, -1}) {
+        for (bool is_max : {true, false}) {
+          auto composite = [&] {
+            return is_max ? native::max_dim_composite(x, dim, keepdim)
+                          : native::min_dim_composite(x, dim, keepdim);
+          };
+          auto kernel = [&] {
+            return is_max ? x.max(dim, keepdim) : x.min(dim, keepdim);
+          };
+          check([&] { return std::get<0>(composite()); },
+                [&] { return std::get<0>(kernel()); });
+          check([&] { return std::get<1>(composite()); },
+                [&] { return std::get<1>(kernel()); });
+        }
+      }
+    }
+  }
+}
+
+TEST(Cuda, ArgReductionsOnTheDevice) {
+  REQUIRE_GPU();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (Tensor x : {tensor({1.0, nan, 5.0, nan, 0.0, 7.0}).view({2, 3}),
+                   random({8, 33}, kFloat, 1), random({5, 6}, kLong, 2)}) {
+    Tensor g = x.cuda();
+    EXPECT_TRUE(same_values(g.argmax(1).cpu(), x.argmax(1)));
+    EXPECT_TRUE(same_values(g.argmin(0, true).cpu(), x.argmin(0, true)));
+    EXPECT_TRUE(same_values(g.argmax().cpu(), x.argmax()));
+    auto [v, i] = g.max(1);
+    EXPECT_TRUE(same_values(v.cpu(), std::get<0>(x.max(1))));
+    EXPECT_TRUE(same_values(i.cpu(), std::get<1>(x.max(1))));
+  }
+}
