@@ -385,8 +385,8 @@ void batchedProduct(const char *op, const Tensor &out, Tensor a, Tensor b,
                        beta_used ? beta.toDouble() : 0.0);
     return;
   }
-  bool blas = (dt == kFloat || dt == kDouble) && M <= INT_MAX && N <= INT_MAX &&
-              K <= INT_MAX;
+  const bool fits_blas = M <= INT_MAX && N <= INT_MAX && K <= INT_MAX;
+  bool blas = (dt == kFloat || dt == kDouble) && fits_blas;
   if (blas) {
     if (!blasLayout3(a))
       a = a.contiguous();
@@ -394,8 +394,7 @@ void batchedProduct(const char *op, const Tensor &out, Tensor a, Tensor b,
       b = b.contiguous();
     blas = blasLayout3(a).has_value() && blasLayout3(b).has_value();
   }
-  if (isReducedFloatingType(dt) && M <= INT_MAX && N <= INT_MAX &&
-      K <= INT_MAX) {
+  if (isReducedFloatingType(dt) && fits_blas) {
     Tensor out32 = beta_used ? out.to(kFloat) : empty(out.sizes(), kFloat);
     blasBatched<float>(out32, a.to(kFloat).contiguous(),
                        b.to(kFloat).contiguous(), alpha.to<float>(),

@@ -5,7 +5,9 @@
 // propagates), the first NaN, as PyTorch's kernels pick it. Device-agnostic:
 // test_cuda checks them against the CPU kernels on CPU tensors on every
 // machine. 0-dim, empty and bool inputs run the CPU kernel on host copies
-// (its checks and errors included).
+// (its checks and errors included), as the decomposed kernels' empty inputs
+// do (Note [CUDA kernels from decompositions] in eager/Decompose.h).
+#include "eager/Decompose.h"
 #include "eager/Factory.h"
 #include "eager/WrapDim.h"
 #include "eager/generated/Functions.h"
@@ -37,10 +39,11 @@ Tensor first_extreme(const Tensor &x, int64_t d, const Tensor &extreme) {
 
 Tensor arg_extreme(const Tensor &self, std::optional<int64_t> dim, bool keepdim,
                    bool is_max) {
+  namespace dd = ember::detail::decomposed;
   if (on_host(self))
-    return (is_max ? native::argmax(self.cpu(), dim, keepdim)
-                   : native::argmin(self.cpu(), dim, keepdim))
-        .to(self.device());
+    return dd::back(is_max ? native::argmax(dd::host(self), dim, keepdim)
+                           : native::argmin(dd::host(self), dim, keepdim),
+                    self.device());
   Tensor x = dim ? self : self.reshape({-1});
   const int64_t d = dim ? maybe_wrap_dim(*dim, x.dim()) : 0;
   Tensor e = is_max ? x.amax({d}, true) : x.amin({d}, true);
@@ -53,11 +56,11 @@ Tensor arg_extreme(const Tensor &self, std::optional<int64_t> dim, bool keepdim,
 
 std::tuple<Tensor, Tensor> extreme_dim(const Tensor &self, int64_t dim,
                                        bool keepdim, bool is_max) {
-  if (on_host(self)) {
-    auto [v, i] = is_max ? native::max_dim(self.cpu(), dim, keepdim)
-                         : native::min_dim(self.cpu(), dim, keepdim);
-    return {v.to(self.device()), i.to(self.device())};
-  }
+  namespace dd = ember::detail::decomposed;
+  if (on_host(self))
+    return dd::back(is_max ? native::max_dim(dd::host(self), dim, keepdim)
+                           : native::min_dim(dd::host(self), dim, keepdim),
+                    self.device());
   const int64_t d = maybe_wrap_dim(dim, self.dim());
   Tensor e = is_max ? self.amax({d}, true) : self.amin({d}, true);
   Tensor idx = first_extreme(self, d, e);

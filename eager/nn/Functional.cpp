@@ -3,6 +3,7 @@
 // Convolution and pooling live in FunctionalConv.cpp, losses in
 // FunctionalLoss.cpp.
 #include "eager/nn/Functional.h"
+#include "eager/nn/OpArgs.h"
 
 #include "eager/Dtype.h"
 #include "eager/Factory.h"
@@ -136,9 +137,7 @@ Tensor log_softmax(const Tensor &input, int64_t dim,
 // --- linear, dropout, embedding ---------------------------------------------
 
 Tensor linear(const Tensor &input, const Tensor &weight, const Tensor &bias) {
-  return ember::linear(input, weight,
-                       bias.defined() ? std::optional<Tensor>(bias)
-                                      : std::nullopt);
+  return ember::linear(input, weight, op_args::optional_of(bias));
 }
 
 // Note [Dropout masks]
@@ -250,9 +249,8 @@ Tensor layer_norm(const Tensor &input, const LayerNormFuncOptions &options) {
   // One kernel forward and one backward (Note [Native layer_norm]).
   const Tensor &w = options.weight(), &b = options.bias();
   return std::get<0>(ember::native_layer_norm(
-      input, options.normalized_shape(),
-      w.defined() ? std::optional<Tensor>(w) : std::nullopt,
-      b.defined() ? std::optional<Tensor>(b) : std::nullopt, options.eps()));
+      input, options.normalized_shape(), op_args::optional_of(w),
+      op_args::optional_of(b), options.eps()));
 }
 
 namespace {
@@ -531,10 +529,8 @@ static Tensor attention(const Tensor &query, const Tensor &key,
 // in FunctionalLoss.cpp); the natives below run the math above.
 Tensor group_norm(const Tensor &input, const GroupNormFuncOptions &options) {
   const Tensor &w = options.weight(), &b = options.bias();
-  return ember::group_norm(
-      input, options.num_groups(),
-      w.defined() ? std::optional<Tensor>(w) : std::nullopt,
-      b.defined() ? std::optional<Tensor>(b) : std::nullopt, options.eps());
+  return ember::group_norm(input, options.num_groups(), op_args::optional_of(w),
+                           op_args::optional_of(b), options.eps());
 }
 
 Tensor pad(const Tensor &input, const PadFuncOptions &options) {
@@ -566,10 +562,9 @@ Tensor scaled_dot_product_attention(const Tensor &query, const Tensor &key,
                                     const Tensor &attn_mask, double dropout_p,
                                     bool is_causal,
                                     std::optional<double> scale) {
-  return ember::scaled_dot_product_attention(
-      query, key, value,
-      attn_mask.defined() ? std::optional<Tensor>(attn_mask) : std::nullopt,
-      dropout_p, is_causal, scale);
+  return ember::scaled_dot_product_attention(query, key, value,
+                                             op_args::optional_of(attn_mask),
+                                             dropout_p, is_causal, scale);
 }
 
 } // namespace ember::nn::functional

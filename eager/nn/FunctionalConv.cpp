@@ -5,6 +5,7 @@
 #include "eager/generated/Functions.h"
 #include "eager/generated/NativeFunctions.h"
 #include "eager/nn/Functional.h"
+#include "eager/nn/OpArgs.h"
 
 #include <array>
 #include <limits>
@@ -401,8 +402,7 @@ template <size_t D>
 Tensor convOp(const Tensor &input, const Tensor &weight, const Tensor &bias,
               const ExpandingArray<D> &stride, const ConvPadding<D> &padding,
               const ExpandingArray<D> &dilation, int64_t groups) {
-  std::optional<Tensor> b =
-      bias.defined() ? std::optional<Tensor>(bias) : std::nullopt;
+  std::optional<Tensor> b = op_args::optional_of(bias);
   IntArrayRef st = *stride, dil = *dilation;
   if (padding.kind() != ConvPadding<D>::Explicit) {
     std::string_view mode = padding.is_same() ? "same" : "valid";
@@ -474,25 +474,22 @@ namespace ember::native {
 
 namespace {
 namespace F = ember::nn::functional;
-/// An ATen `int[D]` argument: one value (for every dimension) or D values.
-template <size_t D> ExpandingArray<D> expandArg(IntArrayRef a) {
-  return a.size() == 1 ? ExpandingArray<D>(a[0]) : ExpandingArray<D>(a);
-}
+using nn::op_args::expand;
 template <size_t D>
 Tensor convNative(const Tensor &input, const Tensor &weight,
                   const std::optional<Tensor> &bias, IntArrayRef stride,
                   const nn::ConvPadding<D> &padding, IntArrayRef dilation,
                   int64_t groups) {
   return F::convNd<D>(D == 1 ? "conv1d" : "conv2d", input, weight,
-                      bias.value_or(Tensor()), expandArg<D>(stride), padding,
-                      expandArg<D>(dilation), groups);
+                      bias.value_or(Tensor()), expand<D>(stride), padding,
+                      expand<D>(dilation), groups);
 }
 } // namespace
 
 Tensor conv1d(const Tensor &input, const Tensor &weight,
               const std::optional<Tensor> &bias, IntArrayRef stride,
               IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
-  return convNative<1>(input, weight, bias, stride, expandArg<1>(padding),
+  return convNative<1>(input, weight, bias, stride, expand<1>(padding),
                        dilation, groups);
 }
 Tensor conv1d_padding(const Tensor &input, const Tensor &weight,
@@ -504,7 +501,7 @@ Tensor conv1d_padding(const Tensor &input, const Tensor &weight,
 Tensor conv2d(const Tensor &input, const Tensor &weight,
               const std::optional<Tensor> &bias, IntArrayRef stride,
               IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
-  return convNative<2>(input, weight, bias, stride, expandArg<2>(padding),
+  return convNative<2>(input, weight, bias, stride, expand<2>(padding),
                        dilation, groups);
 }
 Tensor conv2d_padding(const Tensor &input, const Tensor &weight,

@@ -4,17 +4,13 @@
 #include "eager/generated/Functions.h"
 #include "eager/generated/NativeFunctions.h"
 #include "eager/nn/Functional.h"
+#include "eager/nn/OpArgs.h"
 
 #include <cmath>
 
 namespace ember::nn::functional {
 
 namespace {
-
-/// An undefined tensor (an option left unset) as an op's `Tensor?`.
-std::optional<Tensor> optionalOf(const Tensor &t) {
-  return t.defined() ? std::optional<Tensor>(t) : std::nullopt;
-}
 
 Tensor reduce(const Tensor &loss, Reduction r) {
   switch (r.kind()) {
@@ -339,26 +335,28 @@ Tensor huber_loss(const Tensor &input, const Tensor &target,
 }
 Tensor nll_loss(const Tensor &input, const Tensor &target,
                 const NLLLossFuncOptions &options) {
-  return ember::nll_loss(input, target, optionalOf(options.weight()),
+  return ember::nll_loss(input, target, op_args::optional_of(options.weight()),
                          options.reduction().kind(), options.ignore_index());
 }
 Tensor cross_entropy(const Tensor &input, const Tensor &target,
                      const CrossEntropyFuncOptions &options) {
   return ember::cross_entropy_loss(
-      input, target, optionalOf(options.weight()), options.reduction().kind(),
-      options.ignore_index(), options.label_smoothing());
+      input, target, op_args::optional_of(options.weight()),
+      options.reduction().kind(), options.ignore_index(),
+      options.label_smoothing());
 }
 Tensor binary_cross_entropy(const Tensor &input, const Tensor &target,
                             const BinaryCrossEntropyFuncOptions &options) {
-  return ember::binary_cross_entropy(
-      input, target, optionalOf(options.weight()), options.reduction().kind());
+  return ember::binary_cross_entropy(input, target,
+                                     op_args::optional_of(options.weight()),
+                                     options.reduction().kind());
 }
 Tensor binary_cross_entropy_with_logits(
     const Tensor &input, const Tensor &target,
     const BinaryCrossEntropyWithLogitsFuncOptions &options) {
   return ember::binary_cross_entropy_with_logits(
-      input, target, optionalOf(options.weight()),
-      optionalOf(options.pos_weight()), options.reduction().kind());
+      input, target, op_args::optional_of(options.weight()),
+      op_args::optional_of(options.pos_weight()), options.reduction().kind());
 }
 
 } // namespace ember::nn::functional

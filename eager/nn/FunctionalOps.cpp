@@ -10,6 +10,7 @@
 #include "eager/Factory.h"
 #include "eager/generated/NativeFunctions.h"
 #include "eager/nn/Functional.h"
+#include "eager/nn/OpArgs.h"
 
 namespace ember::native {
 
@@ -20,10 +21,7 @@ namespace {
 /// An ATen `Tensor?` argument as nn::functional takes it (undefined: none).
 Tensor orUndefined(const std::optional<Tensor> &t) { return t ? *t : Tensor(); }
 
-/// An ATen `int[D]` argument: one value (for every dimension) or D values.
-template <size_t D> ExpandingArray<D> expand(IntArrayRef a) {
-  return a.size() == 1 ? ExpandingArray<D>(a[0]) : ExpandingArray<D>(a);
-}
+using nn::op_args::expand;
 
 /// A pooling stride: `[]` (ATen's default) is the kernel size.
 template <size_t D>
