@@ -9,6 +9,8 @@
 #include "mlir/IR/Operation.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -31,8 +33,29 @@ public:
   std::vector<Tensor>
   run_reusing(const std::vector<Tensor> &inputs,
               const std::vector<int> &reuse) const override {
-    EMBER_CHECK(inputs.size() == spec_.inputs.size(), "kernel ", name(),
-                " takes ", spec_.inputs.size(), " inputs, got ", inputs.size());
+    Launch l = prepare(inputs, {}, reuse);
+    l.kernel->run(l.ptrs.data());
+    return std::move(l.outs);
+  }
+
+  /// One call's kernel (the variant its inputs need), results and
+  /// pointers (the results', then the inputs').
+  struct Launch {
+    const CompiledKernel *kernel = nullptr;
+    std::vector<Tensor> outs;
+    std::vector<char *> ptrs;
+  };
+  /// The launch for the kernel's inputs `all[which[j]]` (`which` empty:
+  /// `all` itself), with `reuse` as run_reusing's (in the kernel's own
+  /// input numbers).
+  Launch prepare(const std::vector<Tensor> &all, const std::vector<int> &which,
+                 const std::vector<int> &reuse) const {
+    auto input = [&](size_t j) -> const Tensor & {
+      return which.empty() ? all[j] : all[size_t(which[j])];
+    };
+    const size_t n_in = which.empty() ? all.size() : which.size();
+    EMBER_CHECK(n_in == spec_.inputs.size(), "kernel ", name(), " takes ",
+                spec_.inputs.size(), " inputs, got ", n_in);
     // Results written in place: the planned input, when nothing but the
     // caller's list holds it (no view of it, no other reference) and it is
     // contiguous with the result's shape and dtype. An entry -(k + 2) is an
@@ -42,9 +65,9 @@ public:
     for (size_t o = 0; o < reuse.size() && o < outputs_.size(); ++o) {
       bool overwrite = reuse[o] <= -2;
       int k = overwrite ? -reuse[o] - 2 : reuse[o];
-      if (k < 0 || size_t(k) >= inputs.size())
+      if (k < 0 || size_t(k) >= n_in)
         continue;
-      const Tensor &t = inputs[size_t(k)];
+      const Tensor &t = input(size_t(k));
       bool layout = t.is_contiguous() && t.dtype() == outputs_[o].dtype &&
                     t.sizes() == IntArrayRef(outputs_[o].sizes);
       // (and the whole of its storage: a result is a new tensor, Note
@@ -60,28 +83,25 @@ public:
     // variant, compiled once and kept here (no spec copy or cache-key
     // string on the call path).
     Variant want;
-    want.strides.resize(inputs.size());
-    for (size_t j = 0; j < inputs.size(); ++j)
-      spec_.strides_over(inputs[j].sizes(), inputs[j].strides(),
-                         want.strides[j]);
+    want.strides.resize(n_in);
+    for (size_t j = 0; j < n_in; ++j)
+      spec_.strides_over(input(j).sizes(), input(j).strides(), want.strides[j]);
     if (std::count(in_place.begin(), in_place.end(), -1) !=
         std::ptrdiff_t(in_place.size()))
       want.output_inputs = in_place;
-    const CompiledKernel *k = &variant(want);
-    std::vector<Tensor> outs;
-    std::vector<char *> ptrs;
+    Launch l;
+    l.kernel = &variant(want);
     for (size_t o = 0; o < outputs_.size(); ++o) {
       const ir::ValueType &t = outputs_[o];
-      outs.push_back(
+      l.outs.push_back(
           in_place[o] >= 0
-              ? inputs[size_t(in_place[o])]
+              ? input(size_t(in_place[o]))
               : empty(t.sizes, TensorOptions(t.dtype).device(t.device)));
-      ptrs.push_back(static_cast<char *>(outs.back().data_ptr()));
+      l.ptrs.push_back(static_cast<char *>(l.outs.back().data_ptr()));
     }
-    for (const Tensor &t : inputs)
-      ptrs.push_back(static_cast<char *>(t.data_ptr()));
-    k->run(ptrs.data());
-    return outs;
+    for (size_t j = 0; j < n_in; ++j)
+      l.ptrs.push_back(static_cast<char *>(input(j).data_ptr()));
+    return l;
   }
 
   /// A split reduction's two kernels are both named (Note [Split
@@ -129,43 +149,216 @@ private:
       variants_;
 };
 
+// Note [Combined kernels]
+// ember-fuse-horizontal puts independent pointwise fusions (an optimizer's
+// update of each parameter) into one fusion of fusions. Its kernel is the
+// inner fusions' kernels, each compiled as any fusion (so a part shared by
+// two graphs is compiled once), run as one launch: one parallel loop over
+// their points laid end to end (run_combined in Kernel.cpp), where a
+// launch each would start and join the thread pool once per parameter.
+// This is Inductor's combo kernel and PyTorch's multi-tensor apply, which
+// the CUDA generator will do with blocks. The parts run in no particular
+// order, side by side: ember-plan-memory writes a part's result into an
+// input only that part reads.
+class CpuComboKernel final : public ir::Kernel {
+public:
+  struct Part {
+    std::shared_ptr<const CpuFusionKernel> kernel;
+    std::vector<int> inputs;  ///< per input of the part: the combo's input
+    std::vector<int> results; ///< per result of the part: the combo's
+  };
+  CpuComboKernel(std::vector<Part> parts, size_t results)
+      : parts_(std::move(parts)), results_(results) {
+    // "cpu combined 4 kernels <hash>": its parts' names hashed (explain()
+    // lists what each computes).
+    std::string names;
+    for (const Part &p : parts_)
+      names += p.kernel->name();
+    char hash[17];
+    std::snprintf(
+        hash, sizeof hash, "%016llx",
+        static_cast<unsigned long long>(std::hash<std::string>()(names)));
+    name_ = detail::str("cpu combined ", parts_.size(), " kernels ", hash);
+  }
+
+  std::vector<Tensor> run(const std::vector<Tensor> &inputs) const override {
+    return run_reusing(inputs, {});
+  }
+
+  std::vector<Tensor>
+  run_reusing(const std::vector<Tensor> &inputs,
+              const std::vector<int> &reuse) const override {
+    std::vector<CpuFusionKernel::Launch> launches;
+    launches.reserve(parts_.size());
+    for (const Part &p : parts_) {
+      // The plan in the part's own input numbers (an input of another
+      // part is never planned: ember-plan-memory).
+      std::vector<int> mine(p.results.size(), -1);
+      for (size_t i = 0; i < p.results.size(); ++i) {
+        int e = size_t(p.results[i]) < reuse.size()
+                    ? reuse[size_t(p.results[i])]
+                    : -1;
+        bool overwrite = e <= -2;
+        int k = overwrite ? -e - 2 : e;
+        auto it = std::find(p.inputs.begin(), p.inputs.end(), k);
+        if (k >= 0 && it != p.inputs.end()) {
+          int j = int(it - p.inputs.begin());
+          mine[i] = overwrite ? -j - 2 : j;
+        }
+      }
+      launches.push_back(p.kernel->prepare(inputs, p.inputs, mine));
+    }
+    std::vector<const CompiledKernel *> kernels;
+    std::vector<char **> ptrs;
+    for (CpuFusionKernel::Launch &l : launches) {
+      kernels.push_back(l.kernel);
+      ptrs.push_back(l.ptrs.data());
+    }
+    run_combined(kernels, ptrs);
+    std::vector<Tensor> outs(results_);
+    for (size_t i = 0; i < parts_.size(); ++i)
+      for (size_t r = 0; r < parts_[i].results.size(); ++r)
+        outs[size_t(parts_[i].results[r])] = std::move(launches[i].outs[r]);
+    return outs;
+  }
+
+  std::string name() const override { return name_; }
+
+private:
+  std::vector<Part> parts_;
+  size_t results_;
+  std::string name_;
+};
+
+/// A fusion of one kernel (`plan`: its ember.reuse, or none).
+std::shared_ptr<const CpuFusionKernel>
+compile_single_fusion(mlir::Operation *fusion, std::vector<int> plan,
+                      bool keep_ir, FusionCompile &r) {
+  KernelSpec spec;
+  r.why_not = lower_fusion(fusion, spec);
+  if (!r.why_not.empty())
+    return nullptr;
+  // The buffer plan (ember-plan-memory): results written into the inputs
+  // it names are what a call almost always does, so that is the kernel
+  // compiled now; the variant for a buffer that cannot be reused at run
+  // time (something else holds it) is compiled when first needed.
+  if (std::count(plan.begin(), plan.end(), -1) != std::ptrdiff_t(plan.size()))
+    spec.output_inputs = std::move(plan);
+  CompileKernelOptions o;
+  o.keep_ir = keep_ir;
+  CompiledKernel c = compile_kernel(spec, o);
+  r.llvm_ir = c.llvm_ir;
+  r.compile_seconds = c.compile_seconds;
+  r.origin = c.origin;
+  r.spec = spec.str();
+  std::vector<ir::ValueType> outs;
+  for (mlir::Value v : fusion->getResults())
+    outs.push_back(ir::value_type(v.getType()));
+  return std::make_shared<CpuFusionKernel>(std::move(spec), std::move(outs),
+                                           std::move(c));
+}
+
+/// A fusion of fusions (Note [Combined kernels]): each inner fusion
+/// compiled on its own, run as one launch.
+std::shared_ptr<const ir::Kernel> compile_combined(ir::FusionOp fusion,
+                                                   const std::vector<int> &plan,
+                                                   bool keep_ir,
+                                                   FusionCompile &r) {
+  mlir::Block &body = fusion.getBody().front();
+  auto yield = llvm::cast<ir::YieldOp>(body.getTerminator());
+  std::vector<CpuComboKernel::Part> parts;
+  llvm::DenseMap<mlir::Operation *, size_t> part_of;
+  for (mlir::Operation &op : body.without_terminator()) {
+    auto inner = llvm::dyn_cast<ir::FusionOp>(op);
+    if (!inner) {
+      r.why_not = "a fusion of fusions holds " +
+                  op.getName().getStringRef().str() + ", which is not a fusion";
+      return nullptr;
+    }
+    CpuComboKernel::Part p;
+    for (mlir::Value in : inner.getInputs()) {
+      auto arg = llvm::dyn_cast<mlir::BlockArgument>(in);
+      if (!arg || arg.getOwner() != &body) {
+        r.why_not = "an inner fusion reads the result of another: the parts "
+                    "of a fusion of fusions run side by side";
+        return nullptr;
+      }
+      p.inputs.push_back(int(arg.getArgNumber()));
+    }
+    p.results.assign(inner.getNumResults(), -1);
+    part_of[inner] = parts.size();
+    parts.push_back(std::move(p));
+  }
+  for (auto [i, v] : llvm::enumerate(yield.getValues())) {
+    auto res = llvm::dyn_cast<mlir::OpResult>(v);
+    auto it = res ? part_of.find(res.getOwner()) : part_of.end();
+    if (it == part_of.end() ||
+        parts[it->second].results[res.getResultNumber()] != -1) {
+      r.why_not = "a fusion of fusions yields a value that is not a result "
+                  "of exactly one of its fusions";
+      return nullptr;
+    }
+    parts[it->second].results[res.getResultNumber()] = int(i);
+  }
+  size_t i = 0;
+  std::vector<std::string> origins;
+  for (mlir::Operation &op : body.without_terminator()) {
+    CpuComboKernel::Part &p = parts[i++];
+    if (llvm::is_contained(p.results, -1)) {
+      r.why_not = "an inner fusion has a result the fusion of fusions does "
+                  "not yield";
+      return nullptr;
+    }
+    // The plan of the part's results, in its own input numbers.
+    std::vector<int> mine(p.results.size(), -1);
+    for (size_t k = 0; k < p.results.size(); ++k) {
+      int in =
+          size_t(p.results[k]) < plan.size() ? plan[size_t(p.results[k])] : -1;
+      auto it = std::find(p.inputs.begin(), p.inputs.end(), in);
+      if (in >= 0 && it != p.inputs.end())
+        mine[k] = int(it - p.inputs.begin());
+    }
+    FusionCompile one;
+    p.kernel = compile_single_fusion(&op, mine, keep_ir, one);
+    if (!p.kernel) {
+      r.why_not = "an inner fusion: " + one.why_not;
+      return nullptr;
+    }
+    r.llvm_ir += one.llvm_ir;
+    r.compile_seconds += one.compile_seconds;
+    r.spec += detail::str("-- part ", i, " of ", parts.size(), "\n", one.spec);
+    if (!llvm::is_contained(origins, one.origin))
+      origins.push_back(one.origin);
+  }
+  for (const std::string &o : origins)
+    r.origin += (r.origin.empty() ? "" : ", ") + o;
+  return std::make_shared<CpuComboKernel>(std::move(parts),
+                                          fusion.getNumResults());
+}
+
 } // namespace
 
 FusionCompile compile_cpu_fusion(mlir::Operation *fusion, bool keep_ir) {
   FusionCompile r;
-  KernelSpec spec;
   try {
-    r.why_not = lower_fusion(fusion, spec);
-    if (!r.why_not.empty())
-      return r;
-    // The buffer plan (ember-plan-memory): results written into the inputs
-    // it names are what a call almost always does, so that is the kernel
-    // compiled now; the variant for a buffer that cannot be reused at run
-    // time (something else holds it) is compiled when first needed.
+    std::vector<int> plan;
     if (auto reuse =
-            fusion->getAttrOfType<mlir::DenseI64ArrayAttr>(ir::kReuseAttr)) {
-      std::vector<int> plan(reuse.asArrayRef().begin(),
-                            reuse.asArrayRef().end());
-      if (std::count(plan.begin(), plan.end(), -1) !=
-          std::ptrdiff_t(plan.size()))
-        spec.output_inputs = std::move(plan);
-    }
-    CompileKernelOptions o;
-    o.keep_ir = keep_ir;
-    CompiledKernel c = compile_kernel(spec, o);
-    r.llvm_ir = c.llvm_ir;
-    r.compile_seconds = c.compile_seconds;
-    r.origin = c.origin;
-    r.spec = spec.str();
-    std::vector<ir::ValueType> outs;
-    for (mlir::Value v : fusion->getResults())
-      outs.push_back(ir::value_type(v.getType()));
-    r.kernel = std::make_shared<CpuFusionKernel>(std::move(spec),
-                                                 std::move(outs), std::move(c));
+            fusion->getAttrOfType<mlir::DenseI64ArrayAttr>(ir::kReuseAttr))
+      plan.assign(reuse.asArrayRef().begin(), reuse.asArrayRef().end());
+    auto f = llvm::dyn_cast<ir::FusionOp>(fusion);
+    bool combined = f && llvm::any_of(f.getBody().front(), [](auto &op) {
+                      return llvm::isa<ir::FusionOp>(op);
+                    });
+    if (combined)
+      r.kernel = compile_combined(f, plan, keep_ir, r);
+    else
+      r.kernel = compile_single_fusion(fusion, plan, keep_ir, r);
   } catch (const Error &e) {
     r.kernel = nullptr;
     r.why_not = e.what();
   }
+  if (!r.kernel && r.why_not.empty())
+    r.why_not = "no kernel"; // (every path above says why)
   return r;
 }
 

@@ -291,6 +291,40 @@ void CompiledKernel::run(char **ptrs) const {
   combine->run(outer.data());
 }
 
+void run_combined(const std::vector<const CompiledKernel *> &kernels,
+                  const std::vector<char **> &ptrs) {
+  EMBER_INTERNAL_ASSERT(kernels.size() == ptrs.size());
+  // The points of kernel i are [start[i], start[i + 1]) of the joint loop.
+  std::vector<size_t> joint;
+  std::vector<int64_t> start{0};
+  int64_t work = 1;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    if (kernels[i]->combine || kernels[i]->numel == 0)
+      continue;
+    joint.push_back(i);
+    start.push_back(start.back() + kernels[i]->numel);
+    work = std::max(work, kernels[i]->point_work);
+  }
+  if (start.back() > 0)
+    parallel_for(0, start.back(), std::max<int64_t>(1, kGrainSize / work),
+                 [&](int64_t b, int64_t e) {
+                   // (the first kernel whose points reach past b)
+                   size_t j =
+                       size_t(std::upper_bound(start.begin(), start.end(), b) -
+                              start.begin()) -
+                       1;
+                   for (; j < joint.size() && start[j] < e; ++j) {
+                     int64_t lo = std::max(b, start[j]) - start[j];
+                     int64_t hi = std::min(e, start[j + 1]) - start[j];
+                     if (lo < hi)
+                       kernels[joint[j]]->fn(ptrs[joint[j]], lo, hi);
+                   }
+                 });
+  for (size_t i = 0; i < kernels.size(); ++i)
+    if (kernels[i]->combine)
+      kernels[i]->run(ptrs[i]);
+}
+
 // --- code generation
 // ------------------------------------------------------------
 

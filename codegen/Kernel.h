@@ -182,6 +182,14 @@ struct CompiledKernel {
   void run(char **ptrs) const;
 };
 
+/// Runs `kernels[i]` over `ptrs[i]` for every i as one launch (Note
+/// [Combined kernels] in codegen/CpuFusion.cpp): one parallel loop over
+/// their output points laid end to end, each range of it handed to the
+/// kernels whose points it covers. A split reduction (its two kernels)
+/// runs on its own after the others.
+void run_combined(const std::vector<const CompiledKernel *> &kernels,
+                  const std::vector<char **> &ptrs);
+
 struct CompileKernelOptions {
   bool keep_ir = false; ///< fill CompiledKernel::llvm_ir
 };

@@ -181,6 +181,10 @@ std::string lower_fusion(Operation *fusion_op, KernelSpec &k) {
   auto yield = llvm::cast<ir::YieldOp>(body.getTerminator());
   if (yield.getValues().empty())
     return "the fusion has no results";
+  if (llvm::any_of(body,
+                   [](Operation &op) { return llvm::isa<ir::FusionOp>(op); }))
+    return "it is a fusion of fusions, whose inner fusions are kernels of "
+           "their own (Note [Combined kernels] in codegen/CpuFusion.cpp)";
   // The iteration space: the operand of the first fold (Note [Reduction
   // kernels] in codegen/Kernel.h), or the results' shape.
   for (Operation &op : body.without_terminator())

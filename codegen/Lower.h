@@ -27,7 +27,8 @@ namespace ember::codegen {
 std::string cpu_unsupported(mlir::Operation *op);
 
 /// The kernel of an ember.fusion (its inputs contiguous); "" on success,
-/// otherwise why the CPU generator does not take it.
+/// otherwise why the CPU generator does not take it (a fusion of fusions
+/// is not one kernel: compile_cpu_fusion runs its inner ones together).
 std::string lower_fusion(mlir::Operation *fusion, KernelSpec &k);
 
 /// Registers the CPU generator as the fusion target "cpu" (passes/

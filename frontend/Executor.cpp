@@ -4,6 +4,7 @@
 
 #include "eager/Factory.h"
 #include "eager/Meta.h"
+#include "runtime/Profiler.h"
 
 #include <algorithm>
 
@@ -66,6 +67,9 @@ Program::Program(ir::Trace trace) : trace_(std::move(trace)) {
       s.inplace = !args.empty() && args[0].is_write;
     } else if (!s.node->kernel) {
       s.body = std::make_shared<const Program>(*s.node->body);
+      s.kernel_name = "fusion run eagerly";
+    } else {
+      s.kernel_name = s.node->kernel->name();
     }
     // Results nobody reads are freed at once.
     for (int r : s.node->results)
@@ -205,6 +209,10 @@ std::vector<Tensor> Program::run_impl(std::vector<Tensor> &inputs,
         in.push_back(std::move(v.toTensor()));
       stack.clear();
       std::vector<Tensor> outs;
+      // (a compiled kernel is a row of the profiler's, as Inductor's are
+      // in PyTorch's; a fusion run eagerly is one too, around its ops')
+      profiler::record_function row(s.kernel_name,
+                                    profiler::RecordScope::FUNCTION);
       if (s.body) {
         outs = s.body->run(in);
       } else if (n.reuse.empty()) {

@@ -51,6 +51,8 @@ private:
     std::vector<int> free_inputs_after;
     /// A fusion without a kernel: its body, run as a program.
     std::shared_ptr<const Program> body;
+    /// A fusion's profiler row: its kernel's name, or "fusion run eagerly".
+    std::string kernel_name;
   };
   ir::Trace trace_;
   std::vector<Step> steps_;

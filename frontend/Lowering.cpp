@@ -15,6 +15,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <functional>
 #include <mutex>
 
 namespace ember::frontend {
@@ -156,8 +157,16 @@ ir::Trace compile_func(mlir::func::FuncOp func, const LowerOptions &options,
     KernelInfo k;
     k.name = c.kernel ? c.kernel->name() : "";
     k.why_not = c.why_not;
-    for (const ir::Node &op : n.body->nodes)
-      k.ops.push_back(op.label() + (op.loc.empty() ? "" : " at " + op.loc));
+    // (a fusion of fusions, Note [Combined kernels]: the inner ones' ops)
+    std::function<void(const ir::Trace &)> list = [&](const ir::Trace &t) {
+      for (const ir::Node &op : t.nodes) {
+        if (op.body)
+          list(*op.body);
+        else
+          k.ops.push_back(op.label() + (op.loc.empty() ? "" : " at " + op.loc));
+      }
+    };
+    list(*n.body);
     k.spec = c.spec;
     k.llvm_ir = std::move(c.llvm_ir);
     k.compile_seconds = c.compile_seconds;

@@ -57,4 +57,34 @@ std::optional<Domain> fusion_domain(mlir::Operation *op) {
   return Domain{shape_of(op->getOperand(0)), r->folded};
 }
 
+namespace {
+/// No integer tensor among `types` (bool is not an integer here: nothing
+/// on bools raises).
+bool no_integers(mlir::TypeRange types) {
+  return llvm::all_of(types, [](mlir::Type t) {
+    auto r = llvm::dyn_cast<mlir::RankedTensorType>(t);
+    if (!r)
+      return false;
+    auto i = llvm::dyn_cast<mlir::IntegerType>(r.getElementType());
+    return !i || i.getWidth() == 1;
+  });
+}
+} // namespace
+
+bool never_raises(mlir::Operation *op) {
+  if (llvm::isa<ConstantOp>(op) || op->hasTrait<OpTrait::View>())
+    return true;
+  auto f = llvm::dyn_cast<FusionOp>(op);
+  if (!f || !no_integers(op->getOperandTypes()) ||
+      !no_integers(op->getResultTypes()))
+    return false;
+  // (integer constants inside are numbers the kernel folds in, not values)
+  for (mlir::Operation &inner : f.getBody().front())
+    if (!llvm::isa<ConstantOp, YieldOp>(inner) &&
+        !(llvm::isa<FusionOp>(inner) ? never_raises(&inner)
+                                     : no_integers(inner.getResultTypes())))
+      return false;
+  return true;
+}
+
 } // namespace ember::ir

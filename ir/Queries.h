@@ -38,4 +38,11 @@ std::vector<int64_t> shape_of(mlir::Value v);
 /// capability] in passes/FusionTarget.h).
 std::optional<Domain> fusion_domain(mlir::Operation *op);
 
+/// Whether `op` can never raise: a constant, a view, or an ember.fusion
+/// (inner fusions included) without an integer value anywhere -- its
+/// operands, results and every value inside (an integer division raises on
+/// zero; bool values cannot). Note [What compile() may change] in
+/// frontend/Compile.h: what may run after a graph has written an argument.
+bool never_raises(mlir::Operation *op);
+
 } // namespace ember::ir

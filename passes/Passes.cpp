@@ -66,6 +66,7 @@ std::vector<std::string> build_pipeline(mlir::OpPassManager &pm, int level,
     add(mlir::createCanonicalizerPass());
     add(mlir::createCSEPass());
     add_on_functions(createFuseElementwise(FuseElementwiseOptions{target}));
+    add_on_functions(createFuseHorizontal());
     if (inplace_buffers)
       add_on_functions(createPlanMemory());
   }

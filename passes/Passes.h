@@ -40,7 +40,8 @@ inline constexpr int kMaxOptLevel = 2;
 /// Adds the passes of optimisation level `level` to `pm` (anchored on a
 /// module): 0 nothing (every op an eager step), 1 canonicalize and CSE,
 /// 2 also decomposition, elementwise fusion for the fusion target `target`
-/// (passes/FusionTarget.h) and (with `inplace_buffers`) the buffer plan.
+/// (passes/FusionTarget.h), combined kernels of independent fusions
+/// (ember-fuse-horizontal) and (with `inplace_buffers`) the buffer plan.
 /// Returns the passes' names (their ember-opt arguments), in order: what
 /// explain() and tests list, never restated by hand.
 ///

@@ -88,6 +88,52 @@ def FuseElementwise : Pass<"ember-fuse-elementwise", "mlir::func::FuncOp"> {
   let dependentDialects = ["::ember::ir::EmberDialect"];
 }
 
+def FuseHorizontal : Pass<"ember-fuse-horizontal", "mlir::func::FuncOp"> {
+  let summary = "groups independent pointwise fusions of the function's arguments into one combined kernel";
+  let description = [{
+    An optimizer step updates each parameter with the same chain of
+    pointwise ops over its own shape: ember-fuse-elementwise makes one
+    fusion per parameter, each a kernel of its own. This pass puts such
+    fusions into one outer `ember.fusion` whose body holds them (a fusion of
+    fusions): the code generator runs every inner fusion over its own
+    iteration space within one kernel launch (Inductor's combo kernels;
+    PyTorch's multi-tensor apply for its foreach optimizers), so a step
+    over many parameters is one parallel region on the CPU, not one per
+    parameter (Note [Combined kernels] in codegen/CpuFusion.cpp).
+
+    A fusion joins when it is pointwise (no fold), never raises (no integer
+    value inside: Note [What compile() may change]), reads only the
+    function's arguments and constants, and only the function's return
+    reads its results: then moving it to the position of the last fusion
+    that joins neither reorders a dependence nor extends the life of a
+    buffer the function made. At most `max-ops` inner ops (Note [Fusion
+    size]) go into one combined fusion; a group of one stays as it was.
+    Inner fusions lose their `ember.reuse` plans (ember-plan-memory plans
+    the combined one, after this pass).
+
+    ```mlir
+    // before
+    %p1 = ember.fusion(%w1, %g1) : ... { ... sub, mul ... }
+    %p2 = ember.fusion(%w2, %g2) : ... { ... sub, mul ... }
+    return %p1, %p2
+    // after
+    %r:2 = ember.fusion(%w1, %g1, %w2, %g2) : ... {
+    ^bb0(%a: ..., %b: ..., %c: ..., %d: ...):
+      %p1 = ember.fusion(%a, %b) : ... { ... }
+      %p2 = ember.fusion(%c, %d) : ... { ... }
+      ember.yield %p1, %p2 : ...
+    }
+    return %r#0, %r#1
+    ```
+  }];
+  let options = [
+    Option<"maxOps", "max-ops", "int64_t", /*default=*/"kMaxFusionOps",
+           "the most inner ops one combined fusion holds (Note [Fusion "
+           "size])">
+  ];
+  let dependentDialects = ["::ember::ir::EmberDialect"];
+}
+
 def PlanMemory : Pass<"ember-plan-memory", "mlir::func::FuncOp"> {
   let summary = "plans fusion results into the buffers of inputs that die";
   let description = [{

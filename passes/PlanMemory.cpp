@@ -64,29 +64,9 @@ bool overwritten_by(Value v, Operation *fusion, Value result) {
   // anything after it may raise: it and the ops that follow are fusions
   // without integer values (whose kernels never raise), views and
   // constants.
-  // (an integer division inside raises; bool values cannot)
-  auto no_integers = [](TypeRange types) {
-    return llvm::all_of(types, [](Type t) {
-      auto r = llvm::dyn_cast<RankedTensorType>(t);
-      if (!r)
-        return false;
-      auto i = llvm::dyn_cast<IntegerType>(r.getElementType());
-      return !i || i.getWidth() == 1;
-    });
-  };
-  for (Operation *op = fusion; op && op != ret; op = op->getNextNode()) {
-    bool quiet =
-        llvm::isa<ir::ConstantOp>(op) || op->hasTrait<ir::OpTrait::View>();
-    if (auto f = llvm::dyn_cast<ir::FusionOp>(op)) {
-      quiet = no_integers(op->getOperandTypes()) &&
-              no_integers(op->getResultTypes());
-      for (Operation &inner : f.getBody().front())
-        quiet = quiet && (llvm::isa<ir::ConstantOp>(inner) ||
-                          no_integers(inner.getResultTypes()));
-    }
-    if (!quiet)
+  for (Operation *op = fusion; op && op != ret; op = op->getNextNode())
+    if (!ir::never_raises(op))
       return false;
-  }
   return true;
 }
 
@@ -100,20 +80,37 @@ std::optional<llvm::ArrayRef<int64_t>> reduction_space(ir::FusionOp f) {
   return std::nullopt;
 }
 
+/// A combined fusion (ember-fuse-horizontal: a fusion of fusions) runs
+/// its inner fusions side by side, each over its own space, in any order
+/// (Note [Combined kernels] in codegen/CpuFusion.cpp): a result of one may
+/// be written into an input only that one reads. `inner_of(f, r)` is the
+/// inner fusion that yields result `r`, or null when `f` is a plain fusion.
+ir::FusionOp inner_of(ir::FusionOp f, unsigned r) {
+  auto yield = llvm::cast<ir::YieldOp>(f.getBody().front().getTerminator());
+  return yield.getValues()[r].getDefiningOp<ir::FusionOp>();
+}
+
 struct PlanMemory : impl::PlanMemoryBase<PlanMemory> {
   void runOnOperation() override {
     getOperation().walk([&](ir::FusionOp f) {
-      // A kernel writes each result element after it has read every input
-      // element at the same point. In a reduction kernel, only a result of
-      // the full space is indexed as an input of its type is: an input of
-      // the kept points' shape may be a broadcast row read at every point
-      // (Note [Reduction fusion]), so a result of kept points never reuses
-      // one.
-      std::optional<llvm::ArrayRef<int64_t>> space = reduction_space(f);
+      // (inner fusions of a combined one: their inputs are the outer
+      // body's arguments, never planned; the outer fusion is)
+      if (f->getParentOfType<ir::FusionOp>())
+        return;
+      Block &body = f.getBody().front();
       llvm::SmallVector<int64_t> reuse(f.getNumResults(), -1);
       llvm::SmallVector<bool> taken(f.getInputs().size(), false);
       bool any = false;
-      for (unsigned r = 0; r < f.getNumResults(); ++r)
+      for (unsigned r = 0; r < f.getNumResults(); ++r) {
+        ir::FusionOp inner = inner_of(f, r);
+        // A kernel writes each result element after it has read every
+        // input element at the same point. In a reduction kernel, only a
+        // result of the full space is indexed as an input of its type is:
+        // an input of the kept points' shape may be a broadcast row read at
+        // every point (Note [Reduction fusion]), so a result of kept points
+        // never reuses one.
+        std::optional<llvm::ArrayRef<int64_t>> space =
+            reduction_space(inner ? inner : f);
         for (auto [k, in] : llvm::enumerate(f.getInputs())) {
           if (taken[k] || in.getType() != f.getResult(r).getType() ||
               !(dies_at(in, f) || overwritten_by(in, f, f.getResult(r))))
@@ -121,11 +118,15 @@ struct PlanMemory : impl::PlanMemoryBase<PlanMemory> {
           if (space &&
               llvm::cast<RankedTensorType>(in.getType()).getShape() != *space)
             continue;
+          if (inner && !llvm::all_of(body.getArgument(unsigned(k)).getUsers(),
+                                     [&](Operation *u) { return u == inner; }))
+            continue;
           reuse[r] = int64_t(k);
           taken[k] = true;
           any = true;
           break;
         }
+      }
       if (any)
         f->setAttr(ir::kReuseAttr, OpBuilder(f).getDenseI64ArrayAttr(reuse));
     });

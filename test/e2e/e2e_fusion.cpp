@@ -5,6 +5,7 @@
 
 using namespace ember;
 using ember::test::expect_same;
+using ember::test::expect_same_fresh;
 using ember::test::noncontiguous;
 using ember::test::random;
 
@@ -135,7 +136,7 @@ TEST(E2EFusion, ExplainNamesReductionKernels) {
     EXPECT_GE(p.seconds, 0);
   }
   EXPECT_EQ(names, pipeline_passes(2));
-  EXPECT_EQ(names.size(), 7u);
+  EXPECT_EQ(names.size(), 8u);
   EXPECT_EQ(pipeline_passes(1),
             (std::vector<std::string>{"canonicalize", "cse"}));
   EXPECT_TRUE(pipeline_passes(0).empty());
@@ -392,4 +393,70 @@ TEST(E2EFusion, PlannedInPlaceKernelIsCompiledWithTheGraph) {
   EXPECT_EQ(count("(compiled") + count("(disk cache") + count("(memory cache"),
             2u)
       << log;
+}
+
+TEST(E2EFusion, CombinedKernelsEqualEager) {
+  // Independent updates of the arguments (ember-fuse-horizontal) run as one
+  // combined kernel (Note [Combined kernels]): parameters of many shapes,
+  // 0-dim and empty ones, a transposed one (a strided variant of its part),
+  // float16 and float64 ones, updates written in place. The biggest is
+  // large enough for the thread pool to split the joint loop across parts.
+  auto fn = [](std::vector<Tensor> a) {
+    for (size_t i = 0; i + 1 < a.size(); i += 2)
+      a[i].sub_(a[i + 1] * 0.5).mul_(0.9);
+    return std::vector<Tensor>();
+  };
+  auto make = [] {
+    std::vector<std::vector<int64_t>> shapes = {
+        {300, 257}, {7}, {}, {0, 3}, {33, 5}, {1}, {1000}, {4, 4, 4}};
+    std::vector<Tensor> a;
+    uint64_t seed = 40;
+    for (const auto &s : shapes) {
+      a.push_back(random(s, kFloat, seed++));
+      a.push_back(random(s, kFloat, seed++));
+    }
+    a.push_back(random({6, 9}, kFloat, seed++).t()); // transposed parameter
+    a.push_back(random({9, 6}, kFloat, seed++));
+    a.push_back(random({40}, kHalf, seed++));
+    a.push_back(random({40}, kHalf, seed++));
+    a.push_back(random({3, 2}, kDouble, seed++));
+    a.push_back(random({3, 2}, kDouble, seed++));
+    return a;
+  };
+  expect_same_fresh(fn, make);
+  auto compiled = compile(fn);
+  compiled(make());
+  const GraphInfo &g = compiled.explain().graphs.at(0);
+  // (the empty parameter's update is no kernel: nothing to compute)
+  EXPECT_EQ(g.kernels, 1) << compiled.explain();
+  EXPECT_EQ(g.fallbacks, 0) << compiled.explain();
+}
+
+TEST(E2EFusion, CombinedKernelPartsReadingWhatAnotherWrites) {
+  // Three parts, in the joint loop's order: the update of a [64, 4096]
+  // parameter reading %g broadcast (expensive: a sin and an exp per
+  // point), a
+  // cheap update of as many points, and %g's own update, which overwrites
+  // %g. The parts run side by side: on 2 threads the second thread does
+  // the cheap part and reaches %g's update while the first still reads %g
+  // in the expensive one, so the last part must not write into %g's buffer
+  // (ember-plan-memory). Seen to fail when that rule is dropped.
+  auto fn = [](std::vector<Tensor> a) {
+    a[0].sub_(a[1]).sin_().exp_();
+    a[2].mul_(2);
+    a[1].cos_();
+    return std::vector<Tensor>();
+  };
+  auto make = [] {
+    return std::vector<Tensor>{random({64, 4096}, kFloat, 60),
+                               random({4096}, kFloat, 61),
+                               random({64 * 4096}, kFloat, 62)};
+  };
+  int threads = get_num_threads();
+  set_num_threads(2);
+  expect_same_fresh(fn, make, 3);
+  auto compiled = compile(fn);
+  compiled(make());
+  EXPECT_EQ(compiled.explain().graphs.at(0).kernels, 1) << compiled.explain();
+  set_num_threads(threads);
 }

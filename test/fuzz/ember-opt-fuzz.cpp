@@ -5,7 +5,8 @@
 //
 //   parse (the dialects registered as ember-opt registers them) and verify
 //   -> the level-2 pipeline (canonicalize, CSE, ember-decompose,
-//      canonicalize, CSE, ember-fuse-elementwise, ember-plan-memory), with
+//      canonicalize, CSE, ember-fuse-elementwise, ember-fuse-horizontal,
+//      ember-plan-memory), with
 //      the verifier after every pass
 //   -> every ember.fusion lowered to its kernel description (codegen/
 //      Lower.h; no LLVM compile: that is upstream's code and slow)

@@ -735,8 +735,9 @@ TEST(Cuda, ComposedKernelsOnTheDevice) {
                            std::nullopt, false, true);
         for (size_t i = 0; i < 3; ++i) {
           ASSERT_EQ(gc[i].defined(), gg[i].defined()) << i;
-          if (gc[i].defined())
+          if (gc[i].defined()) {
             EXPECT_TRUE(close(gg[i].cpu(), gc[i], tol * 10, tol * 10)) << i;
+          }
         }
       }
     };

@@ -19,6 +19,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <iostream>
+#include <vector>
 
 namespace {
 
@@ -55,24 +56,39 @@ int main(int argc, char **argv) {
       if (func.isExternal())
         continue; // a declaration has no fusions
       for (mlir::Operation &op : func.getBody().front()) {
-        if (!llvm::isa<ember::ir::FusionOp>(op))
+        auto fusion = llvm::dyn_cast<ember::ir::FusionOp>(op);
+        if (!fusion)
           continue;
         std::cout << "// fusion " << fusions++ << " of @"
                   << func.getSymName().str() << " at "
                   << ember::ir::loc_string(op.getLoc()) << "\n";
-        ember::codegen::KernelSpec spec;
-        std::string why = ember::codegen::lower_fusion(&op, spec);
-        if (!why.empty()) {
-          std::cout << "// not compiled by the CPU generator: " << why << "\n";
-          continue;
+        // A fusion of fusions (ember-fuse-horizontal) is one launch of its
+        // inner fusions' kernels (Note [Combined kernels]): each printed.
+        std::vector<mlir::Operation *> kernels;
+        for (mlir::Operation &inner : fusion.getBody().front())
+          if (llvm::isa<ember::ir::FusionOp>(inner))
+            kernels.push_back(&inner);
+        if (kernels.empty())
+          kernels.push_back(&op);
+        for (size_t i = 0; i < kernels.size(); ++i) {
+          if (kernels[i] != &op)
+            std::cout << "// part " << i + 1 << " of " << kernels.size()
+                      << " of a combined kernel\n";
+          ember::codegen::KernelSpec spec;
+          std::string why = ember::codegen::lower_fusion(kernels[i], spec);
+          if (!why.empty()) {
+            std::cout << "// not compiled by the CPU generator: " << why
+                      << "\n";
+            continue;
+          }
+          if (emit == Emit::Kernels) {
+            std::cout << spec.str();
+            continue;
+          }
+          ember::codegen::CompileKernelOptions o;
+          o.keep_ir = true;
+          std::cout << ember::codegen::compile_kernel(spec, o).llvm_ir << "\n";
         }
-        if (emit == Emit::Kernels) {
-          std::cout << spec.str();
-          continue;
-        }
-        ember::codegen::CompileKernelOptions o;
-        o.keep_ir = true;
-        std::cout << ember::codegen::compile_kernel(spec, o).llvm_ir << "\n";
       }
     }
     if (fusions == 0)
