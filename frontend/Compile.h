@@ -90,6 +90,10 @@ struct CompileOptions {
   /// At level 2, write fusion results into the buffers of inputs that die
   /// there (ember-plan-memory; torch._inductor.config.inplace_buffers).
   EMBER_ARG(bool, inplace_buffers) = true;
+  /// At level 2, run independent pointwise kernels of the arguments (an
+  /// optimizer step's per-parameter updates) as one launch
+  /// (ember-fuse-horizontal; torch._inductor.config.combo_kernels).
+  EMBER_ARG(bool, combo_kernels) = true;
   /// Compiled training: the bytes of activations a graph's forward may save
   /// for its backward (inputs not counted); ember-remat recomputes the rest
   /// in the backward, choosing the least recompute (estimated FLOPs) that

@@ -344,6 +344,7 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
   frontend::LowerOptions lo;
   lo.opt_level = int(options.opt_level());
   lo.inplace_buffers = options.inplace_buffers();
+  lo.combo_kernels = options.combo_kernels();
   lo.keep_kernel_ir = debug_dir().has_value();
   lo.keep_pass_ir = lo.keep_kernel_ir;
   lo.memory_budget = options.memory_budget();

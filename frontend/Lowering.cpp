@@ -88,7 +88,7 @@ void run_pipeline(mlir::ModuleOp module, const ir::Trace &trace,
   bool verify_each = env::get("EMBER_VERIFY_PASSES").value_or("") == "1";
   pm.enableVerifier(verify_each);
   passes::build_pipeline(pm, options.opt_level, options.inplace_buffers, "cpu",
-                         joint, options.memory_budget);
+                         joint, options.memory_budget, options.combo_kernels);
   pm.addInstrumentation(
       std::make_unique<PassRecorder>(runs, module, options.keep_pass_ir));
   std::string diagnostics;

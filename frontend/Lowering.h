@@ -14,6 +14,7 @@ namespace ember::frontend {
 struct LowerOptions {
   int opt_level = 2;
   bool inplace_buffers = true; ///< ember-plan-memory at level 2
+  bool combo_kernels = true;   ///< ember-fuse-horizontal at level 2
   bool keep_pass_ir = false;   ///< fill PassRun::ir_after
   bool keep_kernel_ir = false; ///< fill KernelInfo::llvm_ir
   /// Fill Lowered::ir, ir_with_locations and ir_optimized. Printing a large

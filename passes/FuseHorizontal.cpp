@@ -90,6 +90,13 @@ struct FuseHorizontal : impl::FuseHorizontalBase<FuseHorizontal> {
   void runOnOperation() override {
     if (getOperation().isExternal())
       return;
+    // A joint graph's backward (ember-remat outlines it, always with
+    // `ember.recomputed`) releases each argument, a saved tensor, at its
+    // last use (frontend: Program::run_consuming): a fusion moved later
+    // would hold the tensors it reads longer, and the step's peak with
+    // them. Elsewhere the caller holds the arguments for the whole call.
+    if (getOperation()->hasAttr("ember.recomputed"))
+      return;
     // The candidates in program order, cut into groups of at most maxOps
     // inner ops (Note [Fusion size]).
     std::vector<std::vector<ir::FusionOp>> groups(1);

@@ -34,13 +34,19 @@ struct PipelineOptions : mlir::PassPipelineOptions<PipelineOptions> {
       *this, "memory-budget",
       llvm::cl::desc("ember-remat's budget in bytes (-1: the minimum cut)"),
       llvm::cl::init(-1)};
+  Option<bool> combo_kernels{
+      *this, "combo-kernels",
+      llvm::cl::desc("run independent pointwise fusions of the arguments as "
+                     "one kernel (ember-fuse-horizontal)"),
+      llvm::cl::init(true)};
 };
 } // namespace
 
 std::vector<std::string> build_pipeline(mlir::OpPassManager &pm, int level,
                                         bool inplace_buffers,
                                         const std::string &target, bool remat,
-                                        int64_t memory_budget) {
+                                        int64_t memory_budget,
+                                        bool combo_kernels) {
   EMBER_CHECK_VALUE(level >= 0 && level <= kMaxOptLevel,
                     "optimisation level must be 0 to ", kMaxOptLevel, ", got ",
                     level);
@@ -66,7 +72,8 @@ std::vector<std::string> build_pipeline(mlir::OpPassManager &pm, int level,
     add(mlir::createCanonicalizerPass());
     add(mlir::createCSEPass());
     add_on_functions(createFuseElementwise(FuseElementwiseOptions{target}));
-    add_on_functions(createFuseHorizontal());
+    if (combo_kernels)
+      add_on_functions(createFuseHorizontal());
     if (inplace_buffers)
       add_on_functions(createPlanMemory());
   }
@@ -82,7 +89,7 @@ void register_passes() {
         "ember-pipeline", "ember's passes at an optimisation level",
         [](mlir::OpPassManager &pm, const PipelineOptions &o) {
           build_pipeline(pm, o.level, o.inplace_buffers, o.target, o.remat,
-                         o.memory_budget);
+                         o.memory_budget, o.combo_kernels);
         });
   });
 }

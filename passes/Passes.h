@@ -40,8 +40,9 @@ inline constexpr int kMaxOptLevel = 2;
 /// Adds the passes of optimisation level `level` to `pm` (anchored on a
 /// module): 0 nothing (every op an eager step), 1 canonicalize and CSE,
 /// 2 also decomposition, elementwise fusion for the fusion target `target`
-/// (passes/FusionTarget.h), combined kernels of independent fusions
-/// (ember-fuse-horizontal) and (with `inplace_buffers`) the buffer plan.
+/// (passes/FusionTarget.h), (with `combo_kernels`) combined kernels of
+/// independent fusions (ember-fuse-horizontal) and (with `inplace_buffers`)
+/// the buffer plan.
 /// Returns the passes' names (their ember-opt arguments), in order: what
 /// explain() and tests list, never restated by hand.
 ///
@@ -49,10 +50,9 @@ inline constexpr int kMaxOptLevel = 2;
 /// functions (ember-remat, with `memory_budget`: -1 the minimum cut, else
 /// bytes), after canonicalize and CSE and before decomposition and fusion,
 /// so that both halves fuse.
-std::vector<std::string> build_pipeline(mlir::OpPassManager &pm, int level,
-                                        bool inplace_buffers = true,
-                                        const std::string &target = "cpu",
-                                        bool remat = false,
-                                        int64_t memory_budget = -1);
+std::vector<std::string>
+build_pipeline(mlir::OpPassManager &pm, int level, bool inplace_buffers = true,
+               const std::string &target = "cpu", bool remat = false,
+               int64_t memory_budget = -1, bool combo_kernels = true);
 
 } // namespace ember::passes

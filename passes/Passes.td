@@ -106,7 +106,9 @@ def FuseHorizontal : Pass<"ember-fuse-horizontal", "mlir::func::FuncOp"> {
     function's arguments and constants, and only the function's return
     reads its results: then moving it to the position of the last fusion
     that joins neither reorders a dependence nor extends the life of a
-    buffer the function made. At most `max-ops` inner ops (Note [Fusion
+    buffer the function made. A joint graph's backward (the function
+    ember-remat outlines, marked `ember.recomputed`) is left alone: it
+    releases its arguments, the saved tensors, at their last use. At most `max-ops` inner ops (Note [Fusion
     size]) go into one combined fusion; a group of one stays as it was.
     Inner fusions lose their `ember.reuse` plans (ember-plan-memory plans
     the combined one, after this pass).

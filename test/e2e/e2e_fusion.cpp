@@ -426,10 +426,15 @@ TEST(E2EFusion, CombinedKernelsEqualEager) {
   expect_same_fresh(fn, make);
   auto compiled = compile(fn);
   compiled(make());
-  const GraphInfo &g = compiled.explain().graphs.at(0);
+  ExplainOutput e = compiled.explain();
+  const GraphInfo &g = e.graphs.at(0);
   // (the empty parameter's update is no kernel: nothing to compute)
-  EXPECT_EQ(g.kernels, 1) << compiled.explain();
-  EXPECT_EQ(g.fallbacks, 0) << compiled.explain();
+  EXPECT_EQ(g.kernels, 1) << e;
+  EXPECT_EQ(g.fallbacks, 0) << e;
+  // One kernel per update without them.
+  auto separate = compile(fn, CompileOptions().combo_kernels(false));
+  separate(make());
+  EXPECT_GE(separate.explain().graphs.at(0).kernels, 9) << separate.explain();
 }
 
 TEST(E2EFusion, CombinedKernelPartsReadingWhatAnotherWrites) {

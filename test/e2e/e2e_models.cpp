@@ -321,9 +321,10 @@ void expect_same_training(const TrainFn &fn, const std::vector<Tensor> &params,
   ASSERT_EQ(grads[1].size(), grads[0].size());
   for (size_t i = 0; i < grads[0].size(); ++i) {
     ASSERT_EQ(grads[1][i].defined(), grads[0][i].defined()) << "gradient " << i;
-    if (grads[0][i].defined())
+    if (grads[0][i].defined()) {
       EXPECT_TRUE(ember::test::close(grads[1][i], grads[0][i], 1e-4, 1e-5))
           << "gradient " << i;
+    }
   }
   ExplainOutput e = compiled.explain();
   EXPECT_TRUE(e.eager_reasons.empty()) << e;

@@ -52,9 +52,10 @@ ExplainOutput expect_same_training(const Fn &fn, const std::vector<Tensor> &in,
       if (!rg[i])
         continue;
       EXPECT_EQ(b[i].grad().defined(), a[i].grad().defined()) << "input " << i;
-      if (a[i].grad().defined())
+      if (a[i].grad().defined()) {
         EXPECT_TRUE(same(b[i].grad(), a[i].grad()))
             << "input " << i << " call " << c;
+      }
     }
   }
   return compiled.explain();
@@ -428,8 +429,9 @@ TEST(E2ETraining, RandomOpsReplayTheirState) {
       yc.backward();
       EXPECT_TRUE(same(b.grad(), a.grad())) << "call " << call;
       // (a call with the next seed draws other numbers)
-      if (last.defined())
+      if (last.defined()) {
         EXPECT_FALSE(same(yc, last));
+      }
       last = yc.detach();
     }
     ExplainOutput e = f.explain();
@@ -532,8 +534,9 @@ TEST(E2ETraining, MemoryBudgetKeepsGradientsAndCutsSavedBytes) {
     const GraphInfo &g = e.graphs[0];
     if (budget >= 0) {
       EXPECT_LE(g.saved_bytes, budget) << e;
-      if (last >= 0)
+      if (last >= 0) {
         EXPECT_LE(g.saved_bytes, last);
+      }
       last = g.saved_bytes;
     }
   }

@@ -1,6 +1,7 @@
 // RUN: ember-opt %s --ember-fuse-elementwise --ember-fuse-horizontal --ember-plan-memory --split-input-file | FileCheck %s
 // RUN: ember-opt %s --ember-pipeline --split-input-file | FileCheck %s --check-prefix=PIPE
 // RUN: ember-opt %s --ember-pipeline | ember-translate --emit=kernels | FileCheck %s --check-prefix=KERNELS
+// RUN: ember-opt %s --ember-pipeline="combo-kernels=false" --split-input-file | FileCheck %s --check-prefix=OFF
 // RUN: ember-opt %s --ember-fuse-elementwise=max-ops=1 --ember-fuse-horizontal --ember-plan-memory --split-input-file | FileCheck %s --check-prefix=SHARED
 
 // An SGD step over two parameters of different shapes: one fusion per
@@ -21,6 +22,10 @@
 // PIPE-COUNT-3: ember.fusion
 // PIPE-NOT: ember.fusion
 // PIPE: return
+// OFF-LABEL: func.func @sgd
+// OFF-COUNT-2: ember.fusion(
+// OFF-NOT: ember.fusion(
+// OFF: return
 // KERNELS-LABEL: // fusion {{[0-9]+}} of @sgd at
 // KERNELS-NEXT: // part 1 of 2 of a combined kernel
 // KERNELS-NEXT: kernel over [64]
@@ -81,4 +86,19 @@ func.func @shared_input(%p: tensor<64xf32>, %g: tensor<64xf32>) -> (tensor<64xf3
   %0 = ember.sub.Tensor %p, %g {alpha = 1 : i64} : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
   %1 = ember.cos %g : (tensor<64xf32>) -> tensor<64xf32>
   return %0, %1 : tensor<64xf32>, tensor<64xf32>
+}
+
+// -----
+
+// A joint graph's backward (ember-remat's, marked ember.recomputed)
+// releases each argument at its last use: moving the first update to the
+// second would hold %s1 longer. Nothing is combined there.
+// CHECK-LABEL: func.func @backward
+// CHECK-COUNT-2: ember.fusion(%arg
+// CHECK-NOT: ember.fusion(
+// CHECK: return
+func.func @backward(%s1: tensor<64xf32>, %g1: tensor<64xf32>, %s2: tensor<32xf32>, %g2: tensor<32xf32>) -> (tensor<64xf32>, tensor<32xf32>) attributes {ember.recomputed = [], ember.recompute_flops = 0 : i64} {
+  %0 = ember.mul.Tensor %s1, %g1 : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+  %1 = ember.mul.Tensor %s2, %g2 : (tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
+  return %0, %1 : tensor<64xf32>, tensor<32xf32>
 }
