@@ -4,6 +4,7 @@
 #include "codegen/Lower.h"
 #include "eager/Factory.h"
 #include "ir/Dialect.h"
+#include "ir/Queries.h"
 #include "ir/Types.h"
 
 #include "mlir/IR/Operation.h"
@@ -29,6 +30,9 @@ public:
   std::vector<Tensor> run(const std::vector<Tensor> &inputs) const override {
     return run_reusing(inputs, {});
   }
+
+  /// Output points.
+  int64_t numel() const { return compiled_.numel; }
 
   std::vector<Tensor>
   run_reusing(const std::vector<Tensor> &inputs,
@@ -178,7 +182,10 @@ public:
     std::snprintf(
         hash, sizeof hash, "%016llx",
         static_cast<unsigned long long>(std::hash<std::string>()(names)));
-    name_ = detail::str("cpu combined ", parts_.size(), " kernels ", hash);
+    size_t nonempty = 0;
+    for (const Part &p : parts_)
+      nonempty += p.kernel->numel() > 0;
+    name_ = detail::str("cpu combined ", nonempty, " kernels ", hash);
   }
 
   std::vector<Tensor> run(const std::vector<Tensor> &inputs) const override {
@@ -266,49 +273,29 @@ std::shared_ptr<const ir::Kernel> compile_combined(ir::FusionOp fusion,
                                                    FusionCompile &r) {
   mlir::Block &body = fusion.getBody().front();
   auto yield = llvm::cast<ir::YieldOp>(body.getTerminator());
+  std::vector<ir::FusionOp> inner = ir::inner_fusions(fusion, &r.why_not);
+  if (inner.empty())
+    return nullptr;
   std::vector<CpuComboKernel::Part> parts;
   llvm::DenseMap<mlir::Operation *, size_t> part_of;
-  for (mlir::Operation &op : body.without_terminator()) {
-    auto inner = llvm::dyn_cast<ir::FusionOp>(op);
-    if (!inner) {
-      r.why_not = "a fusion of fusions holds " +
-                  op.getName().getStringRef().str() + ", which is not a fusion";
-      return nullptr;
-    }
+  for (ir::FusionOp g : inner) {
     CpuComboKernel::Part p;
-    for (mlir::Value in : inner.getInputs()) {
-      auto arg = llvm::dyn_cast<mlir::BlockArgument>(in);
-      if (!arg || arg.getOwner() != &body) {
-        r.why_not = "an inner fusion reads the result of another: the parts "
-                    "of a fusion of fusions run side by side";
-        return nullptr;
-      }
-      p.inputs.push_back(int(arg.getArgNumber()));
-    }
-    p.results.assign(inner.getNumResults(), -1);
-    part_of[inner] = parts.size();
+    for (mlir::Value in : g.getInputs())
+      p.inputs.push_back(
+          int(llvm::cast<mlir::BlockArgument>(in).getArgNumber()));
+    p.results.assign(g.getNumResults(), -1);
+    part_of[g] = parts.size();
     parts.push_back(std::move(p));
   }
   for (auto [i, v] : llvm::enumerate(yield.getValues())) {
-    auto res = llvm::dyn_cast<mlir::OpResult>(v);
-    auto it = res ? part_of.find(res.getOwner()) : part_of.end();
-    if (it == part_of.end() ||
-        parts[it->second].results[res.getResultNumber()] != -1) {
-      r.why_not = "a fusion of fusions yields a value that is not a result "
-                  "of exactly one of its fusions";
-      return nullptr;
-    }
-    parts[it->second].results[res.getResultNumber()] = int(i);
+    auto res = llvm::cast<mlir::OpResult>(v);
+    parts[part_of.at(res.getOwner())].results[res.getResultNumber()] = int(i);
   }
   size_t i = 0;
   std::vector<std::string> origins;
-  for (mlir::Operation &op : body.without_terminator()) {
+  for (ir::FusionOp g : inner) {
+    mlir::Operation &op = *g;
     CpuComboKernel::Part &p = parts[i++];
-    if (llvm::is_contained(p.results, -1)) {
-      r.why_not = "an inner fusion has a result the fusion of fusions does "
-                  "not yield";
-      return nullptr;
-    }
     // The plan of the part's results, in its own input numbers.
     std::vector<int> mine(p.results.size(), -1);
     for (size_t k = 0; k < p.results.size(); ++k) {
@@ -349,6 +336,7 @@ FusionCompile compile_cpu_fusion(mlir::Operation *fusion, bool keep_ir) {
     bool combined = f && llvm::any_of(f.getBody().front(), [](auto &op) {
                       return llvm::isa<ir::FusionOp>(op);
                     });
+    // (a malformed one: inner_fusions says why, and it runs eagerly)
     if (combined)
       r.kernel = compile_combined(f, plan, keep_ir, r);
     else

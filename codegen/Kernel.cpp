@@ -1,6 +1,7 @@
 #include "codegen/Kernel.h"
 
 #include "codegen/CpuJit.h"
+#include "codegen/ScalarLibrary.h"
 #include "eager/Factory.h"
 #include "eager/Meta.h"
 #include "eager/TensorImpl.h"
@@ -294,32 +295,33 @@ void CompiledKernel::run(char **ptrs) const {
 void run_combined(const std::vector<const CompiledKernel *> &kernels,
                   const std::vector<char **> &ptrs) {
   EMBER_INTERNAL_ASSERT(kernels.size() == ptrs.size());
-  // The points of kernel i are [start[i], start[i + 1]) of the joint loop.
+  // The joint loop counts cost, not points (one part of exps beside one of
+  // adds would otherwise give one thread all the exps): kernel i's points
+  // are the units [start[i], start[i + 1]), cost[i] units each, and a
+  // chunk [b, e) of units runs the points whose first unit it holds.
   std::vector<size_t> joint;
-  std::vector<int64_t> start{0};
-  int64_t work = 1;
+  std::vector<int64_t> start{0}, cost;
   for (size_t i = 0; i < kernels.size(); ++i) {
     if (kernels[i]->combine || kernels[i]->numel == 0)
       continue;
     joint.push_back(i);
-    start.push_back(start.back() + kernels[i]->numel);
-    work = std::max(work, kernels[i]->point_work);
+    cost.push_back(std::clamp<int64_t>(kernels[i]->point_cost, 1, 1 << 16));
+    start.push_back(start.back() + kernels[i]->numel * cost.back());
   }
+  auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
   if (start.back() > 0)
-    parallel_for(0, start.back(), std::max<int64_t>(1, kGrainSize / work),
-                 [&](int64_t b, int64_t e) {
-                   // (the first kernel whose points reach past b)
-                   size_t j =
-                       size_t(std::upper_bound(start.begin(), start.end(), b) -
-                              start.begin()) -
-                       1;
-                   for (; j < joint.size() && start[j] < e; ++j) {
-                     int64_t lo = std::max(b, start[j]) - start[j];
-                     int64_t hi = std::min(e, start[j + 1]) - start[j];
-                     if (lo < hi)
-                       kernels[joint[j]]->fn(ptrs[joint[j]], lo, hi);
-                   }
-                 });
+    parallel_for(0, start.back(), kGrainSize, [&](int64_t b, int64_t e) {
+      // (the first kernel whose units reach past b)
+      size_t j = size_t(std::upper_bound(start.begin(), start.end(), b) -
+                        start.begin()) -
+                 1;
+      for (; j < joint.size() && start[j] < e; ++j) {
+        int64_t lo = ceil_div(std::max(b, start[j]) - start[j], cost[j]);
+        int64_t hi = ceil_div(std::min(e, start[j + 1]) - start[j], cost[j]);
+        if (lo < hi)
+          kernels[joint[j]]->fn(ptrs[joint[j]], lo, hi);
+      }
+    });
   for (size_t i = 0; i < kernels.size(); ++i)
     if (kernels[i]->combine)
       kernels[i]->run(ptrs[i]);
@@ -1394,6 +1396,12 @@ CompiledKernel compile_single(const KernelSpec &spec, const std::string &key,
   CompiledKernel k;
   k.numel = spec.output_numel();
   k.point_work = spec.reduced_numel();
+  int64_t steps = 0;
+  for (const KernelSpec::Step &st : spec.steps)
+    steps += st.kind == KernelSpec::Kind::Pointwise && st.op
+                 ? pointwise_weight(*st.op, st.compute)
+                 : 1;
+  k.point_cost = std::max<int64_t>(1, steps) * k.point_work;
   k.name = "ember_kernel_" + hex(std::hash<std::string>()(key));
   std::string why;
   void *fn =

@@ -163,6 +163,9 @@ struct CompiledKernel {
   Fn fn = nullptr;
   int64_t numel = 0;      ///< output points (kept points of a reduction)
   int64_t point_work = 1; ///< elements read per output point
+  /// The cost of one output point in adds (its steps' weights, Note
+  /// [Fusion size], times point_work): how run_combined balances parts.
+  int64_t point_cost = 1;
   std::string name;       ///< its symbol: "ember_kernel_<hash>"
   std::string llvm_ir;    ///< the optimized LLVM IR (when asked for)
   double compile_seconds = 0;

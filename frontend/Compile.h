@@ -405,11 +405,13 @@ CompiledFunction<std::decay_t<F>> compile(F &&fn, CompileOptions options = {}) {
                                            std::move(options));
 }
 
-/// The passes compile() runs at `opt_level` (with `inplace_buffers`), in
-/// order, by their ember-opt names ("canonicalize", "ember-decompose"...):
-/// the pipeline explain() times, as `ember-opt --ember-pipeline` runs it.
+/// The passes compile() runs at `opt_level` (with `inplace_buffers` and
+/// `combo_kernels`, as CompileOptions), in order, by their ember-opt names
+/// ("canonicalize", "ember-decompose"...): the pipeline explain() times, as
+/// `ember-opt --ember-pipeline` runs it.
 std::vector<std::string> pipeline_passes(int64_t opt_level = 2,
-                                         bool inplace_buffers = true);
+                                         bool inplace_buffers = true,
+                                         bool combo_kernels = true);
 
 /// Compiles `fn`, calls it once with `args` and reports what happened
 /// (torch._dynamo.explain(fn)(*args)).

@@ -7,6 +7,7 @@
 #include "runtime/Profiler.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace ember::frontend {
 
@@ -103,22 +104,49 @@ std::pair<uintptr_t, uintptr_t> span_of(const Tensor &t) {
   return {first, first + extent};
 }
 
-/// Whether another of `inputs` shares memory with inputs[k] (its elements'
-/// address range: conservative for strided tensors).
-bool overlaps_another(const std::vector<Tensor> &inputs, size_t k) {
-  const Tensor &t = inputs[k];
-  if (!t.defined() || t.numel() == 0)
-    return true;
-  auto [a0, a1] = span_of(t);
+/// Per input: whether another of `inputs` shares memory with it (their
+/// elements' address ranges: conservative for strided tensors); true for
+/// an undefined or empty one. Once per call, O(n log n): asked per
+/// in-place write with a scan of every input, a compiled step over
+/// thousands of parameters was quadratic.
+std::vector<char> overlapping(const std::vector<Tensor> &inputs) {
+  std::vector<char> out(inputs.size(), 1);
+  // One node per tensor (the same tensor passed twice shares with itself
+  // only).
+  struct Node {
+    uintptr_t a0, a1;
+    bool overlaps = false;
+  };
+  std::vector<Node> nodes;
+  std::unordered_map<const void *, size_t> node_of;
+  std::vector<size_t> which(inputs.size(), SIZE_MAX);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const Tensor &o = inputs[i];
-    if (i == k || !o.defined() || o.numel() == 0 || o.is_same(t))
+    const Tensor &t = inputs[i];
+    if (!t.defined() || t.numel() == 0)
       continue;
-    auto [b0, b1] = span_of(o);
-    if (a0 < b1 && b0 < a1)
-      return true;
+    auto [it, fresh] = node_of.try_emplace(t.unsafeGetTensorImpl(), nodes.size());
+    if (fresh) {
+      auto [a0, a1] = span_of(t);
+      nodes.push_back({a0, a1});
+    }
+    which[i] = it->second;
   }
-  return false;
+  std::vector<size_t> order(nodes.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return nodes[a].a0 < nodes[b].a0; });
+  uintptr_t reach = 0; // the furthest end of the ranges before
+  for (size_t j = 0; j < order.size(); ++j) {
+    Node &n = nodes[order[j]];
+    n.overlaps = (j > 0 && n.a0 < reach) ||
+                 (j + 1 < order.size() && nodes[order[j + 1]].a0 < n.a1);
+    reach = std::max(reach, n.a1);
+  }
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (which[i] != SIZE_MAX)
+      out[i] = nodes[which[i]].overlaps;
+  return out;
 }
 } // namespace
 
@@ -141,6 +169,13 @@ std::vector<Tensor> Program::run_impl(std::vector<Tensor> &inputs,
   // captured (Note [Autocast] in eager/amp/Autocast.h).
   ExcludeDispatchKeyGuard no_capture(DispatchKeySet(DispatchKey::Capture) |
                                      DispatchKey::Autocast);
+  // (computed at the first in-place write of an argument)
+  std::vector<char> overlap;
+  auto overlaps_another = [&](size_t i) {
+    if (overlap.empty())
+      overlap = overlapping(inputs);
+    return overlap[i] != 0;
+  };
   // Note [Graphs run without autograd]
   // A graph's ops record no autograd history when it runs: the history of
   // a compiled graph's results is one CompiledFunctionBackward node, made
@@ -232,7 +267,7 @@ std::vector<Tensor> Program::run_impl(std::vector<Tensor> &inputs,
           if (int i = input_of_[size_t(v)]; i >= 0)
             // (only when no other input shares its memory this call: a
             // replayed graph, or tensors over one buffer from from_blob)
-            k = overlaps_another(inputs, size_t(i)) ? -1 : -k - 2;
+            k = overlaps_another(size_t(i)) ? -1 : -k - 2;
           else if (!keep_[v] &&
                    std::find(s.free_after.begin(), s.free_after.end(), v) !=
                        s.free_after.end())

@@ -3,6 +3,8 @@
 #include "eager/WrapDim.h"
 #include "ir/Types.h"
 
+#include "llvm/ADT/DenseSet.h"
+
 namespace ember::ir {
 
 IValue attr_arg(mlir::Operation *op, const OperatorHandle &h, size_t index) {
@@ -85,6 +87,46 @@ bool never_raises(mlir::Operation *op) {
                                      : no_integers(inner.getResultTypes())))
       return false;
   return true;
+}
+
+std::vector<FusionOp> inner_fusions(FusionOp f, std::string *why) {
+  mlir::Block &body = f.getBody().front();
+  std::vector<FusionOp> inner;
+  auto fail = [&](const char *what) {
+    if (why)
+      *why = what;
+    return std::vector<FusionOp>();
+  };
+  bool other = false;
+  for (mlir::Operation &op : body.without_terminator()) {
+    if (auto g = llvm::dyn_cast<FusionOp>(op))
+      inner.push_back(g);
+    else
+      other = true;
+  }
+  if (inner.empty())
+    return inner;
+  if (other)
+    return fail("a fusion of fusions holds only fusions");
+  for (FusionOp g : inner)
+    for (mlir::Value in : g.getInputs())
+      if (!llvm::isa<mlir::BlockArgument>(in))
+        return fail("an inner fusion reads another's result: the inner "
+                    "fusions of a fusion of fusions run side by side");
+  llvm::DenseSet<mlir::Value> yielded;
+  size_t results = 0;
+  for (FusionOp g : inner)
+    results += g.getNumResults();
+  for (mlir::Value v : body.getTerminator()->getOperands()) {
+    auto r = llvm::dyn_cast<mlir::OpResult>(v);
+    if (!r || !llvm::isa<FusionOp>(r.getOwner()) || !yielded.insert(v).second)
+      return fail("a fusion of fusions yields each result of its inner "
+                  "fusions once, and nothing else");
+  }
+  if (yielded.size() != results)
+    return fail("a fusion of fusions yields each result of its inner "
+                "fusions once, and nothing else");
+  return inner;
 }
 
 } // namespace ember::ir

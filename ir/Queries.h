@@ -9,6 +9,7 @@
 #include "ir/Domain.h"
 
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace ember::ir {
@@ -37,6 +38,14 @@ std::vector<int64_t> shape_of(mlir::Value v);
 /// Whether a code generator computes it is its own question (Note [Per-op
 /// capability] in passes/FusionTarget.h).
 std::optional<Domain> fusion_domain(mlir::Operation *op);
+
+/// A fusion of fusions (ember-fuse-horizontal: a combined kernel whose
+/// inner fusions run side by side, Note [Combined kernels] in
+/// codegen/CpuFusion.cpp): its inner fusions in order, or none for a plain
+/// fusion. A body that mixes fusions with other ops, an inner fusion that
+/// reads another's result, or a yield that is not each inner result once
+/// is malformed: `why` (when given) says how, and none are returned.
+std::vector<FusionOp> inner_fusions(FusionOp f, std::string *why = nullptr);
 
 /// Whether `op` can never raise: a constant, a view, or an ember.fusion
 /// (inner fusions included) without an integer value anywhere -- its

@@ -3,6 +3,7 @@
 // ember.fusion and ember.eager_call.
 #include "ir/Dialect.h"
 #include "ir/DialectImpl.h"
+#include "ir/Queries.h"
 
 #include "eager/Meta.h"
 
@@ -198,6 +199,24 @@ LogicalResult FusionOp::verify() {
       taken.push_back(k);
     }
   }
+  std::string why;
+  std::vector<FusionOp> inner = inner_fusions(*this, &why);
+  if (!why.empty())
+    return emitOpError(why);
+  // A combined fusion's parts run side by side: a result is written only
+  // into an input that the part yielding it alone reads.
+  if (auto reuse = (*this)->getAttrOfType<DenseI64ArrayAttr>(kReuseAttr);
+      reuse && !inner.empty())
+    for (auto [i, k] : llvm::enumerate(reuse.asArrayRef())) {
+      if (k < 0)
+        continue;
+      Operation *part = yield.getValues()[i].getDefiningOp();
+      for (Operation *u : body.getArgument(unsigned(k)).getUsers())
+        if (u != part)
+          return emitOpError(kReuseAttr)
+                 << ": result " << i << " is written into input " << k
+                 << ", which another part of the fusion of fusions reads";
+    }
   return success();
 }
 

@@ -7,6 +7,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
 
 namespace ember::passes {
 
@@ -27,48 +28,59 @@ bool dies_at(Value v, Operation *fusion) {
   return llvm::all_of(v.getUsers(), [&](Operation *u) { return u == fusion; });
 }
 
-/// `v` is an argument the graph writes (`ember.mutations`) with `result`
-/// of `fusion`, and that only ops before `fusion` read otherwise, none of
-/// them a view (whose result could be read later): the kernel may write
-/// `result` into the argument's own buffer, which the graph overwrites
-/// anyway (an optimizer's update of a parameter), instead of a new buffer
-/// copied into it after the graph.
-bool overwritten_by(Value v, Operation *fusion, Value result) {
-  auto a = llvm::dyn_cast<BlockArgument>(v);
-  auto fn =
-      a ? llvm::dyn_cast<func::FuncOp>(a.getOwner()->getParentOp()) : nullptr;
-  if (!fn || fn->hasAttr("ember.forward_results"))
-    return false;
-  auto muts = fn->getAttrOfType<DenseI64ArrayAttr>("ember.mutations");
-  if (!muts)
-    return false;
-  Operation *ret = a.getOwner()->getTerminator();
-  if (muts.size() > ret->getNumOperands())
-    return false; // (a malformed attribute: the verifier's to report)
-  unsigned first = ret->getNumOperands() - unsigned(muts.size());
-  bool writes = false;
-  for (auto [j, input] : llvm::enumerate(muts.asArrayRef()))
-    if (input == int64_t(a.getArgNumber()) &&
-        ret->getOperand(first + unsigned(j)) == result)
-      writes = true;
-  if (!writes)
-    return false;
-  if (!llvm::all_of(a.getUsers(), [&](Operation *u) {
-        return u == fusion || (u->getBlock() == fusion->getBlock() &&
-                               u->isBeforeInBlock(fusion) &&
-                               !u->hasTrait<ir::OpTrait::View>());
-      }))
-    return false;
-  // Note [What compile() may change] (frontend/Compile.h): a graph that
-  // raises has written none of its arguments. So neither the fusion nor
-  // anything after it may raise: it and the ops that follow are fusions
-  // without integer values (whose kernels never raise), views and
-  // constants.
-  for (Operation *op = fusion; op && op != ret; op = op->getNextNode())
-    if (!ir::never_raises(op))
+/// What overwritten_by asks of the function, computed once per function
+/// (asked per result and input, it made a combined fusion of thousands of
+/// parameters cubic).
+struct Writes {
+  /// Per value the function returns as an argument's new value
+  /// (`ember.mutations`): the arguments it is written into.
+  llvm::DenseMap<Value, llvm::SmallVector<unsigned, 1>> into;
+  /// The ops from which on nothing raises (Note [What compile() may
+  /// change]: a graph that raises has written none of its arguments).
+  llvm::DenseSet<Operation *> quiet_from;
+
+  explicit Writes(func::FuncOp fn) {
+    if (fn.isExternal() || fn->hasAttr("ember.forward_results"))
+      return;
+    Operation *ret = fn.getBody().front().getTerminator();
+    if (auto muts = fn->getAttrOfType<DenseI64ArrayAttr>("ember.mutations");
+        muts && muts.size() <= ret->getNumOperands()) {
+      // (a malformed attribute is the verifier's to report)
+      unsigned first = ret->getNumOperands() - unsigned(muts.size());
+      for (auto [j, input] : llvm::enumerate(muts.asArrayRef()))
+        if (input >= 0 && input < int64_t(fn.getNumArguments()))
+          into[ret->getOperand(first + unsigned(j))].push_back(
+              unsigned(input));
+    }
+    for (Operation *op = ret->getPrevNode(); op && ir::never_raises(op);
+         op = op->getPrevNode())
+      quiet_from.insert(op);
+  }
+
+  /// `v` is an argument the graph writes (`ember.mutations`) with `result`
+  /// of `fusion`, and that only ops before `fusion` read otherwise, none of
+  /// them a view (whose result could be read later): the kernel may write
+  /// `result` into the argument's own buffer, which the graph overwrites
+  /// anyway (an optimizer's update of a parameter), instead of a new buffer
+  /// copied into it after the graph. Neither the fusion nor anything after
+  /// it may raise: fusions without integer values (whose kernels never
+  /// raise), views and constants.
+  bool overwritten_by(Value v, Operation *fusion, Value result) const {
+    auto a = llvm::dyn_cast<BlockArgument>(v);
+    if (!a || !llvm::isa<func::FuncOp>(a.getOwner()->getParentOp()))
       return false;
-  return true;
-}
+    auto it = into.find(result);
+    if (it == into.end() || !llvm::is_contained(it->second, a.getArgNumber()))
+      return false;
+    if (!quiet_from.contains(fusion))
+      return false;
+    return llvm::all_of(a.getUsers(), [&](Operation *u) {
+      return u == fusion || (u->getBlock() == fusion->getBlock() &&
+                             u->isBeforeInBlock(fusion) &&
+                             !u->hasTrait<ir::OpTrait::View>());
+    });
+  }
+};
 
 /// The shape of the space a fusion with a reduction iterates over (its
 /// first fold's operand), or none for a pointwise fusion.
@@ -92,6 +104,7 @@ ir::FusionOp inner_of(ir::FusionOp f, unsigned r) {
 
 struct PlanMemory : impl::PlanMemoryBase<PlanMemory> {
   void runOnOperation() override {
+    const Writes writes(getOperation());
     getOperation().walk([&](ir::FusionOp f) {
       // (inner fusions of a combined one: their inputs are the outer
       // body's arguments, never planned; the outer fusion is)
@@ -101,8 +114,12 @@ struct PlanMemory : impl::PlanMemoryBase<PlanMemory> {
       llvm::SmallVector<int64_t> reuse(f.getNumResults(), -1);
       llvm::SmallVector<bool> taken(f.getInputs().size(), false);
       bool any = false;
+      const bool combined = llvm::any_of(
+          body, [](Operation &op) { return llvm::isa<ir::FusionOp>(op); });
       for (unsigned r = 0; r < f.getNumResults(); ++r) {
         ir::FusionOp inner = inner_of(f, r);
+        if (combined && !inner)
+          continue; // (a malformed combined fusion: codegen refuses it)
         // A kernel writes each result element after it has read every
         // input element at the same point. In a reduction kernel, only a
         // result of the full space is indexed as an input of its type is:
@@ -113,7 +130,8 @@ struct PlanMemory : impl::PlanMemoryBase<PlanMemory> {
             reduction_space(inner ? inner : f);
         for (auto [k, in] : llvm::enumerate(f.getInputs())) {
           if (taken[k] || in.getType() != f.getResult(r).getType() ||
-              !(dies_at(in, f) || overwritten_by(in, f, f.getResult(r))))
+              !(dies_at(in, f) ||
+                writes.overwritten_by(in, f, f.getResult(r))))
             continue;
           if (space &&
               llvm::cast<RankedTensorType>(in.getType()).getShape() != *space)

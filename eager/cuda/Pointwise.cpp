@@ -12,19 +12,14 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 
 namespace ember::cuda {
 
-namespace {
+namespace detail {
 
-// eager/cuda/PointwiseMath.cuh, embedded by the build.
-const char kPrelude[] =
-#include "eager/generated/CudaPrelude.inc"
-    ;
-
-/// The CUDA name of each dtype: the prelude declares the table's C types.
 const char *ctype(ScalarType t) {
   switch (t) {
 #define EMBER_CTYPE(ctype, Name, pyname)                                       \
@@ -40,6 +35,33 @@ const char *ctype(ScalarType t) {
 ScalarType compute_of(ScalarType t) {
   return isReducedFloatingType(t) ? kFloat : t;
 }
+
+// (cached here by signature, so that a hit neither builds the source nor
+// hashes it; a miss builds it and asks get_kernel: NVRTC and the caches)
+void *cached_kernel(int device, const std::string &signature, const char *entry,
+                    const std::function<std::string()> &make_source) {
+  static std::mutex mu;
+  static auto *by_signature =
+      new std::map<std::pair<int, std::string>, void *>();
+  std::lock_guard<std::mutex> g(mu);
+  void *&fn = (*by_signature)[{device, signature}];
+  if (!fn)
+    fn = get_kernel(device, make_source(), entry);
+  return fn;
+}
+
+} // namespace detail
+
+namespace {
+
+using detail::cached_kernel;
+using detail::compute_of;
+using detail::ctype;
+
+// eager/cuda/PointwiseMath.cuh, embedded by the build.
+const char kPrelude[] =
+#include "eager/generated/CudaPrelude.inc"
+    ;
 
 /// Most dims a CUDA kernel indexes (PyTorch's MAX_DIMS); TensorIterator
 /// merges contiguous dims first, so only unusual strides come near it.
@@ -87,23 +109,6 @@ template <class T> Slot slot_of(T v) {
   Slot s;
   std::memcpy(s.bytes, &v, sizeof v);
   return s;
-}
-
-/// The kernel `entry` of device `device` for `signature` (what the source
-/// depends on: the functor or reduction, dtypes, variant): cached here by
-/// signature, so that a hit neither builds the source nor hashes it; a miss
-/// builds it with `make_source` and asks get_kernel (NVRTC and the caches).
-template <class MakeSource>
-void *cached_kernel(int device, const std::string &signature, const char *entry,
-                    MakeSource make_source) {
-  static std::mutex mu;
-  static auto *by_signature =
-      new std::map<std::pair<int, std::string>, void *>();
-  std::lock_guard<std::mutex> g(mu);
-  void *&fn = (*by_signature)[{device, signature}];
-  if (!fn)
-    fn = get_kernel(device, make_source(), entry);
-  return fn;
 }
 
 void launch(const Functor &f, ScalarType compute, unsigned bool_args,

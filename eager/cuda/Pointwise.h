@@ -18,6 +18,7 @@
 #include "eager/Meta.h"
 #include "eager/Tensor.h"
 
+#include <functional>
 #include <string>
 
 namespace ember::cuda {
@@ -90,5 +91,17 @@ std::string functor_source(const Functor &f);
 std::string pointwise_kernel(const Functor &f, ScalarType compute,
                              ArrayRef<ScalarType> dtypes, unsigned bool_args,
                              const std::string &entry, KernelShape shape = {});
+
+namespace detail {
+/// The CUDA C name of a dtype (the prelude declares the table's C types).
+const char *ctype(ScalarType t);
+/// The type a kernel computes a dtype in: float for the 16-bit floats.
+ScalarType compute_of(ScalarType t);
+/// The kernel `entry` of device `device` for `signature` (what the source
+/// depends on: the op, dtypes, variant), compiled from make_source() on the
+/// first request (NVRTC, the memory and disk caches: runtime/Nvrtc.h).
+void *cached_kernel(int device, const std::string &signature, const char *entry,
+                    const std::function<std::string()> &make_source);
+} // namespace detail
 
 } // namespace ember::cuda

@@ -9,6 +9,7 @@
 // against its float64 reference, as test_pointwise runs it on the CPU.
 #include "OpInfo.h"
 #include "TestUtil.h"
+#include "eager/cuda/Index.h"
 #include "eager/cuda/Pointwise.h"
 #include "eager/generated/NativeFunctions.h"
 #include "runtime/CudaAllocator.h"
@@ -854,4 +855,167 @@ TEST(Cuda, ArgReductionsOnTheDevice) {
     EXPECT_TRUE(same_values(v.cpu(), std::get<0>(x.max(1))));
     EXPECT_TRUE(same_values(i.cpu(), std::get<1>(x.max(1))));
   }
+}
+
+// Note [CUDA index kernels] (eager/cuda/Index.cpp): every variant of the
+// index kernel compiles under NVRTC; then the launches planned for CPU
+// tensors, run point by point through the device code compiled as host
+// C++, equal the CPU kernels of gather, index_select, scatter_,
+// scatter_add_ and index_add_ (every dtype, non-contiguous operands,
+// 0-dim, duplicates: float values are integers, so sums are exact in any
+// order).
+TEST(CudaNoGpu, IndexKernelsCompileUnderNvrtc) {
+  REQUIRE_NVRTC();
+  std::vector<std::pair<int, ScalarType>> variants;
+  for (int mode : {0, 1})
+    for (ScalarType t : {kByte, kHalf, kFloat, kDouble})
+      variants.push_back({mode, t}); // (one per element size)
+  for (ScalarType t : {kFloat, kDouble, kLong, kInt, kShort, kChar, kByte,
+                       kBool, kHalf, kBFloat16})
+    variants.push_back({2, t});
+  for (auto [mode, t] : variants) {
+    SCOPED_TRACE(std::to_string(mode) + " " + toString(t));
+    cuda::nvrtc::Compiled c = cuda::nvrtc::compile(
+        cuda::index_source(mode, t), "index.cu", 80, false);
+    EXPECT_NE(c.binary.find(".entry ember_index"), std::string::npos);
+  }
+}
+
+namespace {
+/// Integer-valued random values of `dt` (exact sums in any order).
+Tensor integers(std::vector<int64_t> sizes, ScalarType dt, uint64_t seed) {
+  Tensor x = (random(sizes, kFloat, seed) * 4).round();
+  return dt == kBool ? x.gt(0) : x.to(dt);
+}
+/// Equal dtypes and values (every value here is exact in double).
+::testing::AssertionResult exact(const Tensor &a, const Tensor &b) {
+  if (a.dtype() != b.dtype())
+    return ::testing::AssertionFailure()
+           << toString(a.dtype()) << " != " << toString(b.dtype());
+  return close(a, b, 0, 0);
+}
+/// Dim 2 of a 3-d tensor moved to `d`.
+Tensor dim2_to(const Tensor &t, int64_t d) {
+  return d == 0 ? t.permute({2, 0, 1}) : d == 1 ? t.permute({0, 2, 1}) : t;
+}
+Tensor indices(std::vector<int64_t> sizes, int64_t n, uint64_t seed) {
+  return (random(sizes, kFloat, seed).abs() * 1000).to(kLong).remainder(n);
+}
+} // namespace
+
+TEST(CudaNoGpu, IndexKernelsMatchTheCpuKernels) {
+  for (ScalarType dt :
+       {kFloat, kDouble, kLong, kInt, kShort, kChar, kByte, kBool, kHalf,
+        kBFloat16}) {
+    SCOPED_TRACE(toString(dt));
+    Tensor x = integers({5, 6, 7}, dt, 1);
+    Tensor xt = integers({7, 6, 5}, dt, 2).transpose(0, 2); // strided
+    for (const Tensor &self : {x, xt})
+      for (int64_t d = 0; d < 3; ++d) {
+        SCOPED_TRACE("dim " + std::to_string(d));
+        // gather: an index smaller than self along the other dims.
+        Tensor gi = indices({4, 3, 5}, self.size(d), 3 + uint64_t(d));
+        Tensor out = empty(gi.sizes(), self.options());
+        cuda::run_index_on_host(cuda::plan_gather(out, self, d, gi));
+        EXPECT_TRUE(exact(out, self.gather(d, gi)));
+        // index_select: an int32 index with repeats.
+        Tensor si = indices({9}, self.size(d), 7 + uint64_t(d)).to(kInt);
+        std::vector<int64_t> os(self.sizes().begin(), self.sizes().end());
+        os[size_t(d)] = 9;
+        Tensor sel = empty(os, self.options());
+        cuda::run_index_on_host(cuda::plan_index_select(sel, self, d, si));
+        EXPECT_TRUE(exact(sel, self.index_select(d, si)));
+        // scatter_ (distinct indices along d: a permutation's prefix),
+        // scatter_add_ and index_add_ (duplicates), from a strided source.
+        Tensor perm = argsort(random({4, 3, self.size(d)}, kFloat, 11), 2);
+        Tensor pi = dim2_to(perm.narrow(2, 0, 2), d).contiguous();
+        Tensor src = dim2_to(integers({4, 3, 5}, dt, 12), d);
+        Tensor want = self.contiguous().clone(), work = want.clone();
+        want.scatter_(d, pi, src);
+        cuda::run_index_on_host(cuda::plan_scatter(work, d, pi, src, false));
+        EXPECT_TRUE(exact(work, want)) << "scatter_";
+        want = self.contiguous().clone();
+        work = want.clone();
+        want.scatter_add_(d, gi, integers({4, 3, 5}, dt, 13));
+        cuda::run_index_on_host(cuda::plan_scatter(
+            work, d, gi, integers({4, 3, 5}, dt, 13), true));
+        EXPECT_TRUE(exact(work, want)) << "scatter_add_";
+        std::vector<int64_t> ss(self.sizes().begin(), self.sizes().end());
+        ss[size_t(d)] = 9;
+        Tensor source = integers(ss, dt, 14);
+        Scalar alpha = dt == kBool ? Scalar(true) : Scalar(3);
+        want = self.contiguous().clone();
+        work = want.clone();
+        want.index_add_(d, si, source, alpha);
+        cuda::run_index_on_host(
+            cuda::plan_index_add(work, d, si, source, alpha));
+        EXPECT_TRUE(exact(work, want)) << "index_add_";
+      }
+    // 0-dim self and index.
+    Tensor s0 = integers({}, dt, 20), i0 = zeros({}, TensorOptions(kLong));
+    Tensor o0 = empty({}, s0.options());
+    cuda::run_index_on_host(cuda::plan_gather(o0, s0, 0, i0));
+    EXPECT_TRUE(exact(o0, s0.gather(0, i0)));
+    Tensor z = zeros({1}, TensorOptions(kLong));
+    Tensor o1 = empty({1}, s0.options());
+    cuda::run_index_on_host(cuda::plan_index_select(o1, s0, 0, z));
+    EXPECT_TRUE(exact(o1.view({}), s0.index_select(0, z)));
+  }
+}
+
+// The ops on the GPU against the CPU, their errors, and the losses and
+// layers that use them (nll_loss and cross_entropy gather; their backward
+// scatters; embedding selects rows and adds its gradient by index).
+TEST(Cuda, IndexOpsOnTheDevice) {
+  REQUIRE_GPU();
+  for (ScalarType dt : {kFloat, kDouble, kHalf, kLong, kBool}) {
+    SCOPED_TRACE(toString(dt));
+    Tensor x = integers({5, 6, 7}, dt, 1).transpose(0, 2);
+    Tensor xc = x.cuda();
+    for (int64_t d = 0; d < 3; ++d) {
+      Tensor gi = indices({4, 3, 5}, x.size(d), 3 + uint64_t(d));
+      EXPECT_TRUE(exact(xc.gather(d, gi.cuda()).cpu(), x.gather(d, gi)));
+      Tensor si = indices({9}, x.size(d), 7 + uint64_t(d));
+      EXPECT_TRUE(
+          exact(xc.index_select(d, si.cuda()).cpu(), x.index_select(d, si)));
+      Tensor src = integers({4, 3, 5}, dt, 13);
+      EXPECT_TRUE(exact(xc.clone().scatter_add_(d, gi.cuda(), src.cuda()).cpu(),
+                       x.clone().scatter_add_(d, gi, src)));
+      std::vector<int64_t> ss(x.sizes().begin(), x.sizes().end());
+      ss[size_t(d)] = 9;
+      Tensor source = integers(ss, dt, 14);
+      EXPECT_TRUE(exact(
+          xc.clone().index_add_(d, si.cuda(), source.cuda()).cpu(),
+          x.clone().index_add_(d, si, source)));
+    }
+    EXPECT_THROW(xc.gather(0, full({1, 1, 1}, 7, TensorOptions(kLong)).cuda()),
+                 IndexError);
+    EXPECT_THROW(xc.index_select(1, full({1}, -1, TensorOptions(kLong)).cuda()),
+                 IndexError);
+  }
+  // The losses, forward and backward.
+  Tensor logits = random({8, 5}, kFloat, 30).requires_grad_();
+  Tensor lc = logits.detach().cuda().requires_grad_();
+  Tensor target = indices({8}, 5, 31);
+  target[2].fill_(-100); // ignored
+  Tensor l = nn::functional::cross_entropy(logits, target);
+  Tensor lg = nn::functional::cross_entropy(lc, target.cuda());
+  EXPECT_TRUE(close(lg.cpu(), l, 1e-5, 1e-5));
+  l.backward();
+  lg.backward();
+  EXPECT_TRUE(close(lc.grad().cpu(), logits.grad(), 1e-5, 1e-5));
+  // Embedding, forward and backward.
+  nn::Embedding e(10, 4), ec(10, 4);
+  {
+    NoGradGuard no_grad;
+    ec->weight.copy_(e->weight);
+  }
+  ec->to(kCUDA);
+  Tensor ids = indices({3, 6}, 10, 32);
+  Tensor y = e->forward(ids), yc = ec->forward(ids.cuda());
+  EXPECT_TRUE(exact(yc.cpu(), y));
+  Tensor gy = integers({3, 6, 4}, kFloat, 33);
+  y.backward(gy);
+  yc.backward(gy.cuda());
+  EXPECT_TRUE(close(ec->weight.grad().cpu(), e->weight.grad(), 1e-6, 1e-6));
 }

@@ -12,6 +12,7 @@
 #include "codegen/Lower.h"
 #include "ir/Dialect.h"
 #include "ir/Import.h"
+#include "ir/Queries.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/CommandLine.h"
@@ -64,10 +65,16 @@ int main(int argc, char **argv) {
                   << ember::ir::loc_string(op.getLoc()) << "\n";
         // A fusion of fusions (ember-fuse-horizontal) is one launch of its
         // inner fusions' kernels (Note [Combined kernels]): each printed.
+        std::string malformed;
         std::vector<mlir::Operation *> kernels;
-        for (mlir::Operation &inner : fusion.getBody().front())
-          if (llvm::isa<ember::ir::FusionOp>(inner))
-            kernels.push_back(&inner);
+        for (ember::ir::FusionOp inner :
+             ember::ir::inner_fusions(fusion, &malformed))
+          kernels.push_back(inner);
+        if (!malformed.empty()) {
+          std::cout << "// not compiled by the CPU generator: " << malformed
+                    << "\n";
+          continue;
+        }
         if (kernels.empty())
           kernels.push_back(&op);
         for (size_t i = 0; i < kernels.size(); ++i) {

@@ -65,3 +65,87 @@ func.func @reuse_range(%x: tensor<4xf32>) -> tensor<4xf32> {
   }
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// A fusion of fusions (ember-fuse-horizontal) runs its inner fusions side
+// by side: one may not read another's result.
+func.func @combined_dependent(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  // expected-error @+1 {{an inner fusion reads another's result}}
+  %0:2 = ember.fusion(%x) : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  ^bb0(%a: tensor<4xf32>):
+    %1 = ember.fusion(%a) : (tensor<4xf32>) -> tensor<4xf32> {
+    ^bb0(%b: tensor<4xf32>):
+      %n = ember.neg %b : (tensor<4xf32>) -> tensor<4xf32>
+      ember.yield %n : tensor<4xf32>
+    }
+    %2 = ember.fusion(%1) : (tensor<4xf32>) -> tensor<4xf32> {
+    ^bb0(%c: tensor<4xf32>):
+      %e = ember.exp %c : (tensor<4xf32>) -> tensor<4xf32>
+      ember.yield %e : tensor<4xf32>
+    }
+    ember.yield %1, %2 : tensor<4xf32>, tensor<4xf32>
+  }
+  return %0#0, %0#1 : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// It holds fusions only, and yields each of their results once.
+func.func @combined_mixed(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  // expected-error @+1 {{a fusion of fusions holds only fusions}}
+  %0:2 = ember.fusion(%x) : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  ^bb0(%a: tensor<4xf32>):
+    %1 = ember.fusion(%a) : (tensor<4xf32>) -> tensor<4xf32> {
+    ^bb0(%b: tensor<4xf32>):
+      %n = ember.neg %b : (tensor<4xf32>) -> tensor<4xf32>
+      ember.yield %n : tensor<4xf32>
+    }
+    %2 = ember.neg %a : (tensor<4xf32>) -> tensor<4xf32>
+    ember.yield %1, %2 : tensor<4xf32>, tensor<4xf32>
+  }
+  return %0#0, %0#1 : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+func.func @combined_unyielded(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{yields each result of its inner fusions once, and nothing else}}
+  %0 = ember.fusion(%x) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    %1 = ember.fusion(%a) : (tensor<4xf32>) -> tensor<4xf32> {
+    ^bb0(%b: tensor<4xf32>):
+      %n = ember.neg %b : (tensor<4xf32>) -> tensor<4xf32>
+      ember.yield %n : tensor<4xf32>
+    }
+    %2 = ember.fusion(%a) : (tensor<4xf32>) -> tensor<4xf32> {
+    ^bb0(%c: tensor<4xf32>):
+      %e = ember.exp %c : (tensor<4xf32>) -> tensor<4xf32>
+      ember.yield %e : tensor<4xf32>
+    }
+    ember.yield %1 : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// A result is written only into an input that its own part alone reads.
+func.func @combined_reuse(%x: tensor<4xf32>, %y: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  // expected-error @+1 {{result 1 is written into input 0, which another part of the fusion of fusions reads}}
+  %0:2 = ember.fusion(%x, %y) {ember.reuse = array<i64: 1, 0>} : (tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  ^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
+    %1 = ember.fusion(%a, %b) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32> {
+    ^bb0(%c: tensor<4xf32>, %d: tensor<4xf32>):
+      %s = ember.sub.Tensor %c, %d {alpha = 1 : i64} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+      ember.yield %s : tensor<4xf32>
+    }
+    %2 = ember.fusion(%a) : (tensor<4xf32>) -> tensor<4xf32> {
+    ^bb0(%e: tensor<4xf32>):
+      %n = ember.cos %e : (tensor<4xf32>) -> tensor<4xf32>
+      ember.yield %n : tensor<4xf32>
+    }
+    ember.yield %1, %2 : tensor<4xf32>, tensor<4xf32>
+  }
+  return %0#0, %0#1 : tensor<4xf32>, tensor<4xf32>
+}
