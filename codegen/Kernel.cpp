@@ -14,6 +14,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -295,33 +296,41 @@ void CompiledKernel::run(char **ptrs) const {
 void run_combined(const std::vector<const CompiledKernel *> &kernels,
                   const std::vector<char **> &ptrs) {
   EMBER_INTERNAL_ASSERT(kernels.size() == ptrs.size());
-  // The joint loop counts cost, not points (one part of exps beside one of
-  // adds would otherwise give one thread all the exps): kernel i's points
-  // are the units [start[i], start[i + 1]), cost[i] units each, and a
-  // chunk [b, e) of units runs the points whose first unit it holds.
-  std::vector<size_t> joint;
-  std::vector<int64_t> start{0}, cost;
+  // The parts' points in chunks of about kGrainSize adds of work each (by
+  // point_cost), which the threads take in turn from a shared counter: the
+  // parts may cost very differently per point (one of exps beside one of
+  // adds, or memory-bound updates of several tensors beside one of a
+  // single tensor), and a static split by points or by estimated cost
+  // left one thread with most of the work. Each point is computed once,
+  // whoever takes it, so results do not depend on the schedule.
+  struct Chunk {
+    size_t kernel;
+    int64_t begin, end;
+  };
+  std::vector<Chunk> chunks;
+  int64_t work = 0;
   for (size_t i = 0; i < kernels.size(); ++i) {
-    if (kernels[i]->combine || kernels[i]->numel == 0)
+    const CompiledKernel &k = *kernels[i];
+    if (k.combine || k.numel == 0)
       continue;
-    joint.push_back(i);
-    cost.push_back(std::clamp<int64_t>(kernels[i]->point_cost, 1, 1 << 16));
-    start.push_back(start.back() + kernels[i]->numel * cost.back());
+    int64_t cost = std::clamp<int64_t>(k.point_cost, 1, kGrainSize);
+    int64_t step = std::max<int64_t>(1, kGrainSize / cost);
+    for (int64_t b = 0; b < k.numel; b += step)
+      chunks.push_back({i, b, std::min(k.numel, b + step)});
+    work += std::min<int64_t>(k.numel, INT64_MAX / cost) * cost;
   }
-  auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
-  if (start.back() > 0)
-    parallel_for(0, start.back(), kGrainSize, [&](int64_t b, int64_t e) {
-      // (the first kernel whose units reach past b)
-      size_t j = size_t(std::upper_bound(start.begin(), start.end(), b) -
-                        start.begin()) -
-                 1;
-      for (; j < joint.size() && start[j] < e; ++j) {
-        int64_t lo = ceil_div(std::max(b, start[j]) - start[j], cost[j]);
-        int64_t hi = ceil_div(std::min(e, start[j + 1]) - start[j], cost[j]);
-        if (lo < hi)
-          kernels[joint[j]]->fn(ptrs[joint[j]], lo, hi);
-      }
-    });
+  auto run_chunks = [&](std::atomic<size_t> &next) {
+    for (size_t c = next++; c < chunks.size(); c = next++)
+      kernels[chunks[c].kernel]->fn(ptrs[chunks[c].kernel], chunks[c].begin,
+                                    chunks[c].end);
+  };
+  std::atomic<size_t> next{0};
+  const int64_t threads =
+      std::min<int64_t>(get_num_threads(), int64_t(chunks.size()));
+  if (work <= kGrainSize || threads <= 1)
+    run_chunks(next);
+  else
+    parallel_for(0, threads, 1, [&](int64_t, int64_t) { run_chunks(next); });
   for (size_t i = 0; i < kernels.size(); ++i)
     if (kernels[i]->combine)
       kernels[i]->run(ptrs[i]);

@@ -164,10 +164,10 @@ struct CompiledKernel {
   int64_t numel = 0;      ///< output points (kept points of a reduction)
   int64_t point_work = 1; ///< elements read per output point
   /// The cost of one output point in adds (its steps' weights, Note
-  /// [Fusion size], times point_work): how run_combined balances parts.
+  /// [Fusion size], times point_work): how run_combined sizes its chunks.
   int64_t point_cost = 1;
-  std::string name;       ///< its symbol: "ember_kernel_<hash>"
-  std::string llvm_ir;    ///< the optimized LLVM IR (when asked for)
+  std::string name;    ///< its symbol: "ember_kernel_<hash>"
+  std::string llvm_ir; ///< the optimized LLVM IR (when asked for)
   double compile_seconds = 0;
   /// Where it came from: "compiled", "disk cache", or "compiled (<why the
   /// disk cache entry was not used>)" for a stale or corrupt entry.
@@ -186,10 +186,10 @@ struct CompiledKernel {
 };
 
 /// Runs `kernels[i]` over `ptrs[i]` for every i as one launch (Note
-/// [Combined kernels] in codegen/CpuFusion.cpp): one parallel loop over
-/// their output points laid end to end, each range of it handed to the
-/// kernels whose points it covers. A split reduction (its two kernels)
-/// runs on its own after the others.
+/// [Combined kernels] in codegen/CpuFusion.cpp): one parallel region whose
+/// threads take chunks of the kernels' points (about kGrainSize adds of
+/// work each, by point_cost) from a shared counter until none is left. A
+/// split reduction (its two kernels) runs on its own after the others.
 void run_combined(const std::vector<const CompiledKernel *> &kernels,
                   const std::vector<char **> &ptrs);
 

@@ -124,7 +124,8 @@ std::vector<char> overlapping(const std::vector<Tensor> &inputs) {
     const Tensor &t = inputs[i];
     if (!t.defined() || t.numel() == 0)
       continue;
-    auto [it, fresh] = node_of.try_emplace(t.unsafeGetTensorImpl(), nodes.size());
+    auto [it, fresh] =
+        node_of.try_emplace(t.unsafeGetTensorImpl(), nodes.size());
     if (fresh) {
       auto [a0, a1] = span_of(t);
       nodes.push_back({a0, a1});

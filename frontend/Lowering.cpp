@@ -258,9 +258,8 @@ Lowered lower(const ir::Trace &trace, const LowerOptions &options) {
 
 namespace ember {
 
-std::vector<std::string> pipeline_passes(int64_t opt_level,
-                                         bool inplace_buffers,
-                                         bool combo_kernels) {
+std::vector<std::string>
+pipeline_passes(int64_t opt_level, bool inplace_buffers, bool combo_kernels) {
   std::lock_guard<std::mutex> lock(frontend::g_mu);
   mlir::PassManager pm(&frontend::context());
   return passes::build_pipeline(pm, int(opt_level), inplace_buffers, "cpu",

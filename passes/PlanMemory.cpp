@@ -49,8 +49,7 @@ struct Writes {
       unsigned first = ret->getNumOperands() - unsigned(muts.size());
       for (auto [j, input] : llvm::enumerate(muts.asArrayRef()))
         if (input >= 0 && input < int64_t(fn.getNumArguments()))
-          into[ret->getOperand(first + unsigned(j))].push_back(
-              unsigned(input));
+          into[ret->getOperand(first + unsigned(j))].push_back(unsigned(input));
     }
     for (Operation *op = ret->getPrevNode(); op && ir::never_raises(op);
          op = op->getPrevNode())
@@ -75,9 +74,9 @@ struct Writes {
     if (!quiet_from.contains(fusion))
       return false;
     return llvm::all_of(a.getUsers(), [&](Operation *u) {
-      return u == fusion || (u->getBlock() == fusion->getBlock() &&
-                             u->isBeforeInBlock(fusion) &&
-                             !u->hasTrait<ir::OpTrait::View>());
+      return u == fusion ||
+             (u->getBlock() == fusion->getBlock() &&
+              u->isBeforeInBlock(fusion) && !u->hasTrait<ir::OpTrait::View>());
     });
   }
 };
@@ -111,6 +110,16 @@ struct PlanMemory : impl::PlanMemoryBase<PlanMemory> {
       if (f->getParentOfType<ir::FusionOp>())
         return;
       Block &body = f.getBody().front();
+      // (per input value its places among the inputs; the inputs an op
+      // made: asked per result, a scan of every input made a combined
+      // fusion of thousands of parameters quadratic)
+      llvm::DenseMap<Value, llvm::SmallVector<unsigned, 1>> slots;
+      llvm::SmallVector<unsigned> made;
+      for (auto [k, in] : llvm::enumerate(f.getInputs())) {
+        slots[in].push_back(unsigned(k));
+        if (in.getDefiningOp())
+          made.push_back(unsigned(k));
+      }
       llvm::SmallVector<int64_t> reuse(f.getNumResults(), -1);
       llvm::SmallVector<bool> taken(f.getInputs().size(), false);
       bool any = false;
@@ -128,10 +137,18 @@ struct PlanMemory : impl::PlanMemoryBase<PlanMemory> {
         // never reuses one.
         std::optional<llvm::ArrayRef<int64_t>> space =
             reduction_space(inner ? inner : f);
-        for (auto [k, in] : llvm::enumerate(f.getInputs())) {
+        // The candidates, in input order: the inputs the program made
+        // (they may die here) and the arguments written with this result.
+        llvm::SmallVector<unsigned, 4> candidates(made.begin(), made.end());
+        if (auto it = writes.into.find(f.getResult(r)); it != writes.into.end())
+          for (unsigned a : it->second)
+            for (unsigned k : slots.lookup(getOperation().getArgument(a)))
+              candidates.push_back(k);
+        llvm::sort(candidates);
+        for (unsigned k : candidates) {
+          Value in = f.getInputs()[k];
           if (taken[k] || in.getType() != f.getResult(r).getType() ||
-              !(dies_at(in, f) ||
-                writes.overwritten_by(in, f, f.getResult(r))))
+              !(dies_at(in, f) || writes.overwritten_by(in, f, f.getResult(r))))
             continue;
           if (space &&
               llvm::cast<RankedTensorType>(in.getType()).getShape() != *space)

@@ -18,20 +18,23 @@
 
 #include "eager/Factory.h"
 #include "eager/Meta.h"
-#include "eager/meta/Shapes.h"
 #include "eager/WrapDim.h"
 #include "eager/cuda/Pointwise.h"
 #include "eager/generated/Functions.h"
 #include "eager/generated/NativeFunctions.h"
+#include "eager/meta/Shapes.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Nvrtc.h"
 
 #include <cmath>
 #include <cstring>
 
+// The device code as host C++ (the prelude first: the kernels use it).
 namespace dev {
+// clang-format off
 #include "eager/cuda/PointwiseMath.cuh"
 #include "eager/cuda/IndexKernel.cuh"
+// clang-format on
 } // namespace dev
 
 namespace ember::cuda {
@@ -62,8 +65,9 @@ constexpr int kMaxDims = EMBER_INDEX_MAX_DIMS;
 /// Sizes and strides with a 0-dim tensor seen as 1-d of one element (as
 /// PyTorch's ensure_nonempty_dim in scatter / gather).
 std::vector<int64_t> sizes_of(const Tensor &t) {
-  return t.dim() == 0 ? std::vector<int64_t>{1}
-                      : std::vector<int64_t>(t.sizes().begin(), t.sizes().end());
+  return t.dim() == 0
+             ? std::vector<int64_t>{1}
+             : std::vector<int64_t>(t.sizes().begin(), t.sizes().end());
 }
 std::vector<int64_t> strides_of(const Tensor &t) {
   return t.dim() == 0
@@ -91,8 +95,10 @@ std::vector<int64_t> along(size_t ndim, int64_t d) {
 }
 
 dev::ember::IndexPlan plan_of(const IndexLaunch &l) {
-  EMBER_CHECK(l.sizes.size() <= size_t(kMaxDims), "CUDA index kernels walk at "
-              "most ", kMaxDims, " dims, got a tensor of ", l.sizes.size());
+  EMBER_CHECK(l.sizes.size() <= size_t(kMaxDims),
+              "CUDA index kernels walk at "
+              "most ",
+              kMaxDims, " dims, got a tensor of ", l.sizes.size());
   dev::ember::IndexPlan p{};
   p.n = l.numel();
   p.ndim = int64_t(l.sizes.size());
@@ -159,8 +165,7 @@ template <class A> A alpha_as(const Scalar &alpha) { return alpha.to<A>(); }
 
 /// Indices in [0, size), checked where they are (on the device: amin and
 /// amax, one round trip), with the CPU kernels' message.
-void check_range(const char *op, const Tensor &idx, int64_t dim,
-                 int64_t size) {
+void check_range(const char *op, const Tensor &idx, int64_t dim, int64_t size) {
   if (idx.numel() == 0)
     return;
   Tensor flat = idx.reshape({-1});
@@ -169,8 +174,8 @@ void check_range(const char *op, const Tensor &idx, int64_t dim,
   int64_t bad = lo < 0 ? lo : hi >= size ? hi : 0;
   if (lo < 0 || hi >= size)
     throw IndexError(ember::detail::str(op, "index ", bad,
-                                 " is out of bounds for dimension ", dim,
-                                 " with size ", size));
+                                        " is out of bounds for dimension ", dim,
+                                        " with size ", size));
 }
 
 } // namespace
@@ -348,8 +353,7 @@ Tensor gather_cuda(const Tensor &self, int64_t dim, const Tensor &index) {
   return out;
 }
 
-Tensor index_select_cuda(const Tensor &self, int64_t dim,
-                         const Tensor &index) {
+Tensor index_select_cuda(const Tensor &self, int64_t dim, const Tensor &index) {
   DimVector out_sizes = meta::index_select_sizes(self, dim, index);
   int64_t d = maybe_wrap_dim(dim, self.dim());
   check_index_device("index_select", self, index);
@@ -361,9 +365,9 @@ Tensor index_select_cuda(const Tensor &self, int64_t dim,
 }
 
 namespace {
-const Tensor &scatter_cuda_impl(const char *op, const Tensor &self,
-                                int64_t dim, const Tensor &index,
-                                const Tensor &src, bool add) {
+const Tensor &scatter_cuda_impl(const char *op, const Tensor &self, int64_t dim,
+                                const Tensor &index, const Tensor &src,
+                                bool add) {
   int64_t d = maybe_wrap_dim(dim, self.dim());
   meta::check_scatter(op, self, d, index, src);
   check_index_device(op, self, index);

@@ -33,9 +33,8 @@ IndexLaunch plan_index_select(const Tensor &out, const Tensor &self,
                               int64_t dim, const Tensor &index);
 IndexLaunch plan_scatter(const Tensor &work, int64_t dim, const Tensor &index,
                          const Tensor &src, bool add);
-IndexLaunch plan_index_add(const Tensor &work, int64_t dim,
-                           const Tensor &index, const Tensor &source,
-                           const Scalar &alpha);
+IndexLaunch plan_index_add(const Tensor &work, int64_t dim, const Tensor &index,
+                           const Tensor &source, const Scalar &alpha);
 
 /// Raises IndexError (the CPU kernels' text, after `op`) unless every index
 /// of the launch is in [0, the indexed operand's size along `dim`).

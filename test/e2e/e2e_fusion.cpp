@@ -139,8 +139,8 @@ TEST(E2EFusion, ExplainNamesReductionKernels) {
   EXPECT_EQ(names.size(), 8u);
   std::vector<std::string> no_combos = pipeline_passes(2, true, false);
   EXPECT_EQ(no_combos.size(), 7u);
-  EXPECT_FALSE(std::count(no_combos.begin(), no_combos.end(),
-                          "ember-fuse-horizontal"));
+  EXPECT_FALSE(
+      std::count(no_combos.begin(), no_combos.end(), "ember-fuse-horizontal"));
   EXPECT_EQ(pipeline_passes(1),
             (std::vector<std::string>{"canonicalize", "cse"}));
   EXPECT_TRUE(pipeline_passes(0).empty());

@@ -875,8 +875,8 @@ TEST(CudaNoGpu, IndexKernelsCompileUnderNvrtc) {
     variants.push_back({2, t});
   for (auto [mode, t] : variants) {
     SCOPED_TRACE(std::to_string(mode) + " " + toString(t));
-    cuda::nvrtc::Compiled c = cuda::nvrtc::compile(
-        cuda::index_source(mode, t), "index.cu", 80, false);
+    cuda::nvrtc::Compiled c = cuda::nvrtc::compile(cuda::index_source(mode, t),
+                                                   "index.cu", 80, false);
     EXPECT_NE(c.binary.find(".entry ember_index"), std::string::npos);
   }
 }
@@ -904,9 +904,8 @@ Tensor indices(std::vector<int64_t> sizes, int64_t n, uint64_t seed) {
 } // namespace
 
 TEST(CudaNoGpu, IndexKernelsMatchTheCpuKernels) {
-  for (ScalarType dt :
-       {kFloat, kDouble, kLong, kInt, kShort, kChar, kByte, kBool, kHalf,
-        kBFloat16}) {
+  for (ScalarType dt : {kFloat, kDouble, kLong, kInt, kShort, kChar, kByte,
+                        kBool, kHalf, kBFloat16}) {
     SCOPED_TRACE(toString(dt));
     Tensor x = integers({5, 6, 7}, dt, 1);
     Tensor xt = integers({7, 6, 5}, dt, 2).transpose(0, 2); // strided
@@ -937,8 +936,8 @@ TEST(CudaNoGpu, IndexKernelsMatchTheCpuKernels) {
         want = self.contiguous().clone();
         work = want.clone();
         want.scatter_add_(d, gi, integers({4, 3, 5}, dt, 13));
-        cuda::run_index_on_host(cuda::plan_scatter(
-            work, d, gi, integers({4, 3, 5}, dt, 13), true));
+        cuda::run_index_on_host(
+            cuda::plan_scatter(work, d, gi, integers({4, 3, 5}, dt, 13), true));
         EXPECT_TRUE(exact(work, want)) << "scatter_add_";
         std::vector<int64_t> ss(self.sizes().begin(), self.sizes().end());
         ss[size_t(d)] = 9;
@@ -980,13 +979,13 @@ TEST(Cuda, IndexOpsOnTheDevice) {
           exact(xc.index_select(d, si.cuda()).cpu(), x.index_select(d, si)));
       Tensor src = integers({4, 3, 5}, dt, 13);
       EXPECT_TRUE(exact(xc.clone().scatter_add_(d, gi.cuda(), src.cuda()).cpu(),
-                       x.clone().scatter_add_(d, gi, src)));
+                        x.clone().scatter_add_(d, gi, src)));
       std::vector<int64_t> ss(x.sizes().begin(), x.sizes().end());
       ss[size_t(d)] = 9;
       Tensor source = integers(ss, dt, 14);
-      EXPECT_TRUE(exact(
-          xc.clone().index_add_(d, si.cuda(), source.cuda()).cpu(),
-          x.clone().index_add_(d, si, source)));
+      EXPECT_TRUE(
+          exact(xc.clone().index_add_(d, si.cuda(), source.cuda()).cpu(),
+                x.clone().index_add_(d, si, source)));
     }
     EXPECT_THROW(xc.gather(0, full({1, 1, 1}, 7, TensorOptions(kLong)).cuda()),
                  IndexError);
