@@ -5,13 +5,18 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <string>
 #include <system_error>
 #include <thread>
 #include <vector>
 
 extern "C" void openblas_set_num_threads(int) __attribute__((weak));
+extern "C" char *openblas_get_corename() __attribute__((weak));
+extern "C" void gotoblas_dynamic_init() __attribute__((weak));
+extern "C" void gotoblas_dynamic_quit() __attribute__((weak));
 
 namespace ember {
 namespace {
@@ -165,6 +170,41 @@ void syncBlas(int n) {
   if (openblas_set_num_threads)
     openblas_set_num_threads(n);
 }
+
+// Note [OpenBLAS on an unnamed CPU]
+// OpenBLAS (a DYNAMIC_ARCH build, as Debian's) picks its kernels by the
+// CPU's family and model. A virtual machine that hides the model (seen
+// here: "Intel(R) Xeon(R) Processor", with AVX-512) gets its generic
+// Prescott kernels: sgemm at 54 GFLOP/s where its SkylakeX kernels run at
+// 267 on the same 2-core VM (1024^3), and every matmul of ember 5x slower.
+// Unless the user chose a core (OPENBLAS_CORETYPE), ember then picks one by
+// the instruction sets the CPU reports -- SkylakeX with AVX-512 F, BW, DQ
+// and VL, Haswell with AVX2 and FMA -- and has OpenBLAS select again with
+// it (gotoblas_dynamic_init reads OPENBLAS_CORETYPE) when libember loads.
+// With another BLAS (no such symbols) nothing happens.
+void chooseBlasCore() {
+  if (!openblas_get_corename || !gotoblas_dynamic_init ||
+      !gotoblas_dynamic_quit || std::getenv("OPENBLAS_CORETYPE"))
+    return;
+  const char *core = openblas_get_corename();
+  if (!core || std::string(core) != "Prescott")
+    return;
+  const char *want = nullptr;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+    want = "SkylakeX";
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    want = "Haswell";
+  if (!want)
+    return;
+  setenv("OPENBLAS_CORETYPE", want, 0);
+  gotoblas_dynamic_quit();
+  gotoblas_dynamic_init();
+  unsetenv("OPENBLAS_CORETYPE"); // (not passed on to child processes)
+}
+// When libember loads: after OpenBLAS's own start-up (a library it needs),
+// before any of ember's BLAS calls.
+const bool g_blas_core_chosen = (chooseBlasCore(), true);
 
 ThreadPool &pool() {
   static ThreadPool *p = [] {

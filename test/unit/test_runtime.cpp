@@ -248,3 +248,18 @@ TEST(Runtime, CudaAvailabilityIsProbedAtRunTime) {
   if (!cuda::is_available())
     EXPECT_EMBER_ERROR(zeros({2}, Device(kCUDA, 0)), "CUDA is not available");
 }
+
+extern "C" char *openblas_get_corename() __attribute__((weak));
+
+// Note [OpenBLAS on an unnamed CPU] (runtime/ThreadPool.cpp): on a CPU with
+// AVX-512 or AVX2, OpenBLAS never runs its generic Prescott kernels (5x
+// slower matmuls) because a virtual machine hid the CPU's model; a core
+// the user chose stays.
+TEST(Runtime, BlasUsesTheCpusVectorKernels) {
+  if (!openblas_get_corename || std::getenv("OPENBLAS_CORETYPE"))
+    GTEST_SKIP() << "not OpenBLAS, or OPENBLAS_CORETYPE chose its core";
+  if (!__builtin_cpu_supports("avx2"))
+    GTEST_SKIP() << "a CPU without AVX2: Prescott may be the right core";
+  EXPECT_STRNE(openblas_get_corename(), "Prescott");
+  EXPECT_EQ(std::getenv("OPENBLAS_CORETYPE"), nullptr); // not left set
+}
