@@ -359,4 +359,17 @@ std::string print_module(ModuleOp module, bool with_locations) {
   return os.str();
 }
 
+std::pair<FusionOp, mlir::OpBuilder>
+create_fusion(mlir::Operation *at, llvm::ArrayRef<mlir::Location> locs,
+              mlir::TypeRange types, mlir::ValueRange inputs,
+              mlir::IRMapping &map) {
+  mlir::OpBuilder b(at);
+  auto fusion = b.create<FusionOp>(b.getFusedLoc(locs), types, inputs);
+  mlir::Block *body = new mlir::Block();
+  fusion.getBody().push_back(body);
+  for (mlir::Value in : inputs)
+    map.map(in, body->addArgument(in.getType(), in.getLoc()));
+  return {fusion, mlir::OpBuilder::atBlockBegin(body)};
+}
+
 } // namespace ember::ir

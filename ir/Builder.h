@@ -22,9 +22,11 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/OwningOpRef.h"
 
 #include <string>
+#include <utility>
 
 namespace ember::ir {
 
@@ -45,6 +47,15 @@ llvm::SmallVector<mlir::Value> build_inline(mlir::OpBuilder &b,
 
 /// Verifies a module; throws ember::Error with every diagnostic.
 void verify_module(mlir::ModuleOp module);
+
+/// A new ember.fusion placed before `at`, over `inputs`, with results of
+/// `types` and the fused location of `locs`: its body's arguments, one per
+/// input, are mapped from the inputs in `map`. Returns the fusion and a
+/// builder at the start of its (still empty) body.
+std::pair<FusionOp, mlir::OpBuilder>
+create_fusion(mlir::Operation *at, llvm::ArrayRef<mlir::Location> locs,
+              mlir::TypeRange types, mlir::ValueRange inputs,
+              mlir::IRMapping &map);
 
 /// The module as text (the custom assembly form); with its locations
 /// (`loc(...)`) when `with_locations`.

@@ -2,6 +2,7 @@
 // reductions they feed into ember.fusion regions.
 #include "passes/Passes.h"
 
+#include "ir/Builder.h"
 #include "ir/Domain.h"
 #include "ir/Queries.h"
 #include "ir/Types.h"
@@ -97,15 +98,9 @@ void outline(llvm::ArrayRef<Operation *> ops) {
   for (Value r : outputs)
     types.push_back(r.getType());
 
-  OpBuilder b(last);
-  auto fusion =
-      b.create<ir::FusionOp>(b.getFusedLoc(locs), types, inputs.getArrayRef());
-  Block *body = new Block();
-  fusion.getBody().push_back(body);
   IRMapping map;
-  for (Value in : inputs)
-    map.map(in, body->addArgument(in.getType(), in.getLoc()));
-  OpBuilder bb = OpBuilder::atBlockBegin(body);
+  auto [fusion, bb] =
+      ir::create_fusion(last, locs, types, inputs.getArrayRef(), map);
   for (Operation *c : constants)
     bb.clone(*c, map);
   for (Operation *op : ops)

@@ -3,6 +3,7 @@
 // fusions), which the code generator runs as one kernel launch.
 #include "passes/Passes.h"
 
+#include "ir/Builder.h"
 #include "ir/Queries.h"
 
 #include "mlir/IR/Builders.h"
@@ -60,15 +61,9 @@ void combine(llvm::MutableArrayRef<ir::FusionOp> parts) {
     locs.push_back(f.getLoc());
     types.append(f.getResultTypes().begin(), f.getResultTypes().end());
   }
-  OpBuilder b(parts.back());
-  auto outer =
-      b.create<ir::FusionOp>(b.getFusedLoc(locs), types, inputs.getArrayRef());
-  Block *body = new Block();
-  outer.getBody().push_back(body);
   IRMapping map;
-  for (Value in : inputs)
-    map.map(in, body->addArgument(in.getType(), in.getLoc()));
-  OpBuilder bb = OpBuilder::atBlockBegin(body);
+  auto [outer, bb] =
+      ir::create_fusion(parts.back(), locs, types, inputs.getArrayRef(), map);
   llvm::SmallVector<Value> yielded;
   for (ir::FusionOp f : parts) {
     Operation *copy = bb.clone(*f, map);

@@ -192,60 +192,60 @@ int64_t IndexLaunch::numel() const {
   return n;
 }
 
+namespace {
+/// A launch of `mode` over `sizes`: `direct` at `direct_strides`, `indexed`
+/// (written or read at the index along dim d), and `index` (int64,
+/// contiguous) walked by `index_strides`: the index's own shape (gather,
+/// scatter), or along d only (a 1-d index: index_select, index_add_).
+IndexLaunch make_launch(int mode, const Tensor &direct, const Tensor &indexed,
+                        int64_t d, const Tensor &index,
+                        std::vector<int64_t> sizes,
+                        std::vector<int64_t> direct_strides,
+                        bool index_along_d) {
+  IndexLaunch l;
+  l.mode = mode;
+  l.direct = direct;
+  l.indexed = indexed;
+  l.index = index;
+  l.index_strides =
+      index_along_d ? along(sizes.size(), d) : contiguous_of(sizes);
+  l.sizes = std::move(sizes);
+  l.direct_strides = std::move(direct_strides);
+  l.indexed_strides = without(strides_of(indexed), d, &l.indexed_stride);
+  return l;
+}
+} // namespace
+
 IndexLaunch plan_gather(const Tensor &out, const Tensor &self, int64_t d,
                         const Tensor &index) {
-  IndexLaunch l;
-  l.mode = EMBER_INDEX_GATHER;
-  l.direct = out;
-  l.indexed = self;
-  l.index = index.contiguous();
-  l.sizes = sizes_of(l.index);
-  l.direct_strides = contiguous_of(l.sizes); // out is index-shaped, new
-  l.indexed_strides = without(strides_of(self), d, &l.indexed_stride);
-  l.index_strides = contiguous_of(l.sizes);
-  return l;
+  Tensor idx = index.contiguous();
+  std::vector<int64_t> sizes = sizes_of(idx);
+  // (out is new, shaped as the index)
+  return make_launch(EMBER_INDEX_GATHER, out, self, d, idx, sizes,
+                     contiguous_of(sizes), false);
 }
 
 IndexLaunch plan_index_select(const Tensor &out, const Tensor &self, int64_t d,
                               const Tensor &index) {
-  IndexLaunch l;
-  l.mode = EMBER_INDEX_GATHER;
-  l.direct = out;
-  l.indexed = self;
-  l.index = index.to(kLong).contiguous();
-  l.sizes = sizes_of(self);
-  l.sizes[size_t(d)] = l.index.numel();
-  l.direct_strides = contiguous_of(l.sizes);
-  l.indexed_strides = without(strides_of(self), d, &l.indexed_stride);
-  l.index_strides = along(l.sizes.size(), d);
-  return l;
+  Tensor idx = index.to(kLong).contiguous();
+  std::vector<int64_t> sizes = sizes_of(self);
+  sizes[size_t(d)] = idx.numel();
+  return make_launch(EMBER_INDEX_GATHER, out, self, d, idx, sizes,
+                     contiguous_of(sizes), true);
 }
 
 IndexLaunch plan_scatter(const Tensor &work, int64_t d, const Tensor &index,
                          const Tensor &src, bool add) {
-  IndexLaunch l;
-  l.mode = add ? EMBER_INDEX_ADD : EMBER_INDEX_ASSIGN;
-  l.direct = src;
-  l.indexed = work;
-  l.index = index.contiguous();
-  l.sizes = sizes_of(l.index);
-  l.direct_strides = strides_of(src);
-  l.indexed_strides = without(strides_of(work), d, &l.indexed_stride);
-  l.index_strides = contiguous_of(l.sizes);
-  return l;
+  Tensor idx = index.contiguous();
+  return make_launch(add ? EMBER_INDEX_ADD : EMBER_INDEX_ASSIGN, src, work, d,
+                     idx, sizes_of(idx), strides_of(src), false);
 }
 
 IndexLaunch plan_index_add(const Tensor &work, int64_t d, const Tensor &index,
                            const Tensor &source, const Scalar &alpha) {
-  IndexLaunch l;
-  l.mode = EMBER_INDEX_ADD;
-  l.direct = source;
-  l.indexed = work;
-  l.index = index.to(kLong).contiguous();
-  l.sizes = sizes_of(source);
-  l.direct_strides = strides_of(source);
-  l.indexed_strides = without(strides_of(work), d, &l.indexed_stride);
-  l.index_strides = along(l.sizes.size(), d);
+  IndexLaunch l = make_launch(EMBER_INDEX_ADD, source, work, d,
+                              index.to(kLong).contiguous(), sizes_of(source),
+                              strides_of(source), true);
   l.alpha = alpha;
   return l;
 }
