@@ -307,6 +307,7 @@ void run_combined(const std::vector<const CompiledKernel *> &kernels,
     size_t kernel;
     int64_t begin, end;
   };
+  constexpr int64_t kMinChunk = 4096;
   std::vector<Chunk> chunks;
   int64_t work = 0;
   for (size_t i = 0; i < kernels.size(); ++i) {
@@ -314,7 +315,10 @@ void run_combined(const std::vector<const CompiledKernel *> &kernels,
     if (k.combine || k.numel == 0)
       continue;
     int64_t cost = std::clamp<int64_t>(k.point_cost, 1, kGrainSize);
-    int64_t step = std::max<int64_t>(1, kGrainSize / cost);
+    // (at least kMinChunk points, or the whole part: a chunk costs an
+    // atomic increment and a call)
+    int64_t step =
+        std::max<int64_t>(kMinChunk / k.point_work + 1, kGrainSize / cost);
     for (int64_t b = 0; b < k.numel; b += step)
       chunks.push_back({i, b, std::min(k.numel, b + step)});
     work += std::min<int64_t>(k.numel, INT64_MAX / cost) * cost;
