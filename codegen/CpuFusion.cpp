@@ -170,6 +170,26 @@ public:
     std::shared_ptr<const CpuFusionKernel> kernel;
     std::vector<int> inputs;  ///< per input of the part: the combo's input
     std::vector<int> results; ///< per result of the part: the combo's
+
+    /// A plan of the combined fusion's results (input k, -(k + 2) for an
+    /// argument the graph overwrites, or -1: ir::Node::reuse) as the part's
+    /// own: its results, its input numbers (an input of another part is
+    /// never planned: ember-plan-memory).
+    std::vector<int> plan_of(const std::vector<int> &plan) const {
+      std::vector<int> mine(results.size(), -1);
+      for (size_t i = 0; i < results.size(); ++i) {
+        int e =
+            size_t(results[i]) < plan.size() ? plan[size_t(results[i])] : -1;
+        bool overwrite = e <= -2;
+        int k = overwrite ? -e - 2 : e;
+        auto it = std::find(inputs.begin(), inputs.end(), k);
+        if (k >= 0 && it != inputs.end()) {
+          int j = int(it - inputs.begin());
+          mine[i] = overwrite ? -j - 2 : j;
+        }
+      }
+      return mine;
+    }
   };
   CpuComboKernel(std::vector<Part> parts, size_t results)
       : parts_(std::move(parts)), results_(results) {
@@ -197,24 +217,8 @@ public:
               const std::vector<int> &reuse) const override {
     std::vector<CpuFusionKernel::Launch> launches;
     launches.reserve(parts_.size());
-    for (const Part &p : parts_) {
-      // The plan in the part's own input numbers (an input of another
-      // part is never planned: ember-plan-memory).
-      std::vector<int> mine(p.results.size(), -1);
-      for (size_t i = 0; i < p.results.size(); ++i) {
-        int e = size_t(p.results[i]) < reuse.size()
-                    ? reuse[size_t(p.results[i])]
-                    : -1;
-        bool overwrite = e <= -2;
-        int k = overwrite ? -e - 2 : e;
-        auto it = std::find(p.inputs.begin(), p.inputs.end(), k);
-        if (k >= 0 && it != p.inputs.end()) {
-          int j = int(it - p.inputs.begin());
-          mine[i] = overwrite ? -j - 2 : j;
-        }
-      }
-      launches.push_back(p.kernel->prepare(inputs, p.inputs, mine));
-    }
+    for (const Part &p : parts_)
+      launches.push_back(p.kernel->prepare(inputs, p.inputs, p.plan_of(reuse)));
     std::vector<const CompiledKernel *> kernels;
     std::vector<char **> ptrs;
     for (CpuFusionKernel::Launch &l : launches) {
@@ -267,15 +271,11 @@ compile_single_fusion(mlir::Operation *fusion, std::vector<int> plan,
 
 /// A fusion of fusions (Note [Combined kernels]): each inner fusion
 /// compiled on its own, run as one launch.
-std::shared_ptr<const ir::Kernel> compile_combined(ir::FusionOp fusion,
-                                                   const std::vector<int> &plan,
-                                                   bool keep_ir,
-                                                   FusionCompile &r) {
-  mlir::Block &body = fusion.getBody().front();
-  auto yield = llvm::cast<ir::YieldOp>(body.getTerminator());
-  std::vector<ir::FusionOp> inner = ir::inner_fusions(fusion, &r.why_not);
-  if (inner.empty())
-    return nullptr;
+std::shared_ptr<const ir::Kernel>
+compile_combined(ir::FusionOp fusion, const std::vector<ir::FusionOp> &inner,
+                 const std::vector<int> &plan, bool keep_ir, FusionCompile &r) {
+  auto yield =
+      llvm::cast<ir::YieldOp>(fusion.getBody().front().getTerminator());
   std::vector<CpuComboKernel::Part> parts;
   llvm::DenseMap<mlir::Operation *, size_t> part_of;
   for (ir::FusionOp g : inner) {
@@ -294,19 +294,9 @@ std::shared_ptr<const ir::Kernel> compile_combined(ir::FusionOp fusion,
   size_t i = 0;
   std::vector<std::string> origins;
   for (ir::FusionOp g : inner) {
-    mlir::Operation &op = *g;
     CpuComboKernel::Part &p = parts[i++];
-    // The plan of the part's results, in its own input numbers.
-    std::vector<int> mine(p.results.size(), -1);
-    for (size_t k = 0; k < p.results.size(); ++k) {
-      int in =
-          size_t(p.results[k]) < plan.size() ? plan[size_t(p.results[k])] : -1;
-      auto it = std::find(p.inputs.begin(), p.inputs.end(), in);
-      if (in >= 0 && it != p.inputs.end())
-        mine[k] = int(it - p.inputs.begin());
-    }
     FusionCompile one;
-    p.kernel = compile_single_fusion(&op, mine, keep_ir, one);
+    p.kernel = compile_single_fusion(g, p.plan_of(plan), keep_ir, one);
     if (!p.kernel) {
       r.why_not = "an inner fusion: " + one.why_not;
       return nullptr;
@@ -332,14 +322,14 @@ FusionCompile compile_cpu_fusion(mlir::Operation *fusion, bool keep_ir) {
     if (auto reuse =
             fusion->getAttrOfType<mlir::DenseI64ArrayAttr>(ir::kReuseAttr))
       plan.assign(reuse.asArrayRef().begin(), reuse.asArrayRef().end());
+    // (a malformed fusion of fusions: inner_fusions says why, and it runs
+    // eagerly)
     auto f = llvm::dyn_cast<ir::FusionOp>(fusion);
-    bool combined = f && llvm::any_of(f.getBody().front(), [](auto &op) {
-                      return llvm::isa<ir::FusionOp>(op);
-                    });
-    // (a malformed one: inner_fusions says why, and it runs eagerly)
-    if (combined)
-      r.kernel = compile_combined(f, plan, keep_ir, r);
-    else
+    std::vector<ir::FusionOp> inner =
+        f ? ir::inner_fusions(f, &r.why_not) : std::vector<ir::FusionOp>();
+    if (!inner.empty())
+      r.kernel = compile_combined(f, inner, plan, keep_ir, r);
+    else if (r.why_not.empty())
       r.kernel = compile_single_fusion(fusion, plan, keep_ir, r);
   } catch (const Error &e) {
     r.kernel = nullptr;

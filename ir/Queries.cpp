@@ -129,4 +129,15 @@ std::vector<FusionOp> inner_fusions(FusionOp f, std::string *why) {
   return inner;
 }
 
+bool part_may_write_into(FusionOp f, unsigned r, unsigned k) {
+  mlir::Block &body = f.getBody().front();
+  if (llvm::none_of(
+          body, [](mlir::Operation &op) { return llvm::isa<FusionOp>(op); }))
+    return true;
+  mlir::Operation *part =
+      body.getTerminator()->getOperand(r).getDefiningOp<FusionOp>();
+  return part && llvm::all_of(body.getArgument(k).getUsers(),
+                              [&](mlir::Operation *u) { return u == part; });
+}
+
 } // namespace ember::ir

@@ -47,6 +47,12 @@ std::optional<Domain> fusion_domain(mlir::Operation *op);
 /// is malformed: `why` (when given) says how, and none are returned.
 std::vector<FusionOp> inner_fusions(FusionOp f, std::string *why = nullptr);
 
+/// In a fusion of fusions, whether only the inner fusion that yields result
+/// `r` reads input `k`: then a combined kernel may write that result into
+/// that input's buffer (its parts run side by side). True for a plain
+/// fusion (its kernel reads each point before writing it).
+bool part_may_write_into(FusionOp f, unsigned r, unsigned k);
+
 /// Whether `op` can never raise: a constant, a view, or an ember.fusion
 /// (inner fusions included) without an integer value anywhere -- its
 /// operands, results and every value inside (an integer division raises on

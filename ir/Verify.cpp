@@ -200,23 +200,17 @@ LogicalResult FusionOp::verify() {
     }
   }
   std::string why;
-  std::vector<FusionOp> inner = inner_fusions(*this, &why);
+  inner_fusions(*this, &why);
   if (!why.empty())
     return emitOpError(why);
   // A combined fusion's parts run side by side: a result is written only
   // into an input that the part yielding it alone reads.
-  if (auto reuse = (*this)->getAttrOfType<DenseI64ArrayAttr>(kReuseAttr);
-      reuse && !inner.empty())
-    for (auto [i, k] : llvm::enumerate(reuse.asArrayRef())) {
-      if (k < 0)
-        continue;
-      Operation *part = yield.getValues()[i].getDefiningOp();
-      for (Operation *u : body.getArgument(unsigned(k)).getUsers())
-        if (u != part)
-          return emitOpError(kReuseAttr)
-                 << ": result " << i << " is written into input " << k
-                 << ", which another part of the fusion of fusions reads";
-    }
+  if (auto reuse = (*this)->getAttrOfType<DenseI64ArrayAttr>(kReuseAttr))
+    for (auto [i, k] : llvm::enumerate(reuse.asArrayRef()))
+      if (k >= 0 && !part_may_write_into(*this, unsigned(i), unsigned(k)))
+        return emitOpError(kReuseAttr)
+               << ": result " << i << " is written into input " << k
+               << ", which another part of the fusion of fusions reads";
   return success();
 }
 

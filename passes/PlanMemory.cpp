@@ -91,16 +91,6 @@ std::optional<llvm::ArrayRef<int64_t>> reduction_space(ir::FusionOp f) {
   return std::nullopt;
 }
 
-/// A combined fusion (ember-fuse-horizontal: a fusion of fusions) runs
-/// its inner fusions side by side, each over its own space, in any order
-/// (Note [Combined kernels] in codegen/CpuFusion.cpp): a result of one may
-/// be written into an input only that one reads. `inner_of(f, r)` is the
-/// inner fusion that yields result `r`, or null when `f` is a plain fusion.
-ir::FusionOp inner_of(ir::FusionOp f, unsigned r) {
-  auto yield = llvm::cast<ir::YieldOp>(f.getBody().front().getTerminator());
-  return yield.getValues()[r].getDefiningOp<ir::FusionOp>();
-}
-
 struct PlanMemory : impl::PlanMemoryBase<PlanMemory> {
   void runOnOperation() override {
     const Writes writes(getOperation());
@@ -109,7 +99,6 @@ struct PlanMemory : impl::PlanMemoryBase<PlanMemory> {
       // body's arguments, never planned; the outer fusion is)
       if (f->getParentOfType<ir::FusionOp>())
         return;
-      Block &body = f.getBody().front();
       // (per input value its places among the inputs; the inputs an op
       // made: asked per result, a scan of every input made a combined
       // fusion of thousands of parameters quadratic)
@@ -123,12 +112,11 @@ struct PlanMemory : impl::PlanMemoryBase<PlanMemory> {
       llvm::SmallVector<int64_t> reuse(f.getNumResults(), -1);
       llvm::SmallVector<bool> taken(f.getInputs().size(), false);
       bool any = false;
-      const bool combined = llvm::any_of(
-          body, [](Operation &op) { return llvm::isa<ir::FusionOp>(op); });
+      auto yield = llvm::cast<ir::YieldOp>(f.getBody().front().getTerminator());
       for (unsigned r = 0; r < f.getNumResults(); ++r) {
-        ir::FusionOp inner = inner_of(f, r);
-        if (combined && !inner)
-          continue; // (a malformed combined fusion: codegen refuses it)
+        // (in a fusion of fusions, Note [Combined kernels]: the part that
+        // yields the result, which indexes it as its own kernel does)
+        ir::FusionOp inner = yield.getValues()[r].getDefiningOp<ir::FusionOp>();
         // A kernel writes each result element after it has read every
         // input element at the same point. In a reduction kernel, only a
         // result of the full space is indexed as an input of its type is:
@@ -153,8 +141,8 @@ struct PlanMemory : impl::PlanMemoryBase<PlanMemory> {
           if (space &&
               llvm::cast<RankedTensorType>(in.getType()).getShape() != *space)
             continue;
-          if (inner && !llvm::all_of(body.getArgument(unsigned(k)).getUsers(),
-                                     [&](Operation *u) { return u == inner; }))
+          // (a combined kernel's parts run side by side)
+          if (!ir::part_may_write_into(f, r, k))
             continue;
           reuse[r] = int64_t(k);
           taken[k] = true;
