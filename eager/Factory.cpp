@@ -1,5 +1,6 @@
 #include "eager/Factory.h"
 #include "eager/Dtype.h"
+#include "eager/cuda/Random.h"
 #include "eager/generated/Functions.h"
 #include "eager/meta/Shapes.h"
 #include "runtime/Cuda.h"
@@ -250,6 +251,19 @@ namespace {
 Generator &genOf(std::optional<Generator> &g) {
   return g && g->defined() ? *g : default_generator();
 }
+/// How a draw computes its elements on a CUDA device: the op's arithmetic
+/// (Note [CUDA random numbers] in eager/cuda/Random.cpp).
+struct DeviceDraw {
+  cuda::Draw kind;
+  int64_t low = 0;
+  uint64_t range = 1;
+};
+/// Whether ember::compile is recording ops (its Capture key is on).
+bool capturing() {
+  const LocalDispatchKeySet &ks = tls_local_dispatch_key_set();
+  return ks.included.has(DispatchKey::Capture) &&
+         !ks.excluded.has(DispatchKey::Capture);
+}
 /// Runs the draw op `op` of `name` on the state of a draw of numel(size)
 /// numbers from `gen` (a (seed, offset) tensor), after the checks that must
 /// come before the generator moves; a draw that fails (out of memory) gives
@@ -257,18 +271,33 @@ Generator &genOf(std::optional<Generator> &g) {
 /// even inside ember::compile (as any factory's).
 template <class Op>
 Tensor drawn(const char *name, DtypeGroup group, IntArrayRef size,
-             std::optional<Generator> &gen, const TensorOptions &o, Op op) {
+             std::optional<Generator> &gen, const TensorOptions &o,
+             DeviceDraw on_device, Op op) {
   // The same numbers on every device (Note [Counter-based random
-  // numbers]): drawn on the host, then copied.
-  if (auto t = viaHost(o, [&](const TensorOptions &h) {
-        return drawn(name, group, size, gen, h, op);
-      }))
-    return *t;
+  // numbers]): drawn on the device, or, inside ember::compile (where the
+  // draw must stay the recorded op), on the host, then copied.
+  if (o.device().is_cuda() && capturing())
+    if (auto t = viaHost(o, [&](const TensorOptions &h) {
+          return drawn(name, group, size, gen, h, on_device, op);
+        }))
+      return *t;
   if (!in_group(o.dtype(), group))
     throw_unsupported_dtype(name, o.dtype());
   checkSizes(size);
   uint64_t n = uint64_t(multiply_sizes(size));
   Generator &g = genOf(gen);
+  if (o.device().is_cuda()) {
+    Tensor t = empty(size, o.requires_grad(false));
+    GeneratorState from = g.reserve(n);
+    try {
+      cuda::draw(on_device.kind, t, from.seed, from.offset, on_device.low,
+                 on_device.range);
+    } catch (...) {
+      g.unreserve(from, n);
+      throw;
+    }
+    return finish(t, o);
+  }
   GeneratorState from = g.reserve(n);
   try {
     Tensor state = empty({2}, TensorOptions(kLong));
@@ -290,7 +319,7 @@ Tensor rand(IntArrayRef size, const TensorOptions &o) {
 }
 Tensor rand(IntArrayRef size, std::optional<Generator> gen,
             const TensorOptions &o) {
-  return drawn("rand", DtypeGroup::Float, size, gen, o,
+  return drawn("rand", DtypeGroup::Float, size, gen, o, {cuda::Draw::Uniform},
                [&](Tensor st) { return _philox_uniform(st, size, o.dtype()); });
 }
 Tensor randn(IntArrayRef size, const TensorOptions &o) {
@@ -298,7 +327,7 @@ Tensor randn(IntArrayRef size, const TensorOptions &o) {
 }
 Tensor randn(IntArrayRef size, std::optional<Generator> gen,
              const TensorOptions &o) {
-  return drawn("randn", DtypeGroup::Float, size, gen, o,
+  return drawn("randn", DtypeGroup::Float, size, gen, o, {cuda::Draw::Normal},
                [&](Tensor st) { return _philox_normal(st, size, o.dtype()); });
 }
 Tensor randint(int64_t high, IntArrayRef size, const TensorOptions &o) {
@@ -312,9 +341,12 @@ Tensor randint(int64_t low, int64_t high, IntArrayRef size,
                std::optional<Generator> gen, const TensorOptions &options) {
   TensorOptions o = options.has_dtype() ? options : options.dtype(kLong);
   meta::check_randint_range(low, high, o.dtype());
-  return drawn("randint", DtypeGroup::All, size, gen, o, [&](Tensor st) {
-    return _philox_randint(st, low, high, size, o.dtype());
-  });
+  DeviceDraw on_device{cuda::Draw::Randint, low,
+                       uint64_t(high) - uint64_t(low)};
+  return drawn("randint", DtypeGroup::All, size, gen, o, on_device,
+               [&](Tensor st) {
+                 return _philox_randint(st, low, high, size, o.dtype());
+               });
 }
 Tensor randperm(int64_t n, const TensorOptions &o) {
   return randperm(n, std::nullopt, o);

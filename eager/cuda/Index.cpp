@@ -16,6 +16,7 @@
 // runs both on CPU tensors against the CPU kernels on every machine.
 #include "eager/cuda/Index.h"
 
+#include "eager/Decompose.h"
 #include "eager/Factory.h"
 #include "eager/Meta.h"
 #include "eager/WrapDim.h"
@@ -26,6 +27,7 @@
 #include "runtime/CudaDriver.h"
 #include "runtime/Nvrtc.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -250,6 +252,29 @@ IndexLaunch plan_index_add(const Tensor &work, int64_t d, const Tensor &index,
   return l;
 }
 
+IndexLaunch plan_offsets(int mode, const Tensor &direct,
+                         std::vector<int64_t> direct_strides,
+                         const Tensor &indexed, std::vector<int64_t> sizes,
+                         std::vector<int64_t> indexed_strides, int64_t dim,
+                         const Tensor &offsets) {
+  IndexLaunch l;
+  l.mode = mode;
+  l.direct = direct;
+  l.indexed = indexed;
+  l.index = offsets;
+  l.index_strides = along(sizes.size(), dim);
+  l.sizes = std::move(sizes);
+  l.direct_strides = std::move(direct_strides);
+  l.indexed_strides = std::move(indexed_strides);
+  l.indexed_stride = 1;
+  return l;
+}
+
+std::vector<int64_t>
+plan_contiguous_strides(const std::vector<int64_t> &sizes) {
+  return contiguous_of(sizes);
+}
+
 std::string index_source(int mode, ScalarType dtype) {
   ScalarType t = element_of(mode, dtype);
   ScalarType acc = mode == EMBER_INDEX_ADD ? detail::compute_of(t) : t;
@@ -417,6 +442,287 @@ const Tensor &index_add_cuda_(const Tensor &self, int64_t dim,
     run_index(l);
   });
   return self;
+}
+
+// --- advanced indexing, masks, flip, triangles, im2col -----------------------
+
+// Note [CUDA advanced indexing]
+// index and index_put_ on CUDA follow the CPU plan (Note [Advanced indexing
+// plan] in eager/cpu/Index.cpp) with its offsets computed on the device:
+// masks become their nonzero() coordinates, each index is range-checked
+// (amin / amax, one round trip) and wrapped, and the offsets of the
+// broadcast index positions B are sum(index_d * stride_d), an int64 tensor.
+// The result's iteration space is [pre, B, post] (pre and post: the dims
+// not indexed, walked at self's strides), so the index kernel does the rest
+// with self as its indexed operand, B as the indexed dim, the offsets as its
+// index and stride 1: index gathers, index_put_ assigns (duplicates: one
+// write wins, as on PyTorch's GPU) or adds atomically (accumulate=True),
+// into self at its own strides, without a copy. nonzero (and so masks and
+// masked_select) is a scan of the nonzero flags (cumsum), a count (one
+// round trip: the result's size), and a scatter of each nonzero element's
+// flat position to its rank; flip selects reversed aranges, tril / triu
+// mask with a comparison of aranges, and _im2col / _col2im pad the image
+// and gather / add through one precomputed index of the padded image. Every
+// one is device-agnostic: test_cuda runs them on CPU tensors (the index
+// kernel on the host) against the CPU kernels on every machine.
+
+namespace {
+
+/// Runs a launch where its tensors are: on the device, or on the host for
+/// CPU tensors (the device code as host C++: how the tests check them).
+void run_here(const cuda::IndexLaunch &l) {
+  if (l.indexed.is_cuda())
+    run_index(l);
+  else
+    cuda::run_index_on_host(l);
+}
+
+bool is_mask(const Tensor &t) {
+  return t.defined() && (t.dtype() == kBool || t.dtype() == kByte);
+}
+
+/// An advanced index planned on the device: the launch space [pre, B,
+/// post] (B flattened to one dim, at `b_dim`), self's strides there (0 at
+/// B), and the element offset of each B position (int64, contiguous).
+struct Advanced {
+  meta::IndexShape shape;
+  std::vector<int64_t> sizes, strides;
+  int64_t b_dim = 0;
+  Tensor offsets;
+};
+
+Advanced plan_advanced(const Tensor &self, TensorList indices) {
+  meta::check_indices(self, indices);
+  std::vector<Tensor> idx;
+  for (const Tensor &t : indices) {
+    if (t.defined())
+      check_index_device("index", self, t);
+    if (!is_mask(t)) {
+      idx.push_back(t);
+      continue;
+    }
+    Tensor nz = (t.dtype() == kBool ? t : t.to(kBool)).nonzero();
+    for (int64_t j = 0; j < t.dim(); ++j)
+      idx.push_back(nz.select(1, j));
+  }
+  idx.resize(size_t(self.dim()));
+  Advanced a;
+  a.shape = meta::index_shape(self, idx);
+  const int64_t nb = multiply_sizes(a.shape.b_shape);
+  a.offsets =
+      zeros(a.shape.b_shape, TensorOptions(kLong).device(self.device()));
+  for (int64_t d : a.shape.dims) {
+    if (nb == 0)
+      break;
+    Tensor t = idx[size_t(d)].to(kLong);
+    const int64_t size = self.size(d);
+    Tensor flat = t.reshape({-1});
+    const int64_t lo = flat.amin({0}).item<int64_t>();
+    const int64_t hi = flat.amax({0}).item<int64_t>();
+    if (lo < -size || hi >= size)
+      throw IndexError(ember::detail::str("index ", lo < -size ? lo : hi,
+                                          " is out of bounds for dimension ", d,
+                                          " with size ", size));
+    a.offsets = a.offsets + t.remainder(size) * self.stride(d);
+  }
+  a.offsets = a.offsets.reshape({-1}).contiguous();
+  // (a 0-dim mask indexes no dim: B is then first)
+  const int64_t first = a.shape.dims.empty() ? 0 : a.shape.dims[0];
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (idx[size_t(d)].defined())
+      continue;
+    if (a.shape.adjacent && d < first)
+      ++a.b_dim;
+    a.sizes.push_back(self.size(d));
+    a.strides.push_back(self.stride(d));
+  }
+  a.sizes.insert(a.sizes.begin() + a.b_dim, nb);
+  a.strides.insert(a.strides.begin() + a.b_dim, 0);
+  return a;
+}
+
+/// The launch of an advanced index: `direct` (walked at `direct_strides`)
+/// against self at the offsets.
+cuda::IndexLaunch advanced_launch(int mode, const Advanced &a,
+                                  const Tensor &self, const Tensor &direct,
+                                  std::vector<int64_t> direct_strides) {
+  return cuda::plan_offsets(mode, direct, std::move(direct_strides), self,
+                            a.sizes, a.strides, a.b_dim, a.offsets);
+}
+
+bool any_defined(TensorList indices) {
+  return std::any_of(indices.begin(), indices.end(),
+                     [](const Tensor &t) { return t.defined(); });
+}
+
+/// An index of the padded image (C, Hp, Wp) per element of the columns
+/// (C, kh, kw, OH, OW), flattened: im2col gathers through it, col2im adds.
+Tensor window_index(int64_t C, int64_t Hp, int64_t Wp, const meta::Window &w,
+                    int64_t OH, int64_t OW, Device device) {
+  TensorOptions o = TensorOptions(kLong).device(device);
+  Tensor c = arange(C, o).view({C, 1, 1, 1, 1}) * (Hp * Wp);
+  Tensor i = arange(w.kh, o).view({1, w.kh, 1, 1, 1}) * w.dh;
+  Tensor j = arange(w.kw, o).view({1, 1, w.kw, 1, 1}) * w.dw;
+  Tensor oh = arange(OH, o).view({1, 1, 1, OH, 1}) * w.sh;
+  Tensor ow = arange(OW, o).view({1, 1, 1, 1, OW}) * w.sw;
+  return (c + (oh + i) * Wp + (ow + j)).reshape({-1});
+}
+
+} // namespace
+
+Tensor index_cuda(const Tensor &self, TensorList indices) {
+  if (!any_defined(indices)) {
+    EMBER_CHECK_INDEX(int64_t(indices.size()) <= self.dim(),
+                      "too many indices for tensor of dimension ", self.dim(),
+                      " (got ", indices.size(), ")");
+    return self.clone();
+  }
+  Advanced a = plan_advanced(self, indices);
+  Tensor out = empty(a.sizes, self.options());
+  if (out.numel() > 0)
+    run_here(advanced_launch(EMBER_INDEX_GATHER, a, self, out,
+                             cuda::plan_contiguous_strides(a.sizes)));
+  return out.view(a.shape.result);
+}
+
+const Tensor &index_put_cuda_(const Tensor &self, TensorList indices,
+                              const Tensor &values, bool accumulate) {
+  EMBER_CHECK(values.defined(), "index_put_: the values tensor is undefined");
+  check_index_device("index_put_", self, values);
+  if (!any_defined(indices))
+    return native::index_put_(self, indices, values, accumulate);
+  Advanced a = plan_advanced(self, indices);
+  meta::check_index_put_values(self, values, a.shape.result);
+  meta::check_no_internal_overlap(self);
+  if (multiply_sizes(a.sizes) == 0)
+    return self;
+  Tensor v = (values.is_alias_of(self) ? values.clone() : values)
+                 .expand(a.shape.result)
+                 .reshape(a.sizes);
+  std::vector<int64_t> vs(v.strides().begin(), v.strides().end());
+  run_here(advanced_launch(accumulate ? EMBER_INDEX_ADD : EMBER_INDEX_ASSIGN, a,
+                           self, v, std::move(vs)));
+  self.unsafeGetTensorImpl()->bump_version();
+  return self;
+}
+
+Tensor nonzero_cuda(const Tensor &self) {
+  namespace dd = ember::detail::decomposed;
+  if (self.dim() == 0)
+    return dd::back(native::nonzero(dd::host(self)), self.device());
+  const int64_t n = self.numel(), nd = self.dim();
+  TensorOptions o = TensorOptions(kLong).device(self.device());
+  if (n == 0)
+    return empty({0, nd}, o);
+  // (NaN is nonzero: NaN != 0)
+  Tensor nz = self.reshape({-1}).ne(0);
+  Tensor rank = nz.cumsum(0);
+  const int64_t count = rank.select(0, n - 1).item<int64_t>();
+  // Each nonzero element's flat position goes to its rank; the others to
+  // one spare slot past the end.
+  Tensor slot = (rank - 1).masked_fill(nz.logical_not(), count);
+  Tensor flat = empty({count + 1}, o);
+  flat.scatter_(0, slot, arange(n, o));
+  Tensor pos = flat.narrow(0, 0, count);
+  std::vector<Tensor> coords;
+  int64_t stride = 1;
+  std::vector<int64_t> strides(static_cast<size_t>(nd), 0);
+  for (int64_t d = nd - 1; d >= 0; --d) {
+    strides[size_t(d)] = stride;
+    stride *= self.size(d);
+  }
+  for (int64_t d = 0; d < nd; ++d)
+    coords.push_back(
+        pos.div(strides[size_t(d)], "floor").remainder(self.size(d)));
+  return ember::stack(coords, 1);
+}
+
+Tensor masked_select_cuda(const Tensor &self, const Tensor &mask) {
+  DimVector shape = meta::masked_select_shape(self, mask);
+  check_index_device("masked_select", self, mask);
+  Tensor m = mask.expand(shape).reshape({-1});
+  return self.expand(shape).reshape({-1}).index_select(0,
+                                                       m.nonzero().view({-1}));
+}
+
+Tensor flip_cuda(const Tensor &self, IntArrayRef dims) {
+  auto flipped = dim_list_to_bitset(dims, self.dim());
+  Tensor out = self;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    const int64_t n = self.size(d);
+    if (flipped[size_t(d)] && n > 1)
+      out = out.index_select(
+          d, arange(n - 1, -1, -1, TensorOptions(kLong).device(self.device())));
+  }
+  return out.is_same(self) ? self.clone() : out;
+}
+
+namespace {
+Tensor triangle_cuda(const Tensor &self, int64_t diagonal, bool lower,
+                     const char *name) {
+  meta::check_triangle(self, name);
+  const int64_t R = self.size(-2), C = self.size(-1);
+  TensorOptions o = TensorOptions(kLong).device(self.device());
+  // column - row of each element, against the kept band
+  Tensor diff = arange(C, o).view({1, C}) - arange(R, o).view({R, 1});
+  Tensor zeroed = lower ? diff.gt(diagonal) : diff.lt(diagonal);
+  return self.masked_fill(zeroed, 0);
+}
+} // namespace
+
+Tensor tril_cuda(const Tensor &self, int64_t diagonal) {
+  return triangle_cuda(self, diagonal, true, "tril");
+}
+Tensor triu_cuda(const Tensor &self, int64_t diagonal) {
+  return triangle_cuda(self, diagonal, false, "triu");
+}
+
+Tensor im2col_cuda(const Tensor &self, IntArrayRef kernel_size,
+                   IntArrayRef dilation, IntArrayRef padding,
+                   IntArrayRef stride, const Scalar &pad_value) {
+  DimVector out_size = meta::im2col_sizes(self, kernel_size, dilation, padding,
+                                          stride, pad_value);
+  meta::Window w = meta::check_window(kernel_size, dilation, padding, stride);
+  if (multiply_sizes(out_size) == 0)
+    return empty(out_size, self.options());
+  Tensor x = self.dim() == 4 ? self : self.unsqueeze(0);
+  const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
+  const int64_t OH = meta::sliding_blocks(H, w.kh, w.dh, w.ph, w.sh);
+  const int64_t OW = meta::sliding_blocks(W, w.kw, w.dw, w.pw, w.sw);
+  Tensor padded =
+      ember::constant_pad_nd(x, {w.pw, w.pw, w.ph, w.ph}, pad_value);
+  const int64_t Hp = padded.size(2), Wp = padded.size(3);
+  Tensor idx = window_index(C, Hp, Wp, w, OH, OW, self.device());
+  return padded.reshape({N, C * Hp * Wp}).index_select(1, idx).view(out_size);
+}
+
+Tensor col2im_cuda(const Tensor &self, IntArrayRef output_size,
+                   IntArrayRef kernel_size, IntArrayRef dilation,
+                   IntArrayRef padding, IntArrayRef stride) {
+  DimVector out_size = meta::col2im_sizes(self, output_size, kernel_size,
+                                          dilation, padding, stride);
+  meta::Window w = meta::check_window(kernel_size, dilation, padding, stride);
+  if (multiply_sizes(out_size) == 0)
+    return zeros(out_size, self.options());
+  Tensor cols = self.dim() == 3 ? self : self.unsqueeze(0);
+  const int64_t N = cols.size(0), C = cols.size(1) / (w.kh * w.kw);
+  const int64_t H = output_size[0], W = output_size[1];
+  const int64_t Hp = H + 2 * w.ph, Wp = W + 2 * w.pw;
+  const int64_t OH = meta::sliding_blocks(H, w.kh, w.dh, w.ph, w.sh);
+  const int64_t OW = meta::sliding_blocks(W, w.kw, w.dw, w.pw, w.sw);
+  // (16-bit floats add in float and round once, as the CPU kernel)
+  const ScalarType acc = self.dtype() == kHalf || self.dtype() == kBFloat16
+                             ? kFloat
+                             : self.dtype();
+  Tensor sums = zeros({N, C * Hp * Wp}, self.options().dtype(acc));
+  sums.index_add_(1, window_index(C, Hp, Wp, w, OH, OW, self.device()),
+                  cols.reshape({N, -1}).to(acc));
+  return sums.view({N, C, Hp, Wp})
+      .narrow(2, w.ph, H)
+      .narrow(3, w.pw, W)
+      .to(self.dtype())
+      .contiguous()
+      .view(out_size);
 }
 
 } // namespace ember::native

@@ -36,6 +36,18 @@ IndexLaunch plan_scatter(const Tensor &work, int64_t dim, const Tensor &index,
 IndexLaunch plan_index_add(const Tensor &work, int64_t dim, const Tensor &index,
                            const Tensor &source, const Scalar &alpha);
 
+/// A launch over `sizes` whose indexed operand is read or written at its
+/// `indexed_strides` (0 along `dim`) plus offsets[position along `dim`]
+/// elements (int64, contiguous): advanced indexing, whose offsets combine
+/// several indices (Note [CUDA advanced indexing]).
+IndexLaunch plan_offsets(int mode, const Tensor &direct,
+                         std::vector<int64_t> direct_strides,
+                         const Tensor &indexed, std::vector<int64_t> sizes,
+                         std::vector<int64_t> indexed_strides, int64_t dim,
+                         const Tensor &offsets);
+/// Row-major strides of `sizes`.
+std::vector<int64_t> plan_contiguous_strides(const std::vector<int64_t> &sizes);
+
 /// Raises IndexError (the CPU kernels' text, after `op`) unless every index
 /// of the launch is in [0, the indexed operand's size along `dim`).
 void check_range_of(const IndexLaunch &launch, const char *op, int64_t dim);

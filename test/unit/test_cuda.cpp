@@ -11,11 +11,13 @@
 #include "TestUtil.h"
 #include "eager/cuda/Index.h"
 #include "eager/cuda/Pointwise.h"
+#include "eager/cuda/Sort.h"
 #include "eager/generated/NativeFunctions.h"
 #include "runtime/CudaAllocator.h"
 #include "runtime/Nvrtc.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <set>
 #include <sstream>
@@ -1017,4 +1019,159 @@ TEST(Cuda, IndexOpsOnTheDevice) {
   y.backward(gy);
   yc.backward(gy.cuda());
   EXPECT_TRUE(close(ec->weight.grad().cpu(), e->weight.grad(), 1e-6, 1e-6));
+}
+
+// Note [CUDA sort] (eager/cuda/Sort.cpp): every dtype variant of the sort
+// kernel compiles under NVRTC; then sort_cuda and topk_cuda on CPU tensors,
+// whose bitonic network runs through the device code compiled as host C++,
+// equal the CPU kernels bit for bit (values and indices): NaN, -0.0 and
+// 0.0, many ties, every dtype, rows of any length, every dim, both
+// directions, non-contiguous, 0-dim and empty inputs.
+TEST(CudaNoGpu, SortKernelCompilesUnderNvrtc) {
+  REQUIRE_NVRTC();
+  for (ScalarType t : {kFloat, kDouble, kLong, kInt, kShort, kChar, kByte,
+                       kBool, kHalf, kBFloat16}) {
+    SCOPED_TRACE(toString(t));
+    cuda::nvrtc::Compiled c =
+        cuda::nvrtc::compile(cuda::sort_source(t), "sort.cu", 80, false);
+    EXPECT_NE(c.binary.find(".entry ember_sort"), std::string::npos);
+  }
+}
+
+namespace {
+/// Values of `dt` with many ties; floats also hold NaN, +-inf, -0.0 and 0.0.
+Tensor sort_input(std::vector<int64_t> sizes, ScalarType dt, uint64_t seed) {
+  Tensor x = (random(sizes, kFloat, seed) * 2).round(); // (-0.0 too)
+  if (isFloatingType(dt))
+    x = x.masked_fill(random(sizes, kFloat, seed + 1).gt(1.3), NAN)
+            .masked_fill(random(sizes, kFloat, seed + 2).gt(1.8), INFINITY)
+            .masked_fill(random(sizes, kFloat, seed + 3).gt(1.8), -INFINITY);
+  return dt == kBool ? x.gt(0) : x.to(dt);
+}
+/// Same dtype, shape and bits, both contiguous (the CPU kernels' results
+/// are).
+::testing::AssertionResult identical(const Tensor &a, const Tensor &b) {
+  if (a.dtype() != b.dtype() || a.sizes() != b.sizes())
+    return ::testing::AssertionFailure()
+           << toString(a.dtype()) << a.sizes() << " != " << toString(b.dtype())
+           << b.sizes();
+  if (!a.is_contiguous() || !b.is_contiguous())
+    return ::testing::AssertionFailure() << "not contiguous";
+  Tensor x = a.cpu(), y = b.cpu();
+  if (x.numel() > 0 &&
+      std::memcmp(x.data_ptr(), y.data_ptr(),
+                  size_t(x.numel()) * elementSize(x.dtype())) != 0)
+    return ::testing::AssertionFailure() << close(x, y, 0, 0).message();
+  return ::testing::AssertionSuccess();
+}
+::testing::AssertionResult same_result(const std::tuple<Tensor, Tensor> &got,
+                                       const std::tuple<Tensor, Tensor> &want) {
+  ::testing::AssertionResult r = identical(std::get<1>(got), std::get<1>(want));
+  if (!r)
+    return r << " (indices)";
+  r = identical(std::get<0>(got), std::get<0>(want));
+  return r ? r : r << " (values)";
+}
+/// `x` with dim 1 (of 3) moved to `d`.
+Tensor dim1_to(const Tensor &x, int64_t d) {
+  return d == 1 ? x : x.transpose(1, d);
+}
+} // namespace
+
+TEST(CudaNoGpu, SortKernelsMatchTheCpuKernels) {
+  for (ScalarType dt : {kFloat, kDouble, kHalf, kBFloat16, kLong, kInt, kShort,
+                        kChar, kByte, kBool}) {
+    SCOPED_TRACE(toString(dt));
+    for (int64_t n : {1, 2, 3, 5, 64, 1000}) {
+      SCOPED_TRACE("n " + std::to_string(n));
+      Tensor x = sort_input({n > 64 ? 1 : 3, n, 2}, dt, uint64_t(n));
+      for (int64_t d = 0; d < 3; ++d) {
+        // contiguous with n along d, and strided (every other element)
+        for (const Tensor &self :
+             {dim1_to(x, d).contiguous(), noncontiguous(dim1_to(x, d))}) {
+          SCOPED_TRACE("dim " + std::to_string(d) +
+                       (self.is_contiguous() ? "" : " strided"));
+          for (bool desc : {false, true}) {
+            EXPECT_TRUE(same_result(native::sort_cuda(self, d, desc, false),
+                                    native::sort(self, d, desc, false)))
+                << "descending " << desc;
+            for (int64_t k : {int64_t(0), int64_t(1), n / 2, n})
+              for (bool sorted : {true, false})
+                EXPECT_TRUE(
+                    same_result(native::topk_cuda(self, k, d, desc, sorted),
+                                native::topk(self, k, d, desc, sorted)))
+                    << "k " << k << " largest " << desc << " sorted " << sorted;
+          }
+        }
+      }
+      // a negative dim
+      EXPECT_TRUE(same_result(native::sort_cuda(x, -2, true, true),
+                              native::sort(x, -2, true, true)));
+    }
+    // 0-dim and empty
+    Tensor s = sort_input({}, dt, 7);
+    for (int64_t d : {0, -1})
+      EXPECT_TRUE(same_result(native::sort_cuda(s, d, true, false),
+                              native::sort(s, d, true, false)));
+    for (int64_t k : {0, 1})
+      EXPECT_TRUE(same_result(native::topk_cuda(s, k, 0, true, true),
+                              native::topk(s, k, 0, true, true)));
+    Tensor e = empty({0, 3}, TensorOptions(dt));
+    for (int64_t d : {0, 1}) {
+      EXPECT_TRUE(same_result(native::sort_cuda(e, d, false, false),
+                              native::sort(e, d, false, false)));
+      EXPECT_TRUE(same_result(native::topk_cuda(e, 0, d, true, false),
+                              native::topk(e, 0, d, true, false)));
+    }
+  }
+  // The CPU kernels' errors.
+  Tensor x = random({2, 5});
+  EXPECT_EMBER_ERROR(native::topk_cuda(x, 6, 1, true, true),
+                     "selected index k out of range (k = 6, but dimension 1 "
+                     "has size 5)");
+  EXPECT_THROW(native::topk_cuda(x, -1, 1, true, true), IndexError);
+  EXPECT_THROW(native::topk_cuda(random({}), 2, 0, true, true), IndexError);
+  EXPECT_THROW(native::sort_cuda(x, 2, false, false), IndexError);
+  EXPECT_THROW(native::topk_cuda(x, 1, -3, true, true), IndexError);
+}
+
+// sort, argsort and topk of CUDA tensors against the CPU, and topk's error.
+TEST(Cuda, SortOnTheDevice) {
+  REQUIRE_GPU();
+  for (ScalarType dt :
+       {kFloat, kDouble, kHalf, kBFloat16, kLong, kInt, kByte, kBool}) {
+    SCOPED_TRACE(toString(dt));
+    for (int64_t n : {1, 5, 64, 1000}) {
+      SCOPED_TRACE("n " + std::to_string(n));
+      Tensor x = sort_input({3, n, 2}, dt, uint64_t(n));
+      for (const Tensor &self : {x, noncontiguous(x)})
+        for (int64_t d = 0; d < 3; ++d)
+          for (bool desc : {false, true}) {
+            SCOPED_TRACE("dim " + std::to_string(d) + " descending " +
+                         std::to_string(desc));
+            Tensor xc = gpu(self);
+            auto got = xc.sort(d, desc);
+            EXPECT_TRUE(std::get<0>(got).is_cuda());
+            EXPECT_TRUE(same_result(got, self.sort(d, desc)));
+            EXPECT_TRUE(
+                identical(xc.argsort(d, desc, true), self.argsort(d, desc)));
+            int64_t k = std::min<int64_t>(self.size(d), 3);
+            for (bool sorted : {true, false})
+              EXPECT_TRUE(same_result(xc.topk(k, d, desc, sorted),
+                                      self.topk(k, d, desc, sorted)));
+          }
+    }
+  }
+  // One long row (not a power of two), 0-dim and empty.
+  Tensor big = random({(1 << 16) + 3}, kFloat, 5);
+  EXPECT_TRUE(same_result(big.cuda().sort(0, true), big.sort(0, true)));
+  Tensor s = random({}, kFloat, 6);
+  EXPECT_TRUE(same_result(s.cuda().sort(), s.sort()));
+  EXPECT_TRUE(same_result(s.cuda().topk(1), s.topk(1)));
+  Tensor e = empty({0, 4});
+  EXPECT_TRUE(same_result(e.cuda().sort(0), e.sort(0)));
+  EXPECT_TRUE(same_result(e.cuda().topk(0, 0), e.topk(0, 0)));
+  EXPECT_EMBER_ERROR(random({2, 5}).cuda().topk(6),
+                     "selected index k out of range (k = 6, but dimension 1 "
+                     "has size 5)");
 }

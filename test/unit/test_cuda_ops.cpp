@@ -1,0 +1,469 @@
+// The CUDA kernels built from other ops' kernels: prod, norm, all / any,
+// cumsum / cumprod, dot, equal (Note [CUDA reductions from kernels that
+// exist] in eager/cuda/Reduce.cpp) and index, index_put_, nonzero,
+// masked_select, flip, tril / triu, _im2col / _col2im (Note [CUDA advanced
+// indexing] in eager/cuda/Index.cpp), and the random draws (Note [CUDA
+// random numbers] in eager/cuda/Random.cpp).
+//
+// They are device-agnostic, so without a GPU (every CI machine) each runs
+// on CPU tensors, the index kernel's device code on the host, against the
+// op's CPU kernel. With a GPU the same ops run on CUDA tensors against the
+// CPU (those tests skip without one, with the reason).
+#include "TestUtil.h"
+#include "eager/cuda/Random.h"
+#include "eager/generated/NativeFunctions.h"
+#include "runtime/Nvrtc.h"
+
+#include <cstring>
+#include <limits>
+#include <sstream>
+#include <tuple>
+
+using namespace ember;
+using namespace ember::test;
+
+namespace {
+
+#define REQUIRE_GPU()                                                          \
+  do {                                                                         \
+    if (!cuda::is_available())                                                 \
+      GTEST_SKIP() << "no CUDA driver or GPU on this machine";                 \
+  } while (0)
+
+/// Equal dtypes and shapes, values within tolerance (NaNs equal).
+::testing::AssertionResult same(const Tensor &a, const Tensor &b,
+                                double tol = 0) {
+  if (a.dtype() != b.dtype())
+    return ::testing::AssertionFailure()
+           << "dtype " << toString(a.dtype()) << " != " << toString(b.dtype());
+  return close(a, b, tol, tol);
+}
+
+/// Integer-valued values of `dt` (exact in every dtype, sums in any order).
+Tensor integers(std::vector<int64_t> sizes, ScalarType dt, uint64_t seed) {
+  Tensor x = (random(sizes, kFloat, seed) * 3).round();
+  return dt == kBool ? x.gt(0) : x.to(dt);
+}
+
+Tensor longs(std::vector<int64_t> sizes, int64_t lo, int64_t hi,
+             uint64_t seed) {
+  Generator g(seed);
+  return randint(lo, hi, sizes, g);
+}
+
+/// The inputs of the reductions: contiguous, strided, 1-d, with a dim of 1.
+std::vector<Tensor> inputs(ScalarType dt) {
+  return {integers({4, 7}, dt, 1), noncontiguous(integers({3, 5, 6}, dt, 2)),
+          integers({17}, dt, 3), integers({5, 1, 3}, dt, 4),
+          integers({2, 1000}, dt, 5)};
+}
+
+std::string trace(const Tensor &x, int64_t d) {
+  std::ostringstream os;
+  os << toString(x.dtype()) << " " << x.sizes() << " dim " << d;
+  return os.str();
+}
+
+} // namespace
+
+// --- without a GPU -----------------------------------------------------------
+
+TEST(CudaNoGpu, ProdNormAllAnyMatchTheCpuKernels) {
+  for (ScalarType dt :
+       {kFloat, kDouble, kHalf, kBFloat16, kLong, kInt, kByte, kBool}) {
+    for (const Tensor &x0 : inputs(dt)) {
+      // prod of long rows of integers overflows: small values there
+      Tensor x = x0.size(-1) >= 100 && dt != kBool ? x0.remainder(2) : x0;
+      for (int64_t d = -1; d < x.dim(); ++d) {
+        SCOPED_TRACE(trace(x, d));
+        const double tol = dt == kHalf || dt == kBFloat16 ? 1e-2 : 1e-6;
+        for (bool keep : {false, true}) {
+          EXPECT_TRUE(same(native::prod_cuda(x, d, keep, std::nullopt),
+                           x.prod(d, keep), tol));
+          EXPECT_TRUE(same(native::all_dim_cuda(x, d, keep), x.all(d, keep)));
+          EXPECT_TRUE(same(native::any_dim_cuda(x, d, keep), x.any(d, keep)));
+        }
+        EXPECT_TRUE(same(native::prod_cuda(x, d, false, kDouble),
+                         x.prod(d, false, kDouble), 1e-12));
+        if (!isFloatingType(dt))
+          continue;
+        for (std::optional<Scalar> p :
+             {std::optional<Scalar>(), std::optional<Scalar>(0),
+              std::optional<Scalar>(1), std::optional<Scalar>(3.5),
+              std::optional<Scalar>(0.5),
+              std::optional<Scalar>(std::numeric_limits<double>::infinity()),
+              std::optional<Scalar>(-std::numeric_limits<double>::infinity())})
+          for (bool keep : {false, true}) {
+            std::vector<int64_t> dims{d};
+            EXPECT_TRUE(same(native::norm_cuda(x, p, dims, keep),
+                             x.norm(p, dims, keep), tol * 10));
+            EXPECT_TRUE(same(native::norm_cuda(x, p, {}, keep),
+                             x.norm(p, IntArrayRef{}, keep), tol * 10));
+          }
+      }
+    }
+  }
+  // NaN: all / any count it as nonzero, prod and norm propagate it.
+  Tensor n = tensor({1.0, std::nan(""), 0.0, 2.0}).view({2, 2});
+  EXPECT_TRUE(same(native::all_dim_cuda(n, 1, false), n.all(1, false)));
+  EXPECT_TRUE(same(native::any_dim_cuda(n, 0, false), n.any(0, false)));
+  EXPECT_TRUE(same(native::prod_cuda(n, 0, false, std::nullopt), n.prod(0)));
+  EXPECT_TRUE(same(native::norm_cuda(n, 2, {1}, false), n.norm(2, {1})));
+  // Integer products wrap as the CPU's.
+  Tensor big = full({2, 9}, 1000, TensorOptions(kLong));
+  EXPECT_TRUE(
+      same(native::prod_cuda(big, 1, false, std::nullopt), big.prod(1)));
+  // Empty reductions and 0-dim inputs: the CPU kernel's identities.
+  Tensor e = random({3, 0}, kFloat, 9);
+  EXPECT_TRUE(same(native::prod_cuda(e, 1, false, std::nullopt), e.prod(1)));
+  EXPECT_TRUE(same(native::all_dim_cuda(e, 1, true), e.all(1, true)));
+  EXPECT_TRUE(same(native::any_dim_cuda(e, 1, false), e.any(1, false)));
+  EXPECT_TRUE(same(native::norm_cuda(e, 1, {1}, false), e.norm(1, {1})));
+  Tensor s = tensor(2.5);
+  EXPECT_TRUE(same(native::prod_cuda(s, 0, false, std::nullopt), s.prod(0)));
+  EXPECT_TRUE(
+      same(native::norm_cuda(s, 3, {}, false), s.norm(3, IntArrayRef{})));
+  // The CPU kernel's errors.
+  EXPECT_THROW(native::norm_cuda(integers({3}, kLong, 1), 2, {0}, false),
+               TypeError);
+  EXPECT_THROW(native::prod_cuda(random({2, 3}), 2, false, std::nullopt),
+               IndexError);
+}
+
+TEST(CudaNoGpu, ScansDotEqualMatchTheCpuKernels) {
+  for (ScalarType dt : {kFloat, kDouble, kHalf, kLong, kInt, kByte, kBool}) {
+    for (const Tensor &x0 : inputs(dt)) {
+      Tensor x = x0.size(-1) >= 100 && dt != kBool ? x0.remainder(2) : x0;
+      for (int64_t d = -1; d < x.dim(); ++d) {
+        SCOPED_TRACE(trace(x, d));
+        const double tol = dt == kHalf ? 2e-2 : 1e-5;
+        EXPECT_TRUE(
+            same(native::cumsum_cuda(x, d, std::nullopt), x.cumsum(d), tol));
+        EXPECT_TRUE(
+            same(native::cumprod_cuda(x, d, std::nullopt), x.cumprod(d), tol));
+        EXPECT_TRUE(same(native::cumsum_cuda(x, d, kDouble),
+                         x.cumsum(d, kDouble), 1e-12));
+      }
+    }
+  }
+  // Float sums of random values: the scan's order, within rounding.
+  Tensor r = random({3, 777}, kFloat, 11);
+  EXPECT_TRUE(same(native::cumsum_cuda(r, 1, std::nullopt), r.cumsum(1), 1e-4));
+  EXPECT_TRUE(same(native::cumsum_cuda(tensor(3.0), 0, std::nullopt),
+                   tensor(3.0).cumsum(0)));
+  EXPECT_TRUE(same(native::cumprod_cuda(random({0, 4}), 1, std::nullopt),
+                   random({0, 4}).cumprod(1)));
+  // The result is new: the input is not written.
+  Tensor keep = r.clone();
+  (void)native::cumsum_cuda(r, 0, std::nullopt);
+  EXPECT_TRUE(same(r, keep));
+
+  for (ScalarType dt : {kFloat, kDouble, kHalf, kLong, kInt}) {
+    SCOPED_TRACE(toString(dt));
+    Tensor a = integers({37}, dt, 1), b = noncontiguous(integers({37}, dt, 2));
+    EXPECT_TRUE(same(native::dot_cuda(a, b), a.dot(b), 1e-3));
+    Tensor z = empty({0}, TensorOptions(dt));
+    EXPECT_TRUE(same(native::dot_cuda(z, z), z.dot(z)));
+  }
+  EXPECT_THROW(native::dot_cuda(random({3}), random({4})), Error);
+  EXPECT_THROW(native::dot_cuda(random({3}), random({3}, kDouble)), Error);
+
+  Tensor x = random({4, 5}, kFloat, 3);
+  EXPECT_TRUE(native::equal_cuda(x, noncontiguous(x)));
+  EXPECT_FALSE(native::equal_cuda(x, x + 1e-3));
+  EXPECT_FALSE(native::equal_cuda(x, x.view({5, 4})));
+  EXPECT_TRUE(native::equal_cuda(random({0, 3}), random({0, 3})));
+  Tensor nan = tensor({1.0, std::nan("")});
+  EXPECT_EQ(native::equal_cuda(nan, nan), nan.equal(nan));
+  EXPECT_THROW(native::equal_cuda(x, x.to(kDouble)), Error);
+}
+
+TEST(CudaNoGpu, AdvancedIndexingMatchesTheCpuKernels) {
+  for (ScalarType dt : {kFloat, kDouble, kHalf, kLong, kByte, kBool}) {
+    SCOPED_TRACE(toString(dt));
+    for (Tensor x : {integers({5, 6, 7}, dt, 1),
+                     integers({7, 6, 5}, dt, 2).transpose(0, 2)}) {
+      Tensor i0 = longs({4}, -5, 5, 3), i1 = longs({4}, -6, 6, 4);
+      Tensor i2 = longs({3, 1}, 0, 7, 5), m1 = random({6}, kBool, 6);
+      Tensor mask = random({5, 6}, kBool, 7);
+      std::vector<std::vector<Tensor>> cases = {
+          {i0},     // one dim
+          {i0, i1}, // adjacent, leading
+          {Tensor(), i1.view({2, 2}),
+           longs({2, 1}, 0, 7, 8)},                     // adjacent, inner
+          {i0.view({4, 1}), Tensor(), i2.view({1, 3})}, // apart: B first
+          {Tensor(), m1},                               // a bool mask
+          {mask},                                       // a 2-d mask
+          {Tensor(), m1.to(kByte)},                     // a uint8 mask
+          {tensor(int64_t(-2))},                        // a 0-dim index
+          {longs({0}, 0, 5, 9)},                        // no positions
+      };
+      for (size_t c = 0; c < cases.size(); ++c) {
+        SCOPED_TRACE("case " + std::to_string(c));
+        const std::vector<Tensor> &idx = cases[c];
+        Tensor want = native::index(x, idx);
+        EXPECT_TRUE(same(native::index_cuda(x, idx), want));
+        // index_put_: values broadcast over the result's leading dims
+        std::vector<int64_t> vs(want.sizes().begin(), want.sizes().end());
+        if (!vs.empty())
+          vs[0] = 1;
+        Tensor v = integers(vs, dt, 10 + c);
+        Tensor a = x.clone(), b = x.clone();
+        native::index_put_(a, idx, v, true);
+        native::index_put_cuda_(b, idx, v, true);
+        EXPECT_TRUE(same(b, a)) << "accumulate";
+        // Assignment with one value per (possibly repeated) position
+        // agrees whatever write wins.
+        Tensor one = integers({}, dt, 20 + c);
+        a = x.clone();
+        b = noncontiguous(x.clone());
+        native::index_put_(a, idx, one, false);
+        native::index_put_cuda_(b, idx, one, false);
+        EXPECT_TRUE(same(b, a)) << "assign";
+      }
+    }
+  }
+  // Out of range (either sign) raises PyTorch's IndexError; nothing written.
+  Tensor x = random({4, 3});
+  Tensor keep = x.clone();
+  EXPECT_THROW(native::index_cuda(x, {tensor({int64_t(4)})}), IndexError);
+  EXPECT_THROW(native::index_cuda(x, {Tensor(), tensor({int64_t(-4)})}),
+               IndexError);
+  EXPECT_THROW(
+      native::index_put_cuda_(x, {tensor({int64_t(9)})}, tensor(1.0f), false),
+      IndexError);
+  EXPECT_TRUE(same(x, keep));
+  EXPECT_THROW(native::index_cuda(x, {tensor({0.5f})}), Error);
+  EXPECT_THROW(native::index_put_cuda_(x, {tensor({int64_t(0)})},
+                                       tensor(1.0).to(kDouble), false),
+               Error); // dtype
+  // Values that alias self are read before any write.
+  Tensor y = random({6});
+  Tensor y2 = y.clone();
+  native::index_put_(y2, {tensor({int64_t(0), 1, 2})}, y2.narrow(0, 1, 3),
+                     false);
+  native::index_put_cuda_(y, {tensor({int64_t(0), 1, 2})}, y.narrow(0, 1, 3),
+                          false);
+  EXPECT_TRUE(same(y, y2));
+}
+
+TEST(CudaNoGpu, NonzeroMasksFlipTrianglesMatchTheCpuKernels) {
+  for (ScalarType dt : {kFloat, kHalf, kLong, kByte, kBool}) {
+    SCOPED_TRACE(toString(dt));
+    for (Tensor x :
+         {integers({5, 6}, dt, 1), noncontiguous(integers({3, 4, 5}, dt, 2)),
+          integers({33}, dt, 3), zeros({2, 3}, TensorOptions(dt)),
+          ones({2, 3}, TensorOptions(dt)), integers({0, 3}, dt, 4),
+          integers({}, dt, 5)}) {
+      SCOPED_TRACE(trace(x, 0));
+      EXPECT_TRUE(same(native::nonzero_cuda(x), native::nonzero(x)));
+      if (x.dim() > 0) {
+        Tensor m = random({x.size(-1)}, kBool, 6); // broadcast
+        EXPECT_TRUE(same(native::masked_select_cuda(x, m),
+                         native::masked_select(x, m)));
+      }
+      for (std::vector<int64_t> dims :
+           {std::vector<int64_t>{0}, {-1}, {0, -1}, {}})
+        if (int64_t(dims.size()) <= x.dim())
+          EXPECT_TRUE(same(native::flip_cuda(x, dims), native::flip(x, dims)));
+      if (x.dim() >= 2)
+        for (int64_t k : {int64_t(-7), int64_t(-1), int64_t(0), int64_t(2),
+                          int64_t(9), std::numeric_limits<int64_t>::max(),
+                          std::numeric_limits<int64_t>::min()}) {
+          EXPECT_TRUE(same(native::tril_cuda(x, k), native::tril(x, k)));
+          EXPECT_TRUE(same(native::triu_cuda(x, k), native::triu(x, k)));
+        }
+    }
+  }
+  Tensor nan = tensor({0.0, std::nan(""), -0.0, 1.0});
+  EXPECT_TRUE(same(native::nonzero_cuda(nan), native::nonzero(nan)));
+  EXPECT_THROW(native::flip_cuda(random({2, 3}), {0, 0}), Error);
+  EXPECT_THROW(native::tril_cuda(random({3}), 0), Error);
+  EXPECT_THROW(native::masked_select_cuda(random({2, 3}), random({4}, kBool)),
+               Error);
+}
+
+TEST(CudaNoGpu, Im2colCol2imMatchTheCpuKernels) {
+  struct Case {
+    std::vector<int64_t> in, k, d, p, s;
+  };
+  for (const Case &c :
+       std::vector<Case>{{{2, 3, 7, 8}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
+                         {{1, 2, 9, 6}, {2, 3}, {2, 1}, {0, 2}, {2, 3}},
+                         {{3, 5, 5}, {5, 5}, {1, 1}, {0, 0}, {1, 1}},
+                         {{2, 1, 4, 4}, {1, 1}, {1, 1}, {3, 0}, {1, 2}}})
+    for (ScalarType dt : {kFloat, kDouble, kHalf, kLong}) {
+      SCOPED_TRACE(std::string(toString(dt)) + " input " +
+                   std::to_string(c.in[0]));
+      Tensor x = integers(c.in, dt, 1);
+      Tensor want = native::im2col(x, c.k, c.d, c.p, c.s, 0);
+      EXPECT_TRUE(same(native::im2col_cuda(x, c.k, c.d, c.p, c.s, 0), want));
+      if (dt != kLong)
+        EXPECT_TRUE(same(
+            native::im2col_cuda(noncontiguous(x), c.k, c.d, c.p, c.s, -1.5),
+            native::im2col(x, c.k, c.d, c.p, c.s, -1.5)));
+      std::vector<int64_t> hw(c.in.end() - 2, c.in.end());
+      Tensor cols = integers(want.sizes().vec(), dt, 2);
+      EXPECT_TRUE(same(native::col2im_cuda(cols, hw, c.k, c.d, c.p, c.s),
+                       native::col2im(cols, hw, c.k, c.d, c.p, c.s)));
+    }
+  EXPECT_THROW(native::im2col_cuda(random({1, 1, 2, 2}), {3, 3}, {1, 1}, {0, 0},
+                                   {1, 1}, 0),
+               Error);
+}
+
+// --- with a GPU --------------------------------------------------------------
+
+TEST(Cuda, ReductionsAndScansOnTheDevice) {
+  REQUIRE_GPU();
+  for (ScalarType dt : {kFloat, kDouble, kHalf, kLong, kBool}) {
+    SCOPED_TRACE(toString(dt));
+    const double tol = dt == kHalf ? 2e-2 : 1e-5;
+    Tensor x = noncontiguous(integers({3, 5, 6}, dt, 2));
+    Tensor g = x.cuda();
+    for (int64_t d = 0; d < 3; ++d) {
+      EXPECT_TRUE(same(g.prod(d).cpu(), x.prod(d), tol));
+      EXPECT_TRUE(same(g.all(d).cpu(), x.all(d)));
+      EXPECT_TRUE(same(g.any(d, true).cpu(), x.any(d, true)));
+      EXPECT_TRUE(same(g.cumsum(d).cpu(), x.cumsum(d), tol));
+      EXPECT_TRUE(same(g.cumprod(d).cpu(), x.cumprod(d), tol));
+      if (isFloatingType(dt))
+        EXPECT_TRUE(same(g.norm(2, {d}).cpu(), x.norm(2, {d}), tol));
+    }
+    EXPECT_TRUE(same(g.prod().cpu(), x.prod(), tol));
+    EXPECT_EQ(g.equal(g.clone()), true);
+    if (dt != kBool) {
+      Tensor a = integers({50}, dt, 3), b = integers({50}, dt, 4);
+      EXPECT_TRUE(same(a.cuda().dot(b.cuda()).cpu(), a.dot(b), tol));
+    }
+  }
+  // Gradients through them, on the device.
+  Tensor w = random({4, 5}, kDouble, 5).requires_grad_();
+  Tensor wc = w.detach().cuda().requires_grad_();
+  (w.cumsum(1).prod(0).sum() + w.norm(2, {1}).sum()).backward();
+  (wc.cumsum(1).prod(0).sum() + wc.norm(2, {1}).sum()).backward();
+  EXPECT_TRUE(same(wc.grad().cpu(), w.grad(), 1e-10));
+}
+
+TEST(Cuda, IndexingOnTheDevice) {
+  REQUIRE_GPU();
+  for (ScalarType dt : {kFloat, kHalf, kLong, kBool}) {
+    SCOPED_TRACE(toString(dt));
+    Tensor x = integers({7, 6, 5}, dt, 2).transpose(0, 2);
+    Tensor g = x.cuda();
+    Tensor i0 = longs({4}, -5, 5, 3), mask = random({5, 6}, kBool, 7);
+    EXPECT_TRUE(same(g.index({i0.cuda()}).cpu(), x.index({i0})));
+    EXPECT_TRUE(same(g.index({indexing::Slice(), i0.cuda().remainder(6)}).cpu(),
+                     x.index({indexing::Slice(), i0.remainder(6)})));
+    EXPECT_TRUE(same(g.index({mask.cuda()}).cpu(), x.index({mask})));
+    Tensor v = integers({4, 6, 7}, dt, 8);
+    Tensor a = g.clone(), b = x.clone();
+    ember::index_put_(a, std::vector<Tensor>{i0.cuda()}, v.cuda(), true);
+    ember::index_put_(b, std::vector<Tensor>{i0}, v, true);
+    EXPECT_TRUE(same(a.cpu(), b));
+    EXPECT_TRUE(same(g.nonzero().cpu(), x.nonzero()));
+    EXPECT_TRUE(
+        same(g.masked_select(mask.cuda()[0]).cpu(), x.masked_select(mask[0])));
+    EXPECT_TRUE(same(g.flip({0, 2}).cpu(), x.flip({0, 2})));
+    EXPECT_TRUE(same(g.tril(1).cpu(), x.tril(1)));
+    EXPECT_TRUE(same(g.triu(-1).cpu(), x.triu(-1)));
+    EXPECT_THROW(g.index({tensor({int64_t(5)}).cuda()}), IndexError);
+  }
+  // A convolution (im2col, mm, col2im in the backward) against the CPU.
+  Tensor in = random({2, 3, 9, 9}, kDouble, 9).requires_grad_();
+  Tensor w = random({4, 3, 3, 3}, kDouble, 10).requires_grad_();
+  Tensor inc = in.detach().cuda().requires_grad_();
+  Tensor wc = w.detach().cuda().requires_grad_();
+  Tensor y = conv2d(in, w, {}, 2, 1), yc = conv2d(inc, wc, {}, 2, 1);
+  EXPECT_TRUE(same(yc.cpu(), y, 1e-10));
+  y.sum().backward();
+  yc.sum().backward();
+  EXPECT_TRUE(same(inc.grad().cpu(), in.grad(), 1e-10));
+  EXPECT_TRUE(same(wc.grad().cpu(), w.grad(), 1e-10));
+}
+
+// Note [CUDA random numbers] (eager/cuda/Random.cpp): every variant of the
+// random kernel compiles under NVRTC, and its device code, run on the host,
+// draws exactly what the CPU ops draw for the same (seed, offset).
+TEST(CudaNoGpu, RandomKernelsCompileUnderNvrtc) {
+  if (!cuda::nvrtc::is_available())
+    GTEST_SKIP() << "NVRTC (the CUDA toolkit) is not installed";
+  for (ScalarType t : {kFloat, kDouble, kHalf, kBFloat16})
+    for (cuda::Draw kind : {cuda::Draw::Uniform, cuda::Draw::Normal})
+      EXPECT_NE(cuda::nvrtc::compile(cuda::draw_source(kind, t), "philox.cu",
+                                     80, false)
+                    .binary.find(".entry ember_philox"),
+                std::string::npos)
+          << toString(t);
+  for (ScalarType t :
+       {kFloat, kDouble, kHalf, kLong, kInt, kShort, kChar, kByte, kBool})
+    EXPECT_NE(cuda::nvrtc::compile(cuda::draw_source(cuda::Draw::Randint, t),
+                                   "philox.cu", 80, false)
+                  .binary.find(".entry ember_philox"),
+              std::string::npos)
+        << toString(t);
+}
+
+TEST(CudaNoGpu, RandomKernelsMatchTheCpuOps) {
+  const int64_t lo64 = std::numeric_limits<int64_t>::min();
+  const int64_t hi64 = std::numeric_limits<int64_t>::max();
+  for (auto [seed, offset] : {std::pair<uint64_t, uint64_t>{0, 0},
+                              {42, 1000},
+                              {~uint64_t(0), ~uint64_t(0) - 7000}}) {
+    Tensor state = empty({2}, TensorOptions(kLong));
+    state.data_ptr<int64_t>()[0] = int64_t(seed);
+    state.data_ptr<int64_t>()[1] = int64_t(offset);
+    for (ScalarType t : {kFloat, kDouble, kHalf, kBFloat16}) {
+      SCOPED_TRACE(toString(t));
+      Tensor u = empty({3, 1001}, TensorOptions(t));
+      cuda::draw(cuda::Draw::Uniform, u, seed, offset);
+      EXPECT_TRUE(same(u, _philox_uniform(state, {3, 1001}, t)));
+      Tensor n = empty({2000}, TensorOptions(t));
+      cuda::draw(cuda::Draw::Normal, n, seed, offset);
+      EXPECT_TRUE(same(n, _philox_normal(state, {2000}, t)));
+    }
+    for (auto [t, lo, hi] : {std::tuple{kLong, int64_t(-5), int64_t(17)},
+                             std::tuple{kLong, lo64, hi64},
+                             std::tuple{kInt, int64_t(-3), int64_t(1) << 30},
+                             std::tuple{kByte, int64_t(0), int64_t(256)},
+                             std::tuple{kBool, int64_t(0), int64_t(2)},
+                             std::tuple{kFloat, int64_t(-100), int64_t(100)},
+                             std::tuple{kHalf, int64_t(0), int64_t(2048)}}) {
+      SCOPED_TRACE(toString(t));
+      Tensor r = empty({1500}, TensorOptions(t));
+      cuda::draw(cuda::Draw::Randint, r, seed, offset, lo,
+                 uint64_t(hi) - uint64_t(lo));
+      Tensor want = _philox_randint(state, lo, hi, {1500}, t);
+      EXPECT_TRUE(same(r, want));
+      if (t == kLong && lo == lo64) // exact int64 comparison
+        EXPECT_EQ(0, std::memcmp(r.data_ptr(), want.data_ptr(), 1500 * 8));
+    }
+  }
+}
+
+TEST(Cuda, RandomOnTheDevice) {
+  REQUIRE_GPU();
+  TensorOptions dev = TensorOptions().device(kCUDA);
+  for (ScalarType t : {kFloat, kDouble, kHalf}) {
+    SCOPED_TRACE(toString(t));
+    manual_seed(7);
+    Tensor a = rand({4097}, dev.dtype(t)), an = randn({513}, dev.dtype(t));
+    manual_seed(7);
+    Tensor b = rand({4097}, TensorOptions(t)),
+           bn = randn({513}, TensorOptions(t));
+    EXPECT_TRUE(a.is_cuda());
+    EXPECT_TRUE(same(a.cpu(), b));
+    // (the device's double log and cos may differ in the last bit)
+    EXPECT_TRUE(same(an.cpu(), bn, 1e-12));
+  }
+  Generator g1(3), g2(3);
+  EXPECT_TRUE(
+      same(randint(-7, 9, {999}, g1, dev).cpu(), randint(-7, 9, {999}, g2)));
+  EXPECT_EQ(g1.get_offset(), g2.get_offset());
+  // Dropout draws its mask on the device.
+  Tensor x = ones({10000}, dev);
+  Tensor y = nn::functional::dropout(
+      x, nn::functional::DropoutFuncOptions().p(0.25).training(true));
+  const double kept = y.ne(0).sum().item<double>() / 10000;
+  EXPECT_NEAR(kept, 0.75, 0.03);
+}
