@@ -250,15 +250,32 @@ void CachingAllocator::release_cached(bool wait) {
     }
 }
 
+// Note [Out-of-memory message]
+// PyTorch 2.x's text, with its numbers: what was asked, the device's
+// capacity and what of it is free (for every process), what the allocator
+// has handed out, and what it holds cached but unallocated, which
+// empty_cache() returns to the device. (The allocator has already released
+// its cache and retried by now, so a large cached figure means
+// fragmentation of blocks still in use.)
 void CachingAllocator::out_of_memory(size_t requested) {
   std::string dev = which_.is_cuda() ? "CUDA" : which_.str();
+  std::string gpu =
+      which_.is_cuda()
+          ? "GPU " + std::to_string(std::max(0, int(which_.index())))
+          : which_.str();
+  const int64_t cached = stats_.reserved_bytes - stats_.allocated_bytes;
   throw OutOfMemoryError(detail::str(
-      dev, " out of memory. Tried to allocate ", format_bytes(requested), " (",
-      which_.str(), "; ", format_bytes(device_->total_memory()),
-      " total capacity; ", format_bytes(size_t(stats_.allocated_bytes)),
-      " already allocated; ", format_bytes(size_t(stats_.reserved_bytes)),
-      " reserved in total by ember). Free tensors you no longer need, or "
-      "ask for less (a smaller batch)."));
+      dev, " out of memory. Tried to allocate ", format_bytes(requested), ". ",
+      gpu, " has a total capacity of ", format_bytes(device_->total_memory()),
+      " of which ", format_bytes(device_->free_memory()),
+      " is free. Of the allocated memory ",
+      format_bytes(size_t(stats_.allocated_bytes)),
+      " is allocated by ember, and ",
+      format_bytes(size_t(std::max<int64_t>(0, cached))),
+      " is reserved by ember but unallocated. Free tensors you no longer "
+      "need, or ask for less (a smaller batch); if reserved but unallocated "
+      "memory is large, ember::cuda::empty_cache() returns it to the "
+      "device."));
 }
 
 void CachingAllocator::record_stream(void *p, StreamId stream) {

@@ -49,8 +49,10 @@ public:
   /// `bytes` of device memory, or null when the device has not that much.
   virtual void *raw_alloc(size_t bytes) = 0;
   virtual void raw_free(void *p) = 0;
-  /// The device's memory, for the out-of-memory message.
+  /// The device's memory and what of it is free now (for every user of
+  /// the device), for the out-of-memory message.
   virtual size_t total_memory() const = 0;
+  virtual size_t free_memory() const = 0;
   /// An event recorded on `stream` now (an opaque handle), whether it has
   /// completed, and its release.
   virtual uint64_t record_event(StreamId stream) = 0;

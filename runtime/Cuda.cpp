@@ -1,10 +1,13 @@
 #include "runtime/Cuda.h"
 #include "runtime/CudaDriver.h"
+#include "runtime/Profiler.h"
 
 #include <array>
 #include <atomic>
 #include <cstdlib>
 #include <dlfcn.h>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -362,6 +365,81 @@ float CUDAEvent::elapsed_time(const CUDAEvent &end) const {
   EMBER_CU(cuEventElapsedTime, &ms, static_cast<CUevent>(handle_),
            static_cast<CUevent>(end.handle_));
   return ms;
+}
+
+// --- the profiler's timer ----------------------------------------------------
+
+namespace {
+/// CUDA events as the profiler's marks (Note [Device activity]): each
+/// device's first mark of a session records a reference event on the idle
+/// device at a known CPU time; a mark's time is that CPU time plus the
+/// device's elapsed time from the reference.
+class CudaTimer final : public profiler::DeviceTimer {
+public:
+  void *mark(Device device, uint64_t stream) override {
+    const int index = checked_device(device.index(), "profiler");
+    driver::set_context(index);
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (!references_.count(index)) {
+        EMBER_CU(cuCtxSynchronize);
+        CUevent ref = nullptr;
+        EMBER_CU(cuEventCreate, &ref, 0u);
+        EMBER_CU(cuEventRecord, ref, nullptr);
+        EMBER_CU(cuEventSynchronize, ref);
+        references_[index] = {ref, profiler::now_ns()};
+      }
+    }
+    CUevent e = nullptr;
+    EMBER_CU(cuEventCreate, &e, 0u);
+    EMBER_CU(cuEventRecord, e, reinterpret_cast<CUstream>(stream));
+    return new Mark{index, e};
+  }
+  int64_t time_ns(void *m) override {
+    std::unique_ptr<Mark> mark(static_cast<Mark *>(m));
+    driver::set_context(mark->device);
+    Reference ref;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      ref = references_.at(mark->device);
+    }
+    EMBER_CU(cuEventSynchronize, mark->event);
+    float ms = 0;
+    EMBER_CU(cuEventElapsedTime, &ms, ref.event, mark->event);
+    EMBER_CU(cuEventDestroy_v2, mark->event);
+    return ref.cpu_ns + int64_t(double(ms) * 1e6);
+  }
+  void release(void *m) override {
+    std::unique_ptr<Mark> mark(static_cast<Mark *>(m));
+    driver::set_context(mark->device);
+    EMBER_CU(cuEventDestroy_v2, mark->event);
+  }
+  void reset() override {
+    std::lock_guard<std::mutex> g(mu_);
+    for (auto &[index, ref] : references_) {
+      driver::set_context(index);
+      EMBER_CU(cuEventDestroy_v2, ref.event);
+    }
+    references_.clear();
+  }
+
+private:
+  struct Mark {
+    int device;
+    CUevent event;
+  };
+  struct Reference {
+    CUevent event = nullptr;
+    int64_t cpu_ns = 0;
+  };
+  std::mutex mu_;
+  std::map<int, Reference> references_;
+};
+} // namespace
+
+profiler::DeviceTimer *profiler_timer() {
+  static CudaTimer *timer = new CudaTimer();
+  return timer;
 }
 
 } // namespace ember::cuda

@@ -10,7 +10,15 @@
 #include <cstdint>
 #include <string>
 
+namespace ember::profiler {
+class DeviceTimer;
+} // namespace ember::profiler
+
 namespace ember::cuda {
+
+/// The timer of CUDA work for the profiler (ProfilerActivity::CUDA): driver
+/// events (Note [Device activity] in runtime/Profiler.h).
+profiler::DeviceTimer *profiler_timer();
 
 /// True when the CUDA driver loads and reports at least one device.
 bool is_available();

@@ -33,11 +33,14 @@ public:
     check(checked_api().cuMemFree_v2(reinterpret_cast<CUdeviceptr>(p)),
           "cuMemFree");
   }
-  size_t total_memory() const override {
+  size_t total_memory() const override { return info().second; }
+  size_t free_memory() const override { return info().first; }
+  /// (free, total) bytes of the device.
+  std::pair<size_t, size_t> info() const {
     set_context(device_);
     size_t free = 0, total = 0;
     check(checked_api().cuMemGetInfo_v2(&free, &total), "cuMemGetInfo");
-    return total;
+    return {free, total};
   }
   uint64_t record_event(StreamId stream) override {
     set_context(device_);

@@ -3,11 +3,13 @@
 #include "runtime/CudaDriver.h"
 #include "runtime/DiskCache.h"
 #include "runtime/Logging.h"
+#include "runtime/Profiler.h"
 
 #include <cstdio>
 #include <dlfcn.h>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 namespace ember::cuda {
@@ -157,6 +159,9 @@ namespace {
 struct KernelCache {
   std::mutex mu;
   std::map<std::pair<int, std::string>, CUfunction> kernels;
+  /// The profiler's names of the kernels: the entry, or what name_kernel
+  /// gave.
+  std::map<void *, std::string> names;
   KernelCacheStats stats;
 };
 KernelCache &kernel_cache() {
@@ -220,16 +225,37 @@ void *get_kernel(int device, const std::string &source,
                        std::to_string(arch) + ")");
   }
   c.kernels.emplace(std::move(key), f);
+  c.names.emplace(f, entry);
   return f;
 }
+
+void name_kernel(void *fn, const std::string &name) {
+  KernelCache &c = kernel_cache();
+  std::lock_guard<std::mutex> g(c.mu);
+  c.names[fn] = name;
+}
+
+namespace {
+/// The profiler's name of a kernel (Note [Device activity]).
+std::string kernel_name(void *fn) {
+  KernelCache &c = kernel_cache();
+  std::lock_guard<std::mutex> g(c.mu);
+  auto it = c.names.find(fn);
+  return it != c.names.end() ? it->second : std::string("ember kernel");
+}
+} // namespace
 
 void launch_kernel(int device, void *fn, unsigned grid, unsigned block,
                    void **args, size_t shared_bytes) {
   set_context(device);
+  CUstream stream =
+      static_cast<CUstream>(getCurrentCUDAStream(device).stream());
+  std::optional<profiler::record_device> timed;
+  if (EMBER_UNLIKELY(profiler::active()))
+    timed.emplace(kernel_name(fn), Device(kCUDA, device),
+                  reinterpret_cast<uint64_t>(stream));
   EMBER_CU(cuLaunchKernel, static_cast<CUfunction>(fn), grid, 1, 1, block, 1, 1,
-           unsigned(shared_bytes),
-           static_cast<CUstream>(getCurrentCUDAStream(device).stream()), args,
-           nullptr);
+           unsigned(shared_bytes), stream, args, nullptr);
 }
 
 KernelCacheStats kernel_cache_stats() {

@@ -36,8 +36,11 @@ Compiled compile(const std::string &source, const std::string &name, int arch,
 void *get_kernel(int device, const std::string &source,
                  const std::string &entry);
 
+/// Names kernel `fn` in the profiler's tables (its entry until then).
+void name_kernel(void *fn, const std::string &name);
+
 /// Launches `fn` (a kernel of device `device`) on that device's current
-/// stream.
+/// stream (a device event of the profiler: Note [Device activity]).
 void launch_kernel(int device, void *fn, unsigned grid, unsigned block,
                    void **args, size_t shared_bytes = 0);
 

@@ -38,6 +38,14 @@ public:
   std::deque<EventRecord> events;  // guarded by mu; end_ns < 0 while open
   std::deque<MemoryRecord> memory; // guarded by mu
   std::vector<size_t> open;        // guarded by mu: indices of open events
+  /// Device work and its marks (the end mark null while open), guarded by
+  /// mu; timer: the session's, or null when it records no device work.
+  struct Pending {
+    DeviceRecord record;
+    void *start = nullptr, *end = nullptr;
+  };
+  std::deque<Pending> device;
+  DeviceTimer *timer = nullptr;
 };
 } // namespace detail
 
@@ -48,6 +56,7 @@ namespace {
 struct Session {
   uint64_t id = 0;
   RecordOptions options;
+  DeviceTimer *timer = nullptr;
   int64_t start_ns = 0;
   std::vector<std::shared_ptr<ThreadBuffer>> buffers;
 };
@@ -70,6 +79,7 @@ ThreadBuffer *currentBuffer() {
   if (!g_session || g_session->id != sid)
     return nullptr;
   auto b = std::make_shared<ThreadBuffer>(sid, g_session->options);
+  b->timer = g_session->timer;
   g_session->buffers.push_back(b);
   t_buffer = std::move(b);
   return t_buffer.get();
@@ -170,7 +180,49 @@ void record_memory(const void *ptr, int64_t bytes, int64_t total_allocated,
     b->events[size_t(m.parent)].self_memory += bytes;
 }
 
-void start_session(const RecordOptions &options) {
+void record_device::begin(std::string_view name, Device device,
+                          uint64_t stream) {
+  ThreadBuffer *b = currentBuffer();
+  if (!b || !b->timer)
+    return;
+  void *start = b->timer->mark(device, stream);
+  std::unique_lock<std::mutex> g(b->mu);
+  if (b->closed) {
+    g.unlock();
+    b->timer->release(start);
+    return;
+  }
+  size_t index = b->device.size();
+  ThreadBuffer::Pending &p = b->device.emplace_back();
+  p.record.name.assign(name);
+  p.record.device = device;
+  p.record.stream = stream;
+  p.record.thread = b->thread;
+  p.record.parent = b->open.empty() ? -1 : int64_t(b->open.back());
+  p.start = start;
+  buf_ = b;
+  session_ = b->session;
+  index_ = index;
+  device_ = device;
+  stream_ = stream;
+}
+
+void record_device::end() {
+  ThreadBuffer *b = buf_;
+  buf_ = nullptr;
+  if (t_buffer.get() != b || b->session != session_)
+    return;
+  void *end = b->timer->mark(device_, stream_);
+  std::unique_lock<std::mutex> g(b->mu);
+  if (b->closed) {
+    g.unlock();
+    b->timer->release(end);
+    return;
+  }
+  b->device[index_].end = end;
+}
+
+void start_session(const RecordOptions &options, DeviceTimer *timer) {
   std::lock_guard<std::mutex> g(g_mu);
   EMBER_CHECK(!g_session,
               "ember::profiler: a profiler is already running; profilers do "
@@ -179,6 +231,7 @@ void start_session(const RecordOptions &options) {
   auto s = std::make_unique<Session>();
   s->id = g_next_id++;
   s->options = options;
+  s->timer = options.record_device ? timer : nullptr;
   s->start_ns = now_ns();
   g_session_id.store(s->id, std::memory_order_release);
   g_session = std::move(s);
@@ -222,9 +275,23 @@ Trace stop_session() {
         m.parent += offset;
       tr.memory.push_back(m);
     }
+    for (ThreadBuffer::Pending &p : b->device) {
+      DeviceRecord &r = p.record;
+      if (r.parent >= 0)
+        r.parent += offset;
+      r.start_ns = s->timer->time_ns(p.start);
+      // (a scope still open at the stop: its work so far, marked now)
+      r.end_ns =
+          s->timer->time_ns(p.end ? p.end : s->timer->mark(r.device, r.stream));
+      r.end_ns = std::max(r.end_ns, r.start_ns);
+      tr.device.push_back(std::move(r));
+    }
     b->events.clear();
     b->memory.clear();
+    b->device.clear();
   }
+  if (s->timer)
+    s->timer->reset();
   return tr;
 }
 

@@ -116,6 +116,67 @@ void record_memory(const void *ptr, int64_t bytes, int64_t total_allocated,
 struct RecordOptions {
   bool record_shapes = false;
   bool profile_memory = false;
+  /// Record device work (ProfilerActivity::CUDA): the record_device scopes,
+  /// timed on the device by the session's DeviceTimer.
+  bool record_device = false;
+};
+
+// Note [Device activity]
+// With ProfilerActivity::CUDA, each piece of work a thread submits to a
+// device (a kernel launch, a copy, a cuBLAS call) is a record_device scope
+// around the submission. The scope queues a mark on the stream before and
+// after the work (CUDA events) and remembers the CPU event open on the
+// thread, the op that launched it, as PyTorch's kineto correlates a kernel
+// with its launching op. When the session stops, the timer reads each mark
+// (waiting for the device) as a time on the session's clock: the CUDA timer
+// takes one reference mark per device, recorded on an idle device at a known
+// CPU time, and adds the device's elapsed time since it. The public profiler
+// turns the records into kernel rows (device time) and gives each op the
+// device time of the kernels it launched (eager/profiler/Profiler.cpp).
+
+/// Times device work in stream order: the CUDA driver's events
+/// (cuda::profiler_timer()), or a fake in tests.
+class DeviceTimer {
+public:
+  virtual ~DeviceTimer() = default;
+  /// A mark of the point `stream` of `device` has reached, queued on the
+  /// stream now.
+  virtual void *mark(Device device, uint64_t stream) = 0;
+  /// When the device passed `mark`, on now_ns()'s clock (waits until it
+  /// has), releasing the mark.
+  virtual int64_t time_ns(void *mark) = 0;
+  /// Releases a mark that will not be read.
+  virtual void release(void *mark) = 0;
+  /// The session ended: forget its reference points.
+  virtual void reset() {}
+};
+
+/// Device work submitted while alive (a kernel, a copy, a library call) on
+/// `stream` (the driver's handle) of `device`: a device event of the
+/// running profiler when it records device activity (Note [Device
+/// activity]); with no profiler running, one flag test.
+class record_device {
+public:
+  record_device(std::string_view name, Device device, uint64_t stream) {
+    if (EMBER_UNLIKELY(active()))
+      begin(name, device, stream);
+  }
+  ~record_device() {
+    if (EMBER_UNLIKELY(buf_ != nullptr))
+      end();
+  }
+  record_device(const record_device &) = delete;
+  record_device &operator=(const record_device &) = delete;
+
+private:
+  void begin(std::string_view name, Device device, uint64_t stream);
+  void end();
+
+  detail::ThreadBuffer *buf_ = nullptr;
+  uint64_t session_ = 0;
+  size_t index_ = 0;
+  Device device_{kCUDA};
+  uint64_t stream_ = 0;
 };
 
 /// One finished event. Events of one thread are in the order they began;
@@ -147,17 +208,31 @@ struct MemoryRecord {
   int64_t parent = -1;
 };
 
+/// One piece of device work (a record_device scope), with its device times.
+struct DeviceRecord {
+  std::string name;
+  Device device{kCUDA};
+  uint64_t stream = 0;
+  uint64_t thread = 0; // the thread that submitted it
+  int64_t start_ns = 0, end_ns = 0;
+  /// The innermost event open on the submitting thread (index into
+  /// Trace::events), or -1.
+  int64_t parent = -1;
+};
+
 /// What a session recorded.
 struct Trace {
   RecordOptions options;
   int64_t start_ns = 0, end_ns = 0;
   std::vector<EventRecord> events;
   std::vector<MemoryRecord> memory;
+  std::vector<DeviceRecord> device;
 };
 
 /// Starts recording on every thread. Throws if a session is already running
-/// (profilers do not nest).
-void start_session(const RecordOptions &options);
+/// (profilers do not nest). `timer` times device work when
+/// options.record_device (without one, none is recorded).
+void start_session(const RecordOptions &options, DeviceTimer *timer = nullptr);
 /// Stops recording and returns what was recorded; events still open are
 /// closed at the stop time.
 Trace stop_session();

@@ -1,5 +1,7 @@
 // _im2col and _col2im: the sliding-window primitives (PyTorch's F.unfold and
 // F.fold) on which nn::functional builds convolution and pooling.
+#include "eager/cpu/Im2col.h"
+
 #include "eager/Dtype.h"
 #include "eager/Factory.h"
 #include "eager/generated/NativeFunctions.h"
@@ -65,6 +67,20 @@ template <class T> T padValueAs(const Scalar &v) {
 }
 
 } // namespace
+
+Scalar im2col_pad_value(const Scalar &pad_value, ScalarType t) {
+  Scalar out;
+  dispatch_dtype(t, "_im2col", [&]<class T>() {
+    const T v = padValueAs<T>(pad_value);
+    if constexpr (std::is_same_v<T, bool>)
+      out = Scalar(v);
+    else if constexpr (std::is_integral_v<T>)
+      out = Scalar(int64_t(v));
+    else
+      out = Scalar(double(v));
+  });
+  return out;
+}
 
 Tensor im2col(const Tensor &self, IntArrayRef kernel_size, IntArrayRef dilation,
               IntArrayRef padding, IntArrayRef stride,

@@ -3,6 +3,7 @@
 #include "eager/Dtype.h"
 #include "runtime/Cuda.h"
 #include "runtime/CudaDriver.h"
+#include "runtime/Profiler.h"
 
 #include <array>
 #include <climits>
@@ -107,8 +108,13 @@ void gemm_batched(const Tensor &out, const GemmOperand &a, const GemmOperand &b,
   const int device = out.device().index();
   cublasHandle_t h = handle(device);
   driver::set_context(device);
-  check(lib().cublasSetStream_v2(h, getCurrentCUDAStream(device).stream()),
-        "cublasSetStream");
+  void *stream = getCurrentCUDAStream(device).stream();
+  check(lib().cublasSetStream_v2(h, stream), "cublasSetStream");
+  profiler::record_device timed(dt == kFloat    ? "cublasSgemmStridedBatched"
+                                : dt == kDouble ? "cublasDgemmStridedBatched"
+                                                : "cublasGemmStridedBatchedEx",
+                                out.device(),
+                                reinterpret_cast<uint64_t>(stream));
   // Row-major C = A B is column-major C^T = B^T A^T: B's memory read as
   // column-major is B^T (op N) unless B is stored column-major (op T).
   const int m = as_int(N, "size"), n = as_int(M, "size"), k = as_int(K, "size"),

@@ -20,6 +20,7 @@
 #include "eager/Factory.h"
 #include "eager/Meta.h"
 #include "eager/WrapDim.h"
+#include "eager/cpu/Im2col.h"
 #include "eager/cuda/Pointwise.h"
 #include "eager/generated/Functions.h"
 #include "eager/generated/NativeFunctions.h"
@@ -689,8 +690,8 @@ Tensor im2col_cuda(const Tensor &self, IntArrayRef kernel_size,
   const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
   const int64_t OH = meta::sliding_blocks(H, w.kh, w.dh, w.ph, w.sh);
   const int64_t OW = meta::sliding_blocks(W, w.kw, w.dw, w.pw, w.sw);
-  Tensor padded =
-      ember::constant_pad_nd(x, {w.pw, w.pw, w.ph, w.ph}, pad_value);
+  Tensor padded = ember::constant_pad_nd(
+      x, {w.pw, w.pw, w.ph, w.ph}, im2col_pad_value(pad_value, self.dtype()));
   const int64_t Hp = padded.size(2), Wp = padded.size(3);
   Tensor idx = window_index(C, Hp, Wp, w, OH, OW, self.device());
   return padded.reshape({N, C * Hp * Wp}).index_select(1, idx).view(out_size);

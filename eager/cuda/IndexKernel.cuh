@@ -10,7 +10,7 @@
 namespace ember {
 
 /// Most dims an index kernel walks (a 0-dim operand counts as one dim).
-#define EMBER_INDEX_MAX_DIMS 8
+#define EMBER_INDEX_MAX_DIMS 25
 
 /// What a launch walks: `n` points of the iteration space `sizes` (row-major,
 /// innermost last), and per dim each operand's element stride: the direct

@@ -7,6 +7,7 @@
 #include "runtime/CudaAllocator.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Nvrtc.h"
+#include "runtime/Profiler.h"
 
 #include <algorithm>
 #include <climits>
@@ -45,8 +46,10 @@ void *cached_kernel(int device, const std::string &signature, const char *entry,
       new std::map<std::pair<int, std::string>, void *>();
   std::lock_guard<std::mutex> g(mu);
   void *&fn = (*by_signature)[{device, signature}];
-  if (!fn)
+  if (!fn) {
     fn = get_kernel(device, make_source(), entry);
+    name_kernel(fn, std::string(entry) + " [" + signature + "]");
+  }
   return fn;
 }
 
@@ -201,11 +204,14 @@ void same_device_copy(const Tensor &dst, const Tensor &src) {
       return;
     int device = dst.device().index();
     driver::set_context(device);
-    EMBER_CU(
-        cuMemcpyDtoDAsync_v2,
-        reinterpret_cast<driver::CUdeviceptr>(dst.data_ptr()),
-        reinterpret_cast<driver::CUdeviceptr>(s.data_ptr()), dst.nbytes(),
-        static_cast<driver::CUstream>(getCurrentCUDAStream(device).stream()));
+    auto stream =
+        static_cast<driver::CUstream>(getCurrentCUDAStream(device).stream());
+    profiler::record_device timed("Memcpy DtoD (Device -> Device)",
+                                  dst.device(), uint64_t(stream));
+    EMBER_CU(cuMemcpyDtoDAsync_v2,
+             reinterpret_cast<driver::CUdeviceptr>(dst.data_ptr()),
+             reinterpret_cast<driver::CUdeviceptr>(s.data_ptr()), dst.nbytes(),
+             stream);
     return;
   }
   launch(kCopy, compute_of(dst.dtype()), 0, dst, {s}, {});
@@ -457,8 +463,15 @@ void copy(const Tensor &dst, const Tensor &src, bool non_blocking) {
     driver::set_context(device);
     CUstream stream =
         static_cast<CUstream>(getCurrentCUDAStream(device).stream());
-    EMBER_CU(cuMemcpyHtoDAsync_v2, reinterpret_cast<CUdeviceptr>(d.data_ptr()),
-             s.data_ptr(), d.nbytes(), stream);
+    {
+      profiler::record_device timed(is_pinned_ptr(s.data_ptr())
+                                        ? "Memcpy HtoD (Pinned -> Device)"
+                                        : "Memcpy HtoD (Pageable -> Device)",
+                                    dst.device(), uint64_t(stream));
+      EMBER_CU(cuMemcpyHtoDAsync_v2,
+               reinterpret_cast<CUdeviceptr>(d.data_ptr()), s.data_ptr(),
+               d.nbytes(), stream);
+    }
     bool async = non_blocking && s.is_same(src) && is_pinned_ptr(s.data_ptr());
     if (!async)
       EMBER_CU(cuStreamSynchronize, stream);
@@ -478,8 +491,14 @@ void copy(const Tensor &dst, const Tensor &src, bool non_blocking) {
   driver::set_context(device);
   CUstream stream =
       static_cast<CUstream>(getCurrentCUDAStream(device).stream());
-  EMBER_CU(cuMemcpyDtoHAsync_v2, d.data_ptr(),
-           reinterpret_cast<CUdeviceptr>(s.data_ptr()), d.nbytes(), stream);
+  {
+    profiler::record_device timed(is_pinned_ptr(d.data_ptr())
+                                      ? "Memcpy DtoH (Device -> Pinned)"
+                                      : "Memcpy DtoH (Device -> Pageable)",
+                                  src.device(), uint64_t(stream));
+    EMBER_CU(cuMemcpyDtoHAsync_v2, d.data_ptr(),
+             reinterpret_cast<CUdeviceptr>(s.data_ptr()), d.nbytes(), stream);
+  }
   bool async = non_blocking && d.is_same(dst) && is_pinned_ptr(d.data_ptr());
   if (!async)
     EMBER_CU(cuStreamSynchronize, stream);

@@ -15,6 +15,7 @@
 // graph.
 #include "eager/cuda/Random.h"
 
+#include "eager/Dtype.h"
 #include "eager/cuda/Pointwise.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Nvrtc.h"
@@ -109,6 +110,9 @@ void draw(Draw kind, const Tensor &out, uint64_t seed, uint64_t offset,
           int64_t low, uint64_t range) {
   EMBER_CHECK(out.is_contiguous(), "cuda::draw: a contiguous output");
   EMBER_CHECK(range > 0, "cuda::draw: an empty range");
+  EMBER_CHECK(kind == Draw::Randint || isFloatingType(out.dtype()),
+              "cuda::draw: uniform and normal draws are floating, not ",
+              out.dtype());
   const int64_t n = out.numel();
   if (n == 0)
     return;

@@ -100,7 +100,8 @@ std::tuple<Tensor, Tensor> min_dim_composite(const Tensor &self, int64_t dim,
 //  * prod folds the dim in halves: log2(n) pointwise multiplications (a
 //    leftover element multiplied into the first), so integer products wrap
 //    as the CPU's sequential product does (multiplication mod 2^64 is
-//    associative) and float products differ from it only in rounding;
+//    associative) and float products differ from it only in the rounding
+//    of the double intermediates;
 //  * cumsum / cumprod are Hillis and Steele's scan: log2(n) steps, step s
 //    combining each element with the one 2^s before it (O(n log n) work,
 //    where a one-pass scan kernel would do O(n): the next step if scans
@@ -109,9 +110,12 @@ std::tuple<Tensor, Tensor> min_dim_composite(const Tensor &self, int64_t dim,
 //    the zeros / nonzeros (sum), so empty reductions give True / False;
 //  * dot is a 1 x n by n x 1 product through cuBLAS for floats (its
 //    accumulation), a product and a sum for integers; equal is eq and all.
-// 16-bit floats compute in float and round once at the end, as the CPU
-// kernels accumulate. 0-dim and empty inputs run the CPU kernel on host
-// copies (its checks, errors and identities included).
+// Floating dtypes compute in double and round once at the end, as the CPU
+// kernels accumulate: a product or sum whose intermediate leaves float's
+// range still gives the CPU's finite result, and a float cumsum is as
+// accurate as the CPU's though its order differs. 0-dim and empty inputs
+// run the CPU kernel on host copies (its checks, errors and identities
+// included).
 
 namespace {
 
@@ -122,10 +126,10 @@ template <class F> auto on_cpu(const Tensor &self, F cpu) {
   return dd::back(cpu(dd::host(self)), self.device());
 }
 
-/// The compute dtype of a composition on `t`: float for 16-bit floats.
-ScalarType wide(ScalarType t) {
-  return t == kHalf || t == kBFloat16 ? kFloat : t;
-}
+/// The compute dtype of a composition on `t`: double for the floating
+/// dtypes, as the CPU kernels accumulate (so an intermediate product or sum
+/// out of a float's range does not turn the result into inf or NaN).
+ScalarType wide(ScalarType t) { return isFloatingType(t) ? kDouble : t; }
 
 /// Hillis and Steele's inclusive scan of `x` (owned: written in place)
 /// along `d` with `op`.
@@ -147,11 +151,14 @@ Tensor scan_op(const Tensor &self, int64_t dim, std::optional<ScalarType> dtype,
                     : native::cumprod(h, dim, dtype);
     });
   const int64_t d = maybe_wrap_dim(dim, self.dim());
-  Tensor x = self.to(wide(out_t), /*non_blocking=*/false, /*copy=*/true);
+  // (the input in the result's dtype first, as the CPU kernel reads it)
+  Tensor x = self.to(out_t).to(wide(out_t), /*non_blocking=*/false,
+                               /*copy=*/true);
   x = scan(x, d, [&](const Tensor &a, const Tensor &b) {
     return is_sum ? a + b : a * b;
   });
-  return x.to(out_t);
+  // (a sum starts from +0, so a run of -0.0 sums to +0.0)
+  return (is_sum && x.is_floating_point() ? x + 0.0 : x).to(out_t);
 }
 
 } // namespace
@@ -164,7 +171,7 @@ Tensor prod_cuda(const Tensor &self, int64_t dim, bool keepdim,
     });
   const ScalarType out_t = meta::sum_dtype(self.dtype(), dtype);
   const int64_t d = maybe_wrap_dim(dim, self.dim());
-  Tensor x = self.to(wide(out_t));
+  Tensor x = self.to(out_t).to(wide(out_t));
   for (int64_t n = x.size(d); n > 1; n = x.size(d)) {
     const int64_t h = n / 2;
     Tensor y = x.narrow(d, 0, h) * x.narrow(d, h, h);

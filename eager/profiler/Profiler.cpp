@@ -1,5 +1,7 @@
 #include "eager/profiler/Profiler.h"
 
+#include "runtime/Cuda.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -83,6 +86,16 @@ const NamedSortKey kSortKeys[] = {
      [](const FunctionEventAvg &r) { return r.cpu_time_total; }},
     {"self_cpu_time_total",
      [](const FunctionEventAvg &r) { return r.self_cpu_time_total; }},
+    {"device_time", [](const FunctionEventAvg &r) { return r.device_time(); }},
+    {"device_time_total",
+     [](const FunctionEventAvg &r) { return r.device_time_total; }},
+    {"self_device_time_total",
+     [](const FunctionEventAvg &r) { return r.self_device_time_total; }},
+    {"cuda_time", [](const FunctionEventAvg &r) { return r.device_time(); }},
+    {"cuda_time_total",
+     [](const FunctionEventAvg &r) { return r.device_time_total; }},
+    {"self_cuda_time_total",
+     [](const FunctionEventAvg &r) { return r.self_device_time_total; }},
     {"cpu_memory_usage",
      [](const FunctionEventAvg &r) { return double(r.cpu_memory_usage); }},
     {"self_cpu_memory_usage",
@@ -179,9 +192,13 @@ void jsonNumber(std::string &out, double v) {
   out += buf;
 }
 
-const char *categoryOf(RecordScope s) {
-  return s == RecordScope::USER_SCOPE ? "user_annotation" : "cpu_op";
+const char *categoryOf(const FunctionEvent &e) {
+  if (e.device_type != kCPU)
+    return e.name.rfind("Memcpy", 0) == 0 ? "gpu_memcpy" : "kernel";
+  return e.scope == RecordScope::USER_SCOPE ? "user_annotation" : "cpu_op";
 }
+
+DeviceTimer *g_test_timer = nullptr;
 
 } // namespace
 
@@ -196,7 +213,11 @@ void FunctionEventAvg::add(const FunctionEvent &e) {
     input_shapes = e.input_shapes;
     has_cpu_parent = e.cpu_parent >= 0;
   }
+  if (count == 0)
+    device_type = e.device_type;
   count += 1;
+  device_time_total += e.device_time_total;
+  self_device_time_total += e.self_device_time_total;
   self_cpu_time_total += e.self_cpu_time_total;
   cpu_time_total += e.cpu_time_total;
   cpu_memory_usage += e.cpu_memory_usage;
@@ -218,6 +239,13 @@ double EventList::self_cpu_time_total() const {
   double s = 0;
   for (const FunctionEventAvg &r : rows_)
     s += r.self_cpu_time_total;
+  return s;
+}
+
+double EventList::self_device_time_total() const {
+  double s = 0;
+  for (const FunctionEventAvg &r : rows_)
+    s += r.self_device_time_total;
   return s;
 }
 
@@ -259,10 +287,18 @@ std::string EventList::table(const std::string &sort_by, int64_t row_limit,
   if (max_shapes_column_width >= 0)
     shapesWidth = std::min(shapesWidth, size_t(max_shapes_column_width));
 
+  bool hasDevice = false;
+  for (const FunctionEventAvg &r : rows)
+    hasDevice = hasDevice || r.device_time_total > 0;
+
   constexpr size_t kColumnWidth = 12, kSpacing = 2;
   std::vector<std::string> headers = {"Name",      "Self CPU %",
                                       "Self CPU",  "CPU total %",
                                       "CPU total", "CPU time avg"};
+  if (hasDevice)
+    for (const char *h :
+         {"Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg"})
+      headers.push_back(h);
   if (profile_memory_) {
     headers.push_back("CPU Mem");
     headers.push_back("Self CPU Mem");
@@ -294,9 +330,11 @@ std::string EventList::table(const std::string &sort_by, int64_t row_limit,
   sep += "\n";
   lineLength -= kSpacing;
 
-  double sumSelf = 0;
-  for (const FunctionEventAvg &r : rows)
+  double sumSelf = 0, sumSelfDevice = 0;
+  for (const FunctionEventAvg &r : rows) {
     sumSelf += r.self_cpu_time_total;
+    sumSelfDevice += r.self_device_time_total;
+  }
 
   std::string out;
   if (!header.empty())
@@ -327,6 +365,13 @@ std::string EventList::table(const std::string &sort_by, int64_t row_limit,
         formatTime(r.cpu_time_total),
         formatTime(r.cpu_time()),
     };
+    if (hasDevice) {
+      values.push_back(formatTime(r.self_device_time_total));
+      values.push_back(
+          formatTimeShare(r.self_device_time_total, sumSelfDevice));
+      values.push_back(formatTime(r.device_time_total));
+      values.push_back(formatTime(r.device_time()));
+    }
     if (profile_memory_) {
       values.push_back(formatMemory(r.cpu_memory_usage));
       values.push_back(formatMemory(r.self_cpu_memory_usage));
@@ -338,6 +383,8 @@ std::string EventList::table(const std::string &sort_by, int64_t row_limit,
   }
   out += sep;
   out += "Self CPU time total: " + formatTime(sumSelf) + "\n";
+  if (hasDevice)
+    out += "Self CUDA time total: " + formatTime(sumSelfDevice) + "\n";
   return out;
 }
 
@@ -353,12 +400,10 @@ profile::profile(std::vector<ProfilerActivity> activities, bool record_shapes,
 profile::profile(const ProfileOptions &options) : options_(options) {
   if (options_.activities.empty())
     options_.activities = {ProfilerActivity::CPU};
-  for (ProfilerActivity a : options_.activities)
-    if (a == ProfilerActivity::CUDA)
-      throw NotImplementedError(
-          "ember::profiler::profile: ProfilerActivity::CUDA is not supported "
-          "yet (the CUDA backend records no kernel events); profile with "
-          "{ProfilerActivity::CPU}");
+}
+
+void detail::set_device_timer_for_testing(DeviceTimer *timer) {
+  g_test_timer = timer;
 }
 
 profile::~profile() {
@@ -376,7 +421,16 @@ void profile::start() {
   RecordOptions ro;
   ro.record_shapes = options_.record_shapes;
   ro.profile_memory = options_.profile_memory;
-  start_session(ro);
+  // CUDA activity: the device work of the session, timed on the device
+  // (Note [Device activity]); without a GPU there is none to record.
+  DeviceTimer *timer = nullptr;
+  if (std::find(options_.activities.begin(), options_.activities.end(),
+                ProfilerActivity::CUDA) != options_.activities.end())
+    timer = g_test_timer           ? g_test_timer
+            : cuda::is_available() ? cuda::profiler_timer()
+                                   : nullptr;
+  ro.record_device = timer != nullptr;
+  start_session(ro, timer);
   running_ = true;
   trace_ = Trace();
   events_.clear();
@@ -448,6 +502,27 @@ void profile::buildEvents() {
         double(std::max<int64_t>(0, recs[i].end_ns - recs[i].start_ns -
                                         childNs[i])) /
         1e3;
+  // Device work: rows of its own (device times), and device time of the
+  // CPU events that launched it (self) and of their ancestors (total).
+  std::map<std::pair<int, uint64_t>, uint64_t> streams;
+  for (const DeviceRecord &d : trace_.device) {
+    const double dur = double(d.end_ns - d.start_ns) / 1e3;
+    for (int64_t p = d.parent; p >= 0; p = recs[size_t(p)].parent)
+      events_[size_t(p)].device_time_total += dur;
+    if (d.parent >= 0)
+      events_[size_t(d.parent)].self_device_time_total += dur;
+    FunctionEvent &e = events_.emplace_back();
+    e.id = int64_t(events_.size() - 1);
+    e.name = d.name;
+    e.device_type = d.device.type();
+    e.device_index = d.device.index();
+    e.thread = streams.try_emplace({d.device.index(), d.stream}, streams.size())
+                   .first->second;
+    e.start_us = us(d.start_ns);
+    e.end_us = us(d.end_ns);
+    e.device_time_total = e.self_device_time_total = dur;
+    e.launched_by = d.parent;
+  }
   // Memory events outside every event are rows of their own, "[memory]", as
   // PyTorch's.
   for (const MemoryRecord &m : trace_.memory) {
@@ -484,6 +559,7 @@ EventList profile::key_averages(bool group_by_input_shape) const {
     std::string key = e.name;
     key += '\0';
     key += char('0' + int(e.scope));
+    key += char('0' + int(e.device_type));
     if (group_by_input_shape)
       key += '\0' + shapesString(e.input_shapes);
     auto [it, fresh] = index.try_emplace(std::move(key), rows.size());
@@ -518,8 +594,25 @@ std::string profile::chrome_trace_json() const {
   idField("tid", 0);
   out += ", \"args\": {\"name\": \"ember\"}}";
   std::set<uint64_t> threads;
+  std::set<std::pair<int, uint64_t>> streams;
   for (const FunctionEvent &e : events_)
-    threads.insert(e.thread);
+    if (e.device_type == kCPU)
+      threads.insert(e.thread);
+    else
+      streams.insert({e.device_index, e.thread});
+  for (auto [device, stream] : streams) {
+    open();
+    out += "\"name\": \"process_name\", \"ph\": \"M\"";
+    idField("pid", device);
+    idField("tid", 0);
+    out += ", \"args\": {\"name\": \"CUDA device " + std::to_string(device) +
+           "\"}}";
+    open();
+    out += "\"name\": \"thread_name\", \"ph\": \"M\"";
+    idField("pid", device);
+    idField("tid", (long long)stream);
+    out += ", \"args\": {\"name\": \"stream " + std::to_string(stream) + "\"}}";
+  }
   for (uint64_t t : threads) {
     open();
     out += "\"name\": \"thread_name\", \"ph\": \"M\"";
@@ -532,16 +625,24 @@ std::string profile::chrome_trace_json() const {
     if (e.is_memory_event)
       continue; // exported with every memory event below
     open();
+    const bool on_device = e.device_type != kCPU;
     out += "\"ph\": \"X\", \"cat\": \"";
-    out += categoryOf(e.scope);
+    out += categoryOf(e);
     out += "\", \"name\": ";
     jsonString(out, e.name);
-    idField("pid", pid);
+    idField("pid", on_device ? e.device_index : pid);
     idField("tid", (long long)e.thread);
     out += ", \"ts\": ";
     jsonNumber(out, e.start_us);
     out += ", \"dur\": ";
-    jsonNumber(out, e.cpu_time_total);
+    jsonNumber(out, on_device ? e.device_time_total : e.cpu_time_total);
+    if (on_device) {
+      out += ", \"args\": {\"device\": " + std::to_string(e.device_index) +
+             ", \"stream\": " + std::to_string(e.thread) +
+             ", \"correlation\": " + std::to_string(e.launched_by + 1) +
+             ", \"Ev Idx\": " + std::to_string(i) + "}}";
+      continue;
+    }
     out += ", \"args\": {\"External id\": " + std::to_string(e.id + 1) +
            ", \"Ev Idx\": " + std::to_string(i);
     if (options_.record_shapes && e.scope == RecordScope::FUNCTION) {

@@ -14,7 +14,11 @@
 /// Every op called through the dispatcher is an event named "ember::<op>"
 /// (PyTorch's "aten::<op>"); record_function scopes and the autograd engine's
 /// backward nodes are events too. Events nest per thread: an event's self
-/// time is its time minus its children's.
+/// time is its time minus its children's. With ProfilerActivity::CUDA, the
+/// work each op submits to a GPU (kernels, copies, cuBLAS calls) is timed
+/// on the device and shown as rows of its own and as the ops' CUDA columns
+/// (Note [Device activity] in runtime/Profiler.h); without a GPU there is
+/// no device work and the profile records the CPU only, as PyTorch's.
 
 #include "runtime/Profiler.h"
 
@@ -50,6 +54,18 @@ struct FunctionEvent {
   std::vector<int64_t> cpu_children;
   /// A "[memory]" row: an allocation or free outside every event.
   bool is_memory_event = false;
+  /// Where the event ran: kCPU for ops and scopes; kCUDA for device work (a
+  /// kernel, a copy, a cuBLAS call), whose times are the device's and whose
+  /// `thread` is its stream (numbered in order of appearance).
+  DeviceType device_type = kCPU;
+  int device_index = -1;
+  /// Device time (us): a device event's duration; for a CPU event, that of
+  /// the device work it launched, with its children's (device_time_total)
+  /// or without (self_device_time_total).
+  double device_time_total = 0;
+  double self_device_time_total = 0;
+  /// A device event's launching CPU event (its id), or -1.
+  int64_t launched_by = -1;
   const std::string &key() const { return name; }
   bool is_user_annotation() const { return scope == RecordScope::USER_SCOPE; }
 };
@@ -66,10 +82,15 @@ struct FunctionEventAvg {
   std::vector<std::vector<int64_t>> input_shapes;
   int64_t cpu_memory_usage = 0;      // bytes
   int64_t self_cpu_memory_usage = 0; // bytes
+  DeviceType device_type = kCPU;
+  double device_time_total = 0;      // us
+  double self_device_time_total = 0; // us
   /// Whether the first event of the row had an enclosing event.
   bool has_cpu_parent = false;
   /// Average CPU time per call (us).
   double cpu_time() const { return count ? cpu_time_total / count : 0.0; }
+  /// Average device time per call (us).
+  double device_time() const { return count ? device_time_total / count : 0.0; }
   void add(const FunctionEvent &e);
 };
 
@@ -91,13 +112,18 @@ public:
 
   /// The sum of every row's self CPU time (us): the table's footer.
   double self_cpu_time_total() const;
+  /// The sum of every row's self device time (us).
+  double self_device_time_total() const;
 
   /// The table PyTorch prints for EventList.table(): rows sorted by
   /// `sort_by` in descending order ("" keeps first-seen order; keys:
   /// "cpu_time", "cpu_time_total", "self_cpu_time_total",
-  /// "cpu_memory_usage", "self_cpu_memory_usage", "count"), at most
-  /// `row_limit` rows (-1: all), names and shapes cut at the given widths
-  /// (-1: no limit). "CPU Mem" columns appear when the profile recorded
+  /// "device_time", "device_time_total", "self_device_time_total" (or
+  /// their older names "cuda_time", "cuda_time_total",
+  /// "self_cuda_time_total"), "cpu_memory_usage", "self_cpu_memory_usage",
+  /// "count"), at most `row_limit` rows (-1: all), names and shapes cut at
+  /// the given widths (-1: no limit). "CUDA" columns appear when the
+  /// profile recorded device time, "CPU Mem" columns when it recorded
   /// memory, "Input Shapes" when the rows are grouped by input shape.
   std::string table(const std::string &sort_by = "", int64_t row_limit = 100,
                     int64_t max_name_column_width = 55,
@@ -109,6 +135,13 @@ private:
   std::vector<FunctionEventAvg> rows_;
   bool profile_memory_ = false;
 };
+
+namespace detail {
+/// Replaces the timer of ProfilerActivity::CUDA (the CUDA driver's events)
+/// for tests; null restores it. With a replacement, CUDA activity is
+/// recorded even without a GPU.
+void set_device_timer_for_testing(DeviceTimer *timer);
+} // namespace detail
 
 /// Options of a profile (torch.profiler.profile's arguments).
 struct ProfileOptions {

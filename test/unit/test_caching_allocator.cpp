@@ -39,6 +39,7 @@ public:
     ++frees;
   }
   size_t total_memory() const override { return capacity_; }
+  size_t free_memory() const override { return capacity_ - used_; }
   uint64_t record_event(StreamId stream) override {
     events_[++last_event_] = {stream, false};
     return last_event_;
@@ -209,9 +210,11 @@ TEST(CachingAllocator, OutOfMemoryReleasesTheCacheRetriesThenRaises) {
   } catch (const OutOfMemoryError &e) {
     std::string m = e.what();
     for (const char *want :
-         {"CUDA out of memory. Tried to allocate 20.00 MiB (cuda:0;",
-          "30.00 MiB total capacity", "22.00 MiB already allocated",
-          "22.00 MiB reserved in total"})
+         {"CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a "
+          "total capacity of 30.00 MiB of which 8.00 MiB is free. Of the "
+          "allocated memory 22.00 MiB is allocated by ember, and 0.00 MiB is "
+          "reserved by ember but unallocated.",
+          "empty_cache()"})
       EXPECT_NE(m.find(want), std::string::npos) << m;
   }
   EXPECT_EQ(f.a.stats().num_ooms, 1);

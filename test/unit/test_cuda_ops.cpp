@@ -312,6 +312,69 @@ TEST(CudaNoGpu, Im2colCol2imMatchTheCpuKernels) {
                Error);
 }
 
+// What an independent probe found: the CPU kernels accumulate floats in
+// double, read the input in the requested dtype first, start sums from +0,
+// saturate im2col's pad value, and take more than 8 dims.
+TEST(CudaNoGpu, CompositionsAgreeWithTheCpuAtTheEdges) {
+  auto both = [](const Tensor &got, const Tensor &want) {
+    EXPECT_TRUE(same(got, want));
+  };
+  Tensor big = tensor({1e20f, 1e20f}), tiny = tensor({1e-25f, 1e-25f});
+  for (double p : {2.0, 3.0}) {
+    both(native::norm_cuda(big, p, {0}, false), big.norm(p, {0}));
+    both(native::norm_cuda(tiny, p, {0}, false), tiny.norm(p, {0}));
+  }
+  Tensor bf = tensor({1e38, 1e38}).to(kBFloat16);
+  both(native::norm_cuda(bf, 2, {0}, false), bf.norm(2, {0}));
+  Tensor up_down = tensor({1e30f, 1e-30f, 1e30f, 1e-30f});
+  both(native::prod_cuda(up_down, 0, false, std::nullopt), up_down.prod(0));
+  Tensor ups = tensor({1e30f, 1e30f, 1e-30f, 1e-30f});
+  both(native::cumprod_cuda(ups, 0, std::nullopt), ups.cumprod(0));
+  Tensor wide = tensor({3e38f, 3e38f, -3e38f, -3e38f});
+  both(native::cumsum_cuda(wide, 0, std::nullopt), wide.cumsum(0));
+  both(native::prod_cuda(ups.to(kBFloat16), 0, false, std::nullopt),
+       ups.to(kBFloat16).prod(0));
+  // The input in the requested dtype first.
+  Tensor ints = tensor({int64_t(2049), int64_t(1), int64_t(1)});
+  both(native::cumsum_cuda(ints, 0, kHalf), ints.cumsum(0, kHalf));
+  Tensor f = tensor({8.8f, 8.8f});
+  both(native::prod_cuda(f, 0, false, kHalf), f.prod(0, false, kHalf));
+  Tensor r = random({3, 300}, kFloat, 4);
+  both(native::cumsum_cuda(r, 1, kBFloat16), r.cumsum(1, kBFloat16));
+  // A sum of -0.0 is +0.0.
+  for (ScalarType t : {kFloat, kDouble, kHalf}) {
+    Tensor z = tensor({-0.0}).to(t);
+    Tensor got = native::cumsum_cuda(z, 0, std::nullopt);
+    EXPECT_FALSE(std::signbit(got.item<double>())) << toString(t);
+    EXPECT_EQ(std::signbit(got.item<double>()),
+              std::signbit(z.cumsum(0).item<double>()));
+  }
+  // More than 8 dims.
+  Tensor x9 =
+      arange(16, TensorOptions(kFloat)).view({2, 1, 2, 1, 2, 1, 2, 1, 1});
+  both(native::index_cuda(x9, {tensor({int64_t(1)})}),
+       native::index(x9, {tensor({int64_t(1)})}));
+  both(native::flip_cuda(x9, {0, 4}), native::flip(x9, {0, 4}));
+  // im2col's pad value saturates for integers and rounds for floats.
+  Tensor im = arange(4, TensorOptions(kLong)).view({1, 1, 2, 2});
+  for (auto [t, v] :
+       {std::pair{kLong, Scalar(-INFINITY)},
+        std::pair{kByte, Scalar(int64_t(-3))}, std::pair{kByte, Scalar(-1.5)},
+        std::pair{kChar, Scalar(300.0)}, std::pair{kHalf, Scalar(1e6)}})
+    for (int64_t pad : {0, 1}) {
+      SCOPED_TRACE(std::string(toString(t)) + " pad " + std::to_string(pad));
+      both(native::im2col_cuda(im.to(t), {2, 2}, {1, 1}, {pad, pad}, {1, 1}, v),
+           native::im2col(im.to(t), {2, 2}, {1, 1}, {pad, pad}, {1, 1}, v));
+    }
+  // Integer max pooling pads with the lowest value (-inf saturated).
+  Tensor img = integers({1, 2, 5, 5}, kLong, 5);
+  both(native::im2col_cuda(img, {3, 3}, {1, 1}, {1, 1}, {2, 2}, -INFINITY),
+       native::im2col(img, {3, 3}, {1, 1}, {1, 1}, {2, 2}, -INFINITY));
+  // Uniform and normal draws are floating.
+  Tensor i = empty({4}, TensorOptions(kLong));
+  EXPECT_THROW(cuda::draw(cuda::Draw::Uniform, i, 1, 0), Error);
+}
+
 // --- with a GPU --------------------------------------------------------------
 
 TEST(Cuda, ReductionsAndScansOnTheDevice) {
@@ -466,4 +529,33 @@ TEST(Cuda, RandomOnTheDevice) {
       x, nn::functional::DropoutFuncOptions().p(0.25).training(true));
   const double kept = y.ne(0).sum().item<double>() / 10000;
   EXPECT_NEAR(kept, 0.75, 0.03);
+}
+
+// ProfilerActivity::CUDA on the device: kernels, copies and cuBLAS calls are
+// rows with device time, charged to the ops that launched them (Note [Device
+// activity] in runtime/Profiler.h).
+TEST(Cuda, ProfilerTimesKernels) {
+  REQUIRE_GPU();
+  using namespace ember::profiler;
+  Tensor x = randn({512, 512}).cuda();
+  (void)(x + 1).exp().mm(x); // compile the kernels first
+  cuda::synchronize();
+  profile prof({ProfilerActivity::CPU, ProfilerActivity::CUDA});
+  {
+    auto g = prof.guard();
+    Tensor y = (x + 1).exp().mm(x).cpu();
+  }
+  EventList rows = prof.key_averages();
+  EXPECT_GT(rows.find("ember::exp").device_time_total, 0.0);
+  EXPECT_GT(rows.find("ember::mm").device_time_total, 0.0);
+  int kernels = 0;
+  for (const FunctionEvent &e : prof.events())
+    if (e.device_type == kCUDA) {
+      ++kernels;
+      EXPECT_GE(e.device_time_total, 0.0) << e.name;
+    }
+  EXPECT_GE(kernels, 4); // add, exp, the gemm, the copy to the host
+  std::string t = rows.table("self_cuda_time_total");
+  EXPECT_NE(t.find("Self CUDA time total"), std::string::npos) << t;
+  EXPECT_NE(t.find("Memcpy DtoH"), std::string::npos) << t;
 }
