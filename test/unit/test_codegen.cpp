@@ -7,6 +7,8 @@
 #include <ember/ember.h>
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 using namespace ember;
 using codegen::compile_kernel;
 using codegen::CompiledKernel;
@@ -331,4 +333,48 @@ TEST(Codegen, FusionWeightsFollowTheScalarLibrary) {
   };
   EXPECT_EQ(kernels([](const Tensor &y) { return y + 0.5; }), 1u);
   EXPECT_GE(kernels([](const Tensor &y) { return sin(y); }), 4u);
+}
+
+TEST(Codegen, RowCacheLivesInTheOutputWhenItCan) {
+  // Note [Row cache]: softmax's exps, needed by the sum's loop and the
+  // division's, are kept in the output's row when the output is a fresh
+  // float buffer; in place of the input (the division reads the cache
+  // while writing the input's row) or in float16 they go to a stack
+  // buffer. Each way the result is softmax.
+  auto softmax = [](ScalarType out_dt, bool in_place) {
+    KernelSpec k;
+    k.shape = {5, 777};
+    k.reduced = {false, true};
+    int x = k.input(kFloat, {777, 1});
+    int m = k.reduce(ReductionInfo::Amax, x, kFloat, kFloat, kFloat);
+    int d =
+        k.step(op("ember::sub.Tensor"), {x, m}, {Scalar(1)}, kFloat, kFloat);
+    int e = k.step(op("ember::exp"), {d}, {}, kFloat, kFloat);
+    int s = k.reduce(ReductionInfo::Sum, e, kFloat, kDouble, kFloat);
+    int y = k.step(op("ember::div.Tensor"), {e, s}, {}, kFloat, kFloat);
+    k.outputs = {out_dt == kFloat ? y : k.convert(y, out_dt)};
+    if (in_place)
+      k.output_inputs = {0};
+    return k;
+  };
+  Tensor x = random({5, 777}, kFloat, 21);
+  Tensor want = x.softmax(1);
+  for (auto [dt, in_place, stack_buffer] :
+       {std::tuple{kFloat, false, false}, std::tuple{kFloat, true, true},
+        std::tuple{kHalf, false, true}}) {
+    SCOPED_TRACE(std::string(toString(dt)) + (in_place ? " in place" : ""));
+    KernelSpec k = softmax(dt, in_place);
+    codegen::CompileKernelOptions o;
+    o.keep_ir = true;
+    CompiledKernel c = compile_kernel(k, o);
+    EXPECT_EQ(c.llvm_ir.find("alloca") != std::string::npos, stack_buffer)
+        << c.llvm_ir;
+    Tensor in = x.clone();
+    Tensor out = in_place ? in : empty({5, 777}, TensorOptions(dt));
+    std::vector<char *> ptrs{static_cast<char *>(out.data_ptr()),
+                             static_cast<char *>(in.data_ptr())};
+    c.run(ptrs.data());
+    const double tol = dt == kHalf ? 1e-3 : 1e-6;
+    EXPECT_TRUE(allclose(out.to(kFloat), want, tol, tol * 0.1));
+  }
 }

@@ -9,6 +9,8 @@
 // on CPU tensors, the index kernel's device code on the host, against the
 // op's CPU kernel. With a GPU the same ops run on CUDA tensors against the
 // CPU (those tests skip without one, with the reason).
+#include "OpCases.h"
+#include "OpInfo.h"
 #include "TestUtil.h"
 #include "eager/cuda/Random.h"
 #include "eager/generated/NativeFunctions.h"
@@ -18,9 +20,11 @@
 #include <limits>
 #include <sstream>
 #include <tuple>
+#include <typeinfo>
 
 using namespace ember;
 using namespace ember::test;
+using ember::autograd::variable_list;
 
 namespace {
 
@@ -264,8 +268,9 @@ TEST(CudaNoGpu, NonzeroMasksFlipTrianglesMatchTheCpuKernels) {
       }
       for (std::vector<int64_t> dims :
            {std::vector<int64_t>{0}, {-1}, {0, -1}, {}})
-        if (int64_t(dims.size()) <= x.dim())
+        if (int64_t(dims.size()) <= x.dim()) {
           EXPECT_TRUE(same(native::flip_cuda(x, dims), native::flip(x, dims)));
+        }
       if (x.dim() >= 2)
         for (int64_t k : {int64_t(-7), int64_t(-1), int64_t(0), int64_t(2),
                           int64_t(9), std::numeric_limits<int64_t>::max(),
@@ -298,10 +303,11 @@ TEST(CudaNoGpu, Im2colCol2imMatchTheCpuKernels) {
       Tensor x = integers(c.in, dt, 1);
       Tensor want = native::im2col(x, c.k, c.d, c.p, c.s, 0);
       EXPECT_TRUE(same(native::im2col_cuda(x, c.k, c.d, c.p, c.s, 0), want));
-      if (dt != kLong)
+      if (dt != kLong) {
         EXPECT_TRUE(same(
             native::im2col_cuda(noncontiguous(x), c.k, c.d, c.p, c.s, -1.5),
             native::im2col(x, c.k, c.d, c.p, c.s, -1.5)));
+      }
       std::vector<int64_t> hw(c.in.end() - 2, c.in.end());
       Tensor cols = integers(want.sizes().vec(), dt, 2);
       EXPECT_TRUE(same(native::col2im_cuda(cols, hw, c.k, c.d, c.p, c.s),
@@ -390,8 +396,9 @@ TEST(Cuda, ReductionsAndScansOnTheDevice) {
       EXPECT_TRUE(same(g.any(d, true).cpu(), x.any(d, true)));
       EXPECT_TRUE(same(g.cumsum(d).cpu(), x.cumsum(d), tol));
       EXPECT_TRUE(same(g.cumprod(d).cpu(), x.cumprod(d), tol));
-      if (isFloatingType(dt))
+      if (isFloatingType(dt)) {
         EXPECT_TRUE(same(g.norm(2, {d}).cpu(), x.norm(2, {d}), tol));
+      }
     }
     EXPECT_TRUE(same(g.prod().cpu(), x.prod(), tol));
     EXPECT_EQ(g.equal(g.clone()), true);
@@ -498,8 +505,9 @@ TEST(CudaNoGpu, RandomKernelsMatchTheCpuOps) {
                  uint64_t(hi) - uint64_t(lo));
       Tensor want = _philox_randint(state, lo, hi, {1500}, t);
       EXPECT_TRUE(same(r, want));
-      if (t == kLong && lo == lo64) // exact int64 comparison
+      if (t == kLong && lo == lo64) { // exact int64 comparison
         EXPECT_EQ(0, std::memcmp(r.data_ptr(), want.data_ptr(), 1500 * 8));
+      }
     }
   }
 }
@@ -558,4 +566,247 @@ TEST(Cuda, ProfilerTimesKernels) {
   std::string t = rows.table("self_cuda_time_total");
   EXPECT_NE(t.find("Self CUDA time total"), std::string::npos) << t;
   EXPECT_NE(t.find("Memcpy DtoH"), std::string::npos) << t;
+}
+
+// --- every op on the device against the CPU ----------------------------------
+//
+// The OpInfo-style harness of the GPU machine: every case of Note [Op cases]
+// (every dispatched op of the table, on non-contiguous, broadcast, 0-dim
+// and empty inputs) runs on the CPU and on a device, with the same values,
+// strides and offsets; results must have the same dtypes and shapes and
+// close values, and a call that raises on the CPU must raise the same error
+// type there. Then every gradient sample of the OpInfo table: the device's
+// gradients must be the CPU's (which test_gradcheck checks against finite
+// differences). Without a GPU the same harness runs with the CPU as the
+// "device", which checks the harness itself.
+
+namespace {
+
+/// `t` on device `d` with its sizes, strides and storage offset: its whole
+/// storage copied (so overlapping and offset views stay what they are); a
+/// wrapped number (a Scalar) stays where it is.
+Tensor twin_on(const Tensor &t, Device d) {
+  if (!t.defined() || t.unsafeGetTensorImpl()->is_wrapped_number())
+    return t;
+  const int64_t n = int64_t(t.storage().nbytes() / t.element_size());
+  Tensor all = t.as_strided({n}, {1}, 0);
+  Tensor copy = empty({n}, t.options().device(d));
+  copy.copy_(all);
+  return copy.as_strided(t.sizes(), t.strides(), t.storage_offset());
+}
+
+Stack stack_on(const Stack &args, Device d) {
+  Stack out;
+  for (const IValue &v : args) {
+    if (v.isTensor()) {
+      out.emplace_back(twin_on(v.toTensor(), d));
+    } else if (v.isTensorList()) {
+      std::vector<Tensor> l;
+      for (const Tensor &t : v.toTensorList())
+        l.push_back(twin_on(t, d));
+      out.emplace_back(std::move(l));
+    } else {
+      out.push_back(v);
+    }
+  }
+  return out;
+}
+
+struct Run {
+  std::string error; ///< the exception's type, empty when none
+  std::vector<Tensor> outs;
+};
+
+Run run_boxed(const OperatorHandle &op, Stack s) {
+  Run r;
+  try {
+    op.callBoxed(s);
+  } catch (const Error &e) {
+    r.error = typeid(e).name();
+    return r;
+  }
+  for (const IValue &v : s) {
+    if (v.isTensor())
+      r.outs.push_back(v.toTensor());
+    else if (v.isTensorList())
+      for (const Tensor &t : v.toTensorList())
+        r.outs.push_back(t);
+  }
+  return r;
+}
+
+/// Closeness for a dtype: exact for integers and bool.
+double tolerance(ScalarType t) {
+  switch (t) {
+  case kHalf:
+  case kBFloat16:
+    return 2e-2;
+  case kFloat:
+    return 1e-4;
+  case kDouble:
+    return 1e-9;
+  default:
+    return 0;
+  }
+}
+
+/// What a device result must match of the CPU's; "" when it does.
+std::string compare(const Tensor &cpu, const Tensor &dev) {
+  if (cpu.defined() != dev.defined())
+    return "one result is undefined";
+  if (!cpu.defined())
+    return "";
+  if (cpu.dtype() != dev.dtype())
+    return std::string("dtype ") + toString(dev.dtype()) +
+           " != " + toString(cpu.dtype());
+  if (cpu.sizes() != dev.sizes())
+    return "shape differs";
+  const double tol = tolerance(cpu.dtype());
+  ::testing::AssertionResult r = close(dev.cpu(), cpu, tol, tol);
+  return r ? "" : r.message();
+}
+
+/// Ops whose values are not a function of their inputs (random draws) or
+/// whose result depends on the order of writes to one element (an
+/// assignment through repeated indices): shapes and dtypes only.
+bool values_vary(const std::string &op) {
+  for (const char *s : {"philox", "dropout", "rand", "scatter.src",
+                        "scatter_.src", "scatter.value", "index_put_"})
+    if (op.find(s) != std::string::npos)
+      return true;
+  return false;
+}
+
+/// Runs every op case on the CPU and on `d`; returns the failures.
+std::vector<std::string> every_op_on(Device d, int *checked) {
+  std::vector<std::string> failures;
+  *checked = 0;
+  for (const test::OpCase &c : test::op_cases()) {
+    // (the random ops read a generator's state, a CPU tensor on any device:
+    // Note [CUDA random numbers])
+    if (c.op.find("philox") != std::string::npos)
+      continue;
+    const OperatorHandle &op = Dispatcher::singleton().findSchemaOrThrow(c.op);
+    Stack args = c.args();
+    Run want = run_boxed(op, stack_on(args, Device(kCPU)));
+    Run got = run_boxed(op, stack_on(args, d));
+    ++*checked;
+    std::string why;
+    if (want.error != got.error)
+      why = "raised '" + got.error + "' where the CPU raised '" + want.error +
+            "'";
+    else if (want.outs.size() != got.outs.size())
+      why = "a different number of results";
+    else
+      for (size_t k = 0; k < want.outs.size() && why.empty(); ++k) {
+        if (values_vary(c.op) && want.outs[k].defined() &&
+            got.outs[k].defined())
+          why = want.outs[k].sizes() == got.outs[k].sizes() &&
+                        want.outs[k].dtype() == got.outs[k].dtype()
+                    ? ""
+                    : "shape or dtype differs";
+        else
+          why = compare(want.outs[k], got.outs[k]);
+      }
+    if (!why.empty())
+      failures.push_back(c.op + ": " + why);
+  }
+  return failures;
+}
+
+/// The gradients of every OpInfo gradient sample on `d` against the CPU's;
+/// returns the failures.
+std::vector<std::string> every_gradient_on(Device d, int *checked) {
+  std::vector<std::string> failures;
+  *checked = 0;
+  for (const test::OpInfo &o : test::op_db())
+    for (const test::samples::GradSample &g : o.grad) {
+      variable_list base = g.inputs();
+      auto grads = [&](Device dev) {
+        variable_list in;
+        for (const Tensor &t : base)
+          in.push_back(
+              t.defined()
+                  ? twin_on(t.detach(), dev).requires_grad_(t.requires_grad())
+                  : t);
+        variable_list outs = g.fn(in);
+        Tensor loss;
+        uint64_t seed = 7;
+        for (const Tensor &y : outs)
+          if (y.defined() && y.requires_grad()) {
+            Tensor w = twin_on(random(y.sizes(), y.dtype(), seed++), dev);
+            Tensor term = (y * w).sum();
+            loss = loss.defined() ? loss + term : term;
+          }
+        variable_list wrt;
+        for (const Tensor &t : in)
+          if (t.defined() && t.requires_grad())
+            wrt.push_back(t);
+        return loss.defined()
+                   ? autograd::grad({loss}, wrt, {}, std::nullopt, false, true)
+                   : variable_list{};
+      };
+      ++*checked;
+      std::string why;
+      try {
+        variable_list want = grads(Device(kCPU)), got = grads(d);
+        if (want.size() != got.size())
+          why = "a different number of gradients";
+        for (size_t k = 0; k < want.size() && why.empty(); ++k)
+          why = compare(want[k], got[k]);
+      } catch (const Error &e) {
+        why = std::string("raised: ") + e.what();
+      }
+      if (!why.empty())
+        failures.push_back(o.name + " [" + g.label + "]: " + why);
+    }
+  return failures;
+}
+
+std::string listed(const std::vector<std::string> &failures) {
+  std::string s;
+  for (const std::string &f : failures)
+    s += "\n  " + f;
+  return s;
+}
+
+} // namespace
+
+// The harness on the CPU against itself: every case runs, agrees, and a
+// wrong result is caught (the comparison itself can fail).
+TEST(CudaNoGpu, OpHarnessAgreesOnTheCpu) {
+  int ops = 0, grads = 0;
+  std::vector<std::string> f = every_op_on(Device(kCPU), &ops);
+  EXPECT_TRUE(f.empty()) << f.size() << " of " << ops << listed(f);
+  EXPECT_GT(ops, 500);
+  f = every_gradient_on(Device(kCPU), &grads);
+  EXPECT_TRUE(f.empty()) << f.size() << " of " << grads << listed(f);
+  EXPECT_GT(grads, 100);
+  Tensor x = random({3, 4});
+  EXPECT_EQ(compare(x, x.clone()), "");
+  EXPECT_NE(compare(x, x + 1e-3), "");
+  EXPECT_NE(compare(x, x.to(kDouble)), "");
+  EXPECT_NE(compare(x, x.view({4, 3})), "");
+  Tensor v = random({4, 5}).t().narrow(0, 1, 3);
+  Tensor tw = twin_on(v, Device(kCPU));
+  EXPECT_EQ(tw.strides(), v.strides());
+  EXPECT_EQ(tw.storage_offset(), v.storage_offset());
+  EXPECT_FALSE(tw.is_alias_of(v));
+  EXPECT_EQ(compare(v, tw), "");
+}
+
+TEST(Cuda, EveryOpMatchesTheCpu) {
+  REQUIRE_GPU();
+  int checked = 0;
+  std::vector<std::string> f = every_op_on(Device(kCUDA, 0), &checked);
+  EXPECT_TRUE(f.empty()) << f.size() << " of " << checked << " cases differ"
+                         << listed(f);
+}
+
+TEST(Cuda, EveryGradientMatchesTheCpu) {
+  REQUIRE_GPU();
+  int checked = 0;
+  std::vector<std::string> f = every_gradient_on(Device(kCUDA, 0), &checked);
+  EXPECT_TRUE(f.empty()) << f.size() << " of " << checked
+                         << " gradient samples differ" << listed(f);
 }
