@@ -21,6 +21,7 @@
 #include "eager/Meta.h"
 #include "eager/WrapDim.h"
 #include "eager/cpu/Im2col.h"
+#include "eager/cuda/HostDevice.h"
 #include "eager/cuda/Pointwise.h"
 #include "eager/generated/Functions.h"
 #include "eager/generated/NativeFunctions.h"
@@ -32,10 +33,9 @@
 #include <cmath>
 #include <cstring>
 
-// The device code as host C++ (the prelude first: the kernels use it).
+// The device code as host C++ (after the prelude: eager/cuda/HostDevice.h).
 namespace dev {
 // clang-format off
-#include "eager/cuda/PointwiseMath.cuh"
 #include "eager/cuda/IndexKernel.cuh"
 // clang-format on
 } // namespace dev
@@ -132,35 +132,6 @@ ScalarType element_of(int mode, ScalarType t) {
     }
   }
   return t;
-}
-
-/// fn.template operator()<T, A>() with the dev types of `t` (T) and of its
-/// compute type (A).
-template <class F> void dispatch_dev(ScalarType t, F &&fn) {
-  switch (t) {
-  case kFloat:
-    return fn.template operator()<float, float>();
-  case kDouble:
-    return fn.template operator()<double, double>();
-  case kLong:
-    return fn.template operator()<long, long>();
-  case kInt:
-    return fn.template operator()<int, int>();
-  case kShort:
-    return fn.template operator()<short, short>();
-  case kChar:
-    return fn.template operator()<signed char, signed char>();
-  case kByte:
-    return fn.template operator()<unsigned char, unsigned char>();
-  case kBool:
-    return fn.template operator()<bool, bool>();
-  case kHalf:
-    return fn.template operator()<dev::ember::Half, float>();
-  case kBFloat16:
-    return fn.template operator()<dev::ember::BFloat16, float>();
-  default:
-    EMBER_CHECK(false, "index kernels: no element type for ", t);
-  }
 }
 
 /// alpha in the compute type A.
@@ -301,7 +272,7 @@ void run_index(const IndexLaunch &l) {
   // parameter's own size from it)
   alignas(8) unsigned char alpha[8] = {};
   if (l.mode == EMBER_INDEX_ADD)
-    dispatch_dev(t, [&]<class T, class A>() {
+    detail::dispatch_dev(t, "index kernels", [&]<class T, class A>() {
       A a = alpha_as<A>(l.alpha);
       std::memcpy(alpha, &a, sizeof a);
     });
@@ -319,7 +290,7 @@ void run_index_on_host(const IndexLaunch &l) {
   const dev::ember::IndexPlan plan = plan_of(l);
   const ScalarType t = element_of(l.mode, l.indexed.dtype());
   const long long *index = static_cast<const long long *>(l.index.data_ptr());
-  dispatch_dev(t, [&]<class T, class A>() {
+  detail::dispatch_dev(t, "index kernels", [&]<class T, class A>() {
     T *direct = static_cast<T *>(l.direct.data_ptr());
     T *indexed = static_cast<T *>(l.indexed.data_ptr());
     A alpha = l.mode == EMBER_INDEX_ADD ? alpha_as<A>(l.alpha) : A{};

@@ -16,6 +16,7 @@
 #include "eager/cuda/Random.h"
 
 #include "eager/Dtype.h"
+#include "eager/cuda/HostDevice.h"
 #include "eager/cuda/Pointwise.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Nvrtc.h"
@@ -24,11 +25,10 @@
 #include <algorithm>
 #include <cmath>
 
-// The device code as host C++ (the prelude first, and the host's Philox,
-// the same header NVRTC compiles: the kernel uses them).
+// The device code as host C++ (after the prelude: eager/cuda/HostDevice.h),
+// with the host's Philox, the same header NVRTC compiles.
 namespace dev {
 // clang-format off
-#include "eager/cuda/PointwiseMath.cuh"
 namespace ember { namespace philox = ::ember::philox; }
 #include "eager/cuda/RandomKernel.cuh"
 // clang-format on
@@ -60,38 +60,10 @@ extern "C" __global__ void ember_philox(EMBER_T *out, long long n,
 } // namespace ember
 )";
 
-/// fn.template operator()<T>() with the dev type of `t`.
-template <class F> void dispatch_dev(ScalarType t, F &&fn) {
-  switch (t) {
-  case kFloat:
-    return fn.template operator()<float>();
-  case kDouble:
-    return fn.template operator()<double>();
-  case kHalf:
-    return fn.template operator()<dev::ember::Half>();
-  case kBFloat16:
-    return fn.template operator()<dev::ember::BFloat16>();
-  case kLong:
-    return fn.template operator()<long>();
-  case kInt:
-    return fn.template operator()<int>();
-  case kShort:
-    return fn.template operator()<short>();
-  case kChar:
-    return fn.template operator()<signed char>();
-  case kByte:
-    return fn.template operator()<unsigned char>();
-  case kBool:
-    return fn.template operator()<bool>();
-  default:
-    EMBER_CHECK(false, "random kernels: no element type for ", t);
-  }
-}
-
 template <int Kind>
 void draw_on_host(const Tensor &out, uint64_t seed, uint64_t offset,
                   int64_t low, uint64_t range) {
-  dispatch_dev(out.dtype(), [&]<class T>() {
+  detail::dispatch_dev(out.dtype(), "random kernels", [&]<class T, class>() {
     T *p = static_cast<T *>(out.data_ptr());
     for (int64_t i = 0, n = out.numel(); i < n; ++i)
       p[i] = dev::ember::draw_point<Kind, T>(seed, offset, i, low, range);

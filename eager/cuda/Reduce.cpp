@@ -211,26 +211,28 @@ Tensor norm_cuda(const Tensor &self, const std::optional<Scalar> &p,
   return r.to(self.dtype());
 }
 
-Tensor all_dim_cuda(const Tensor &self, int64_t dim, bool keepdim) {
+namespace {
+/// all (no zero along dim) or any (a nonzero): counts, so that an empty
+/// reduction gives True / False.
+Tensor all_any(const Tensor &self, int64_t dim, bool keepdim, bool is_all) {
   const int64_t d = maybe_wrap_dim(dim, self.dim());
   if (self.dim() == 0 || self.numel() == 0)
-    return on_cpu(
-        self, [&](const Tensor &h) { return native::all_dim(h, d, keepdim); });
-  return self.eq(0)
-      .sum({d}, keepdim)
-      .eq(0)
+    return on_cpu(self, [&](const Tensor &h) {
+      return is_all ? native::all_dim(h, d, keepdim)
+                    : native::any_dim(h, d, keepdim);
+    });
+  Tensor count = (is_all ? self.eq(0) : self.ne(0)).sum({d}, keepdim);
+  return (is_all ? count.eq(0) : count.ne(0))
       .to(meta::all_any_dtype(self.dtype()));
+}
+} // namespace
+
+Tensor all_dim_cuda(const Tensor &self, int64_t dim, bool keepdim) {
+  return all_any(self, dim, keepdim, true);
 }
 
 Tensor any_dim_cuda(const Tensor &self, int64_t dim, bool keepdim) {
-  const int64_t d = maybe_wrap_dim(dim, self.dim());
-  if (self.dim() == 0 || self.numel() == 0)
-    return on_cpu(
-        self, [&](const Tensor &h) { return native::any_dim(h, d, keepdim); });
-  return self.ne(0)
-      .sum({d}, keepdim)
-      .ne(0)
-      .to(meta::all_any_dtype(self.dtype()));
+  return all_any(self, dim, keepdim, false);
 }
 
 Tensor cumsum_cuda(const Tensor &self, int64_t dim,

@@ -33,6 +33,7 @@
 #include "eager/Dtype.h"
 #include "eager/Factory.h"
 #include "eager/WrapDim.h"
+#include "eager/cuda/HostDevice.h"
 #include "eager/cuda/Pointwise.h"
 #include "eager/generated/Functions.h"
 #include "eager/generated/NativeFunctions.h"
@@ -46,7 +47,6 @@
 // The device code as host C++ (the prelude first: the kernel uses it).
 namespace dev {
 // clang-format off
-#include "eager/cuda/PointwiseMath.cuh"
 #include "eager/cuda/SortKernel.cuh"
 // clang-format on
 } // namespace dev
@@ -72,36 +72,6 @@ extern "C" __global__ void ember_sort(EMBER_T *keys, int64_t *idx,
 }
 } // namespace ember
 )";
-
-/// fn.template operator()<T, A>() with the dev types of `t` (T) and of its
-/// compute type (A).
-template <class F> void dispatch_dev(ScalarType t, F &&fn) {
-  namespace de = dev::ember;
-  switch (t) {
-  case kFloat:
-    return fn.template operator()<float, float>();
-  case kDouble:
-    return fn.template operator()<double, double>();
-  case kLong:
-    return fn.template operator()<de::int64_t, de::int64_t>();
-  case kInt:
-    return fn.template operator()<de::int32_t, de::int32_t>();
-  case kShort:
-    return fn.template operator()<de::int16_t, de::int16_t>();
-  case kChar:
-    return fn.template operator()<de::int8_t, de::int8_t>();
-  case kByte:
-    return fn.template operator()<de::uint8_t, de::uint8_t>();
-  case kBool:
-    return fn.template operator()<bool, bool>();
-  case kHalf:
-    return fn.template operator()<de::Half, float>();
-  case kBFloat16:
-    return fn.template operator()<de::BFloat16, float>();
-  default:
-    throw_unsupported_dtype("sort", t);
-  }
-}
 
 /// Step (k, j) of a launch as the kernel's parameter.
 dev::ember::SortPlan plan_of(const SortLaunch &l, int64_t k, int64_t j) {
@@ -171,7 +141,7 @@ void run_sort_on_host(const SortLaunch &l) {
   const int64_t pairs = l.rows * (l.p / 2);
   if (pairs == 0)
     return;
-  dispatch_dev(l.keys.dtype(), [&]<class T, class A>() {
+  detail::dispatch_dev(l.keys.dtype(), "sort", [&]<class T, class A>() {
     T *keys = static_cast<T *>(l.keys.data_ptr());
     auto *idx = static_cast<dev::ember::int64_t *>(l.indices.data_ptr());
     for (auto [k, j] : l.steps()) {

@@ -7,6 +7,7 @@
 // under NVRTC (no GPU needed for that), and CUDA tensors raise clear errors.
 // With a GPU, every pointwise op of the OpInfo table runs on CUDA tensors
 // against its float64 reference, as test_pointwise runs it on the CPU.
+#include "CudaTestUtil.h"
 #include "OpInfo.h"
 #include "TestUtil.h"
 #include "eager/cuda/Index.h"
@@ -27,18 +28,6 @@ using namespace ember;
 using namespace ember::test;
 
 namespace {
-
-#define REQUIRE_GPU()                                                          \
-  do {                                                                         \
-    if (!cuda::is_available())                                                 \
-      GTEST_SKIP() << "no CUDA driver or GPU on this machine";                 \
-  } while (0)
-
-#define REQUIRE_NVRTC()                                                        \
-  do {                                                                         \
-    if (!cuda::nvrtc::is_available())                                          \
-      GTEST_SKIP() << "NVRTC (the CUDA toolkit) is not installed";             \
-  } while (0)
 
 /// `t` on the GPU with its layout kind: a non-contiguous tensor stays
 /// non-contiguous there.

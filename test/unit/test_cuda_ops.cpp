@@ -9,6 +9,7 @@
 // on CPU tensors, the index kernel's device code on the host, against the
 // op's CPU kernel. With a GPU the same ops run on CUDA tensors against the
 // CPU (those tests skip without one, with the reason).
+#include "CudaTestUtil.h"
 #include "OpCases.h"
 #include "OpInfo.h"
 #include "TestUtil.h"
@@ -27,12 +28,6 @@ using namespace ember::test;
 using ember::autograd::variable_list;
 
 namespace {
-
-#define REQUIRE_GPU()                                                          \
-  do {                                                                         \
-    if (!cuda::is_available())                                                 \
-      GTEST_SKIP() << "no CUDA driver or GPU on this machine";                 \
-  } while (0)
 
 /// Equal dtypes and shapes, values within tolerance (NaNs equal).
 ::testing::AssertionResult same(const Tensor &a, const Tensor &b,
@@ -456,8 +451,7 @@ TEST(Cuda, IndexingOnTheDevice) {
 // random kernel compiles under NVRTC, and its device code, run on the host,
 // draws exactly what the CPU ops draw for the same (seed, offset).
 TEST(CudaNoGpu, RandomKernelsCompileUnderNvrtc) {
-  if (!cuda::nvrtc::is_available())
-    GTEST_SKIP() << "NVRTC (the CUDA toolkit) is not installed";
+  REQUIRE_NVRTC();
   for (ScalarType t : {kFloat, kDouble, kHalf, kBFloat16})
     for (cuda::Draw kind : {cuda::Draw::Uniform, cuda::Draw::Normal})
       EXPECT_NE(cuda::nvrtc::compile(cuda::draw_source(kind, t), "philox.cu",
