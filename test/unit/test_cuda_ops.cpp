@@ -804,3 +804,70 @@ TEST(Cuda, EveryGradientMatchesTheCpu) {
   EXPECT_TRUE(f.empty()) << f.size() << " of " << checked
                          << " gradient samples differ" << listed(f);
 }
+
+// nn, optim, autograd and checkpoint on the device: a small CNN (conv,
+// batch norm, max pooling, dropout, linear, cross entropy) trains three
+// Adam steps on CUDA as on the CPU. The two models start from the same
+// seed, and each step reseeds before the forward: CUDA draws dropout's
+// mask from the same (seed, offset) stream as the CPU (Note [CUDA random
+// numbers]), so the masks are equal and so must the losses and weights be.
+TEST(Cuda, ModelsTrainAsOnTheCpu) {
+  REQUIRE_GPU();
+  struct Net : nn::Module {
+    nn::Conv2d conv{nn::Conv2dOptions(3, 8, 3).padding(1)};
+    nn::BatchNorm2d bn{8};
+    nn::MaxPool2d pool{nn::MaxPool2dOptions(2)};
+    nn::Dropout drop{0.25};
+    nn::Linear fc{8 * 4 * 4, 10};
+    Net() {
+      register_module("conv", conv);
+      register_module("bn", bn);
+      register_module("drop", drop);
+      register_module("fc", fc);
+    }
+    Tensor forward(const Tensor &x) {
+      Tensor h = pool(bn(conv(x)).relu());
+      // (the linear layer recomputed in the backward: checkpoint on CUDA)
+      return checkpoint([&](const Tensor &t) { return fc(drop(t.flatten(1))); },
+                        h);
+    }
+  };
+  manual_seed(3);
+  auto cpu = std::make_shared<Net>();
+  manual_seed(3);
+  auto dev = std::make_shared<Net>();
+  dev->to(kCUDA);
+  Tensor x = random({6, 3, 8, 8}, kFloat, 1);
+  Tensor y = longs({6}, 0, 10, 2);
+  optim::Adam oc(cpu->parameters(), 1e-2), od(dev->parameters(), 1e-2);
+  for (int step = 0; step < 3; ++step) {
+    manual_seed(100 + step);
+    Tensor lc = nn::functional::cross_entropy(cpu->forward(x), y);
+    manual_seed(100 + step);
+    Tensor ld = nn::functional::cross_entropy(dev->forward(x.cuda()), y.cuda());
+    EXPECT_NEAR(ld.item<double>(), lc.item<double>(), 1e-4) << "step " << step;
+    oc.zero_grad();
+    od.zero_grad();
+    lc.backward();
+    ld.backward();
+    oc.step();
+    od.step();
+  }
+  auto pc = cpu->named_parameters(), pd = dev->named_parameters();
+  for (const auto &item : pc) {
+    SCOPED_TRACE(item.key());
+    EXPECT_TRUE(pd[item.key()].is_cuda());
+    EXPECT_TRUE(close(pd[item.key()].cpu(), item.value(), 1e-3, 1e-4));
+  }
+  // The running statistics too (buffers written in the forward).
+  EXPECT_TRUE(
+      close(dev->bn->running_mean.cpu(), cpu->bn->running_mean, 1e-4, 1e-5));
+  // Saved and loaded onto the CPU.
+  std::string path = ::testing::TempDir() + "ember_cuda_model.pt";
+  save(dev->fc->weight, path);
+  Tensor back;
+  load(back, path);
+  EXPECT_FALSE(back.is_cuda());
+  EXPECT_TRUE(close(back, dev->fc->weight.cpu(), 0, 0));
+  std::remove(path.c_str());
+}
