@@ -10,6 +10,7 @@
 // op's CPU kernel. With a GPU the same ops run on CUDA tensors against the
 // CPU (those tests skip without one, with the reason).
 #include "CudaTestUtil.h"
+#include "GradCases.h"
 #include "OpCases.h"
 #include "OpInfo.h"
 #include "TestUtil.h"
@@ -569,9 +570,9 @@ TEST(Cuda, ProfilerTimesKernels) {
 // and empty inputs) runs on the CPU and on a device, with the same values,
 // strides and offsets; results must have the same dtypes and shapes and
 // close values, and a call that raises on the CPU must raise the same error
-// type there. Then every gradient sample of the OpInfo table: the device's
-// gradients must be the CPU's (which test_gradcheck checks against finite
-// differences). Without a GPU the same harness runs with the CPU as the
+// type there. Then every gradcheck sample of every differentiable op: the
+// device's gradients must be the CPU's (which test_gradcheck checks against
+// finite differences). Without a GPU the same harness runs with the CPU as the
 // "device", which checks the harness itself.
 
 namespace {
@@ -708,13 +709,14 @@ std::vector<std::string> every_op_on(Device d, int *checked) {
   return failures;
 }
 
-/// The gradients of every OpInfo gradient sample on `d` against the CPU's;
-/// returns the failures.
+/// The gradients of every gradcheck sample (every differentiable op:
+/// test/support/GradCases.h) on `d` against the CPU's; returns the
+/// failures.
 std::vector<std::string> every_gradient_on(Device d, int *checked) {
   std::vector<std::string> failures;
   *checked = 0;
-  for (const test::OpInfo &o : test::op_db())
-    for (const test::samples::GradSample &g : o.grad) {
+  for (const auto &[name, samples] : test::grad_cases())
+    for (const test::samples::GradSample &g : *samples) {
       variable_list base = g.inputs();
       auto grads = [&](Device dev) {
         variable_list in;
@@ -752,7 +754,7 @@ std::vector<std::string> every_gradient_on(Device d, int *checked) {
         why = std::string("raised: ") + e.what();
       }
       if (!why.empty())
-        failures.push_back(o.name + " [" + g.label + "]: " + why);
+        failures.push_back(name + " [" + g.label + "]: " + why);
     }
   return failures;
 }
