@@ -432,6 +432,7 @@ void profile::start() {
   ro.record_device = timer != nullptr;
   start_session(ro, timer);
   running_ = true;
+  finished_ = false;
   trace_ = Trace();
   events_.clear();
 }
@@ -442,6 +443,7 @@ void profile::stop() {
   running_ = false;
   trace_ = stop_session();
   buildEvents();
+  finished_ = true;
 }
 
 profile::Guard profile::guard() {
@@ -462,6 +464,9 @@ void profile::checkFinished(const char *what) const {
   EMBER_CHECK(!running_, "ember::profiler::profile::", what,
               ": the profiler is still running; call stop() (or let its "
               "guard go out of scope) before reading the results");
+  EMBER_CHECK(finished_, "ember::profiler::profile::", what,
+              ": the profiler has not run; start() (or guard()) and stop() "
+              "it around the code to profile first");
 }
 
 void profile::buildEvents() {
@@ -536,6 +541,13 @@ void profile::buildEvents() {
     e.start_us = e.end_us = us(m.ts_ns);
     e.cpu_memory_usage = e.self_cpu_memory_usage = m.bytes;
   }
+  // Without ProfilerActivity::CPU only the device work (and memory) is
+  // shown, as torch.profiler (the CPU events still charged it above).
+  if (std::find(options_.activities.begin(), options_.activities.end(),
+                ProfilerActivity::CPU) == options_.activities.end())
+    std::erase_if(events_, [](const FunctionEvent &e) {
+      return e.device_type == kCPU && !e.is_memory_event;
+    });
   std::stable_sort(events_.begin(), events_.end(),
                    [](const FunctionEvent &a, const FunctionEvent &b) {
                      if (a.start_us != b.start_us)

@@ -206,6 +206,7 @@ private:
 
   ProfileOptions options_;
   bool running_ = false;
+  bool finished_ = false; ///< a run has stopped: results to read
   Trace trace_;
   std::vector<FunctionEvent> events_;
 };

@@ -285,8 +285,9 @@ TEST(Profiler, NothingIsRecordedWhileOff) {
   Tensor b = add(a, a); // before any profiler: not recorded
   profile prof;
   EXPECT_FALSE(prof.is_running());
-  EXPECT_TRUE(prof.events().empty()); // never started: no events
-  EXPECT_EQ(prof.key_averages().table(), "");
+  // Never started: no results to read (torch.profiler asserts too).
+  EXPECT_EMBER_ERROR(prof.events(), "has not run");
+  EXPECT_EMBER_ERROR(prof.key_averages(), "has not run");
   prof.start();
   EXPECT_TRUE(active());
   prof.stop();
@@ -867,6 +868,11 @@ TEST(Profiler, Misuse) {
   EXPECT_EMBER_ERROR(prof.export_chrome_trace("x.json"), "still running");
   prof.stop();
   EXPECT_EMBER_ERROR(prof.stop(), "not running");
+  // Results of a profile that never ran.
+  profile never;
+  EXPECT_EMBER_ERROR(never.events(), "the profiler has not run");
+  EXPECT_EMBER_ERROR(never.key_averages(), "has not run");
+  EXPECT_EMBER_ERROR(never.chrome_trace_json(), "has not run");
   // The options struct and an empty activity list (the CPU).
   profile viaOptions(ProfileOptions{
       .activities = {}, .record_shapes = true, .profile_memory = true});
@@ -1031,4 +1037,20 @@ TEST(Profiler, DeviceScopesOpenAtTheStopAreClosed) {
   ASSERT_EQ(prof.events().size(), 1u);
   EXPECT_EQ(prof.events()[0].name, "open");
   EXPECT_GE(prof.events()[0].device_time_total, 0.0);
+}
+
+TEST(Profiler, DeviceActivityAloneShowsTheDeviceWork) {
+  // As torch.profiler: without ProfilerActivity::CPU the CPU ops are not
+  // rows, the work they launched is.
+  FakeDevice fake;
+  profile prof({ProfilerActivity::CUDA});
+  Tensor a = randn({4});
+  {
+    auto g = prof.guard();
+    Tensor b = add(a, a);
+    record_device k("kernel_b", Device(kCUDA, 0), 3);
+  }
+  ASSERT_EQ(prof.events().size(), 1u);
+  EXPECT_EQ(prof.events()[0].name, "kernel_b");
+  EXPECT_EQ(prof.events()[0].device_type, kCUDA);
 }
