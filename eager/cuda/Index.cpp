@@ -466,9 +466,16 @@ struct Advanced {
 Advanced plan_advanced(const Tensor &self, TensorList indices) {
   meta::check_indices(self, indices);
   std::vector<Tensor> idx;
-  for (const Tensor &t : indices) {
-    if (t.defined())
-      check_index_device("index", self, t);
+  for (const Tensor &given : indices) {
+    // (CPU indices move to the device, as PyTorch's do)
+    Tensor t = given;
+    if (t.defined() && t.device() != self.device()) {
+      EMBER_CHECK(t.device().is_cpu(),
+                  "indices should be either on cpu or on the same device as "
+                  "the indexed tensor (",
+                  self.device(), "), got one on ", t.device());
+      t = t.to(self.device());
+    }
     if (!is_mask(t)) {
       idx.push_back(t);
       continue;

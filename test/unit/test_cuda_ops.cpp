@@ -434,6 +434,9 @@ TEST(Cuda, IndexingOnTheDevice) {
     EXPECT_TRUE(same(g.tril(1).cpu(), x.tril(1)));
     EXPECT_TRUE(same(g.triu(-1).cpu(), x.triu(-1)));
     EXPECT_THROW(g.index({tensor({int64_t(5)}).cuda()}), IndexError);
+    // CPU indices and masks index a CUDA tensor, as in PyTorch.
+    EXPECT_TRUE(same(g.index({i0}).cpu(), x.index({i0})));
+    EXPECT_TRUE(same(g.index({mask}).cpu(), x.index({mask})));
   }
   // A convolution (im2col, mm, col2im in the backward) against the CPU.
   Tensor in = random({2, 3, 9, 9}, kDouble, 9).requires_grad_();
