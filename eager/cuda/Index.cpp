@@ -565,8 +565,13 @@ Tensor index_cuda(const Tensor &self, TensorList indices) {
 }
 
 const Tensor &index_put_cuda_(const Tensor &self, TensorList indices,
-                              const Tensor &values, bool accumulate) {
-  EMBER_CHECK(values.defined(), "index_put_: the values tensor is undefined");
+                              const Tensor &given, bool accumulate) {
+  EMBER_CHECK(given.defined(), "index_put_: the values tensor is undefined");
+  // (a CPU 0-dim value is a scalar, allowed beside CUDA tensors as in
+  // PyTorch)
+  const Tensor values = given.is_cpu() && given.dim() == 0 && !self.is_cpu()
+                            ? given.to(self.device())
+                            : given;
   check_index_device("index_put_", self, values);
   if (!any_defined(indices))
     return native::index_put_(self, indices, values, accumulate);

@@ -437,6 +437,11 @@ TEST(Cuda, IndexingOnTheDevice) {
     // CPU indices and masks index a CUDA tensor, as in PyTorch.
     EXPECT_TRUE(same(g.index({i0}).cpu(), x.index({i0})));
     EXPECT_TRUE(same(g.index({mask}).cpu(), x.index({mask})));
+    Tensor one = integers({}, dt, 9); // a CPU 0-dim value: a scalar
+    Tensor gc = g.clone(), xc = x.clone();
+    ember::index_put_(gc, std::vector<Tensor>{i0}, one, false);
+    ember::index_put_(xc, std::vector<Tensor>{i0}, one, false);
+    EXPECT_TRUE(same(gc.cpu(), xc));
   }
   // A convolution (im2col, mm, col2im in the backward) against the CPU.
   Tensor in = random({2, 3, 9, 9}, kDouble, 9).requires_grad_();
