@@ -822,14 +822,23 @@ public:
     assert(pending.empty() && "an op of the forward was never ready");
     func::FuncOp fwd =
         outline(b, fn_.getLoc(), name + "_forward", primals, fwd_ops, fwd_outs);
+    // (every result's attributes at once: setResultAttr per result is
+    // quadratic in them)
+    llvm::SmallVector<DictionaryAttr> result_attrs;
+    for (unsigned r = 0; r < fwd.getNumResults(); ++r)
+      result_attrs.push_back(fwd.getResultAttrDict(r)
+                                 ? fwd.getResultAttrDict(r)
+                                 : b.getDictionaryAttr({}));
     for (unsigned i = 0; i < saved.size(); ++i) {
       Value v = saved[i];
       auto a = llvm::dyn_cast<BlockArgument>(v);
       std::string what = a ? "argument " + std::to_string(a.getArgNumber())
                            : v.getDefiningOp()->getName().getStringRef().str();
-      fwd.setResultAttr(nfwd_ + i, b.getStringAttr("ember.saved"),
-                        b.getStringAttr(what));
+      NamedAttrList attrs(result_attrs[nfwd_ + i]);
+      attrs.set("ember.saved", b.getStringAttr(what));
+      result_attrs[nfwd_ + i] = attrs.getDictionary(b.getContext());
     }
+    fwd.setAllResultAttrs(result_attrs);
     fwd->setAttr("ember.saved_bytes", b.getI64IntegerAttr(p.bytes));
     fwd->setAttr("ember.forward_results", b.getI64IntegerAttr(nfwd_));
     if (over)
