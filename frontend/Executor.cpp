@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace ember::frontend {
 
@@ -320,11 +321,17 @@ std::vector<Tensor> Program::run_impl(std::vector<Tensor> &inputs,
   // `.view()` and as_strided work as they do eagerly.
   std::vector<Tensor> out;
   out.reserve(trace_.outputs.size());
-  std::vector<Tensor> held; // what an output must not share memory with
+  // The storages an output must not share (a set: an optimizer step over
+  // thousands of parameters has thousands of inputs and outputs).
+  std::unordered_set<const StorageImpl *> held;
+  auto hold = [&](const Tensor &t) {
+    if (t.defined())
+      held.insert(t.storage().unsafeGetStorageImpl());
+  };
   for (const ir::Input &in : trace_.inputs)
-    held.push_back(env[in.value]);
+    hold(env[in.value]);
   for (const Tensor &c : constants_)
-    held.push_back(c);
+    hold(c);
   for (size_t k = 0; k < trace_.outputs.size(); ++k) {
     Tensor t = env[trace_.outputs[k]];
     if (k >= plain_from_) {
@@ -336,10 +343,7 @@ std::vector<Tensor> Program::run_impl(std::vector<Tensor> &inputs,
                          : (any_layout_ && !meta::has_internal_overlap(t)
                                 ? DimVector(t.strides())
                                 : contiguous_strides(t.sizes()));
-    bool fresh = std::none_of(held.begin(), held.end(),
-                              [&](const Tensor &h) {
-                                return h.defined() && h.is_alias_of(t);
-                              }) &&
+    bool fresh = !held.count(t.storage().unsafeGetStorageImpl()) &&
                  t.storage_offset() == 0 &&
                  (!t.storage().defined() ||
                   t.storage().nbytes() == size_t(t.numel()) * t.itemsize());
@@ -351,7 +355,7 @@ std::vector<Tensor> Program::run_impl(std::vector<Tensor> &inputs,
       // The same layout (strides differ on size-1 dims only): eager's.
       t = t.as_strided(t.sizes(), want, t.storage_offset());
     }
-    held.push_back(t);
+    hold(t);
     out.push_back(std::move(t));
   }
   return out;
