@@ -26,7 +26,6 @@
 #include "eager/generated/Functions.h"
 #include "eager/generated/NativeFunctions.h"
 #include "eager/meta/Shapes.h"
-#include "runtime/CudaDriver.h"
 #include "runtime/Nvrtc.h"
 
 #include <algorithm>
@@ -277,8 +276,7 @@ void run_index(const IndexLaunch &l) {
       std::memcpy(alpha, &a, sizeof a);
     });
   void *args[] = {&direct, &indexed, &index, &plan, alpha};
-  const int64_t grid = std::min<int64_t>(
-      (n + 255) / 256, int64_t(driver::multiprocessor_count(device)) * 32);
+  const int64_t grid = detail::grid_for(device, n, 256);
   launch_kernel(device, fn, unsigned(grid), 256, args);
 }
 
@@ -695,9 +693,7 @@ Tensor col2im_cuda(const Tensor &self, IntArrayRef output_size,
   const int64_t OH = meta::sliding_blocks(H, w.kh, w.dh, w.ph, w.sh);
   const int64_t OW = meta::sliding_blocks(W, w.kw, w.dw, w.pw, w.sw);
   // (16-bit floats add in float and round once, as the CPU kernel)
-  const ScalarType acc = self.dtype() == kHalf || self.dtype() == kBFloat16
-                             ? kFloat
-                             : self.dtype();
+  const ScalarType acc = cuda::detail::compute_of(self.dtype());
   Tensor sums = zeros({N, C * Hp * Wp}, self.options().dtype(acc));
   sums.index_add_(1, window_index(C, Hp, Wp, w, OH, OW, self.device()),
                   cols.reshape({N, -1}).to(acc));

@@ -53,6 +53,11 @@ void *cached_kernel(int device, const std::string &signature, const char *entry,
   return fn;
 }
 
+int64_t grid_for(int device, int64_t n, int64_t per_block) {
+  return std::min<int64_t>((n + per_block - 1) / per_block,
+                           int64_t(driver::multiprocessor_count(device)) * 32);
+}
+
 } // namespace detail
 
 namespace {
@@ -154,9 +159,7 @@ void launch(const Functor &f, ScalarType compute, unsigned bool_args,
   KernelShape shape;
   shape.flat = it.ndim() <= 1;
   const int64_t kBlock = 256, kTile = kBlock * (shape.flat ? 4 : 1);
-  const int64_t grid =
-      std::min<int64_t>((n + kTile - 1) / kTile,
-                        int64_t(driver::multiprocessor_count(device)) * 32);
+  const int64_t grid = detail::grid_for(device, n, kTile);
   shape.index32 = n + grid * kTile <= INT32_MAX;
   for (int64_t e : extent)
     shape.index32 = shape.index32 && e <= INT32_MAX;
@@ -436,8 +439,7 @@ Tensor reduce(ReduceKind kind, const Tensor &x, const std::vector<bool> &mask,
   void *out_ptr = out.data_ptr();
   int64_t n_out = nout, n_red = nred;
   void *args[] = {&in_ptr, &out_ptr, &n_out, &n_red};
-  const int64_t grid = std::min<int64_t>(
-      nout, int64_t(driver::multiprocessor_count(device)) * 32);
+  const int64_t grid = detail::grid_for(device, nout, 1);
   launch_kernel(device, fn, unsigned(grid), 256, args);
   return out;
 }

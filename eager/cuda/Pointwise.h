@@ -102,6 +102,10 @@ ScalarType compute_of(ScalarType t);
 /// first request (NVRTC, the memory and disk caches: runtime/Nvrtc.h).
 void *cached_kernel(int device, const std::string &signature, const char *entry,
                     const std::function<std::string()> &make_source);
+/// The grid of a grid-stride launch over `n` items, `per_block` a block:
+/// a block for every `per_block` items, at most 32 blocks per
+/// multiprocessor of `device` (the blocks then loop).
+int64_t grid_for(int device, int64_t n, int64_t per_block);
 } // namespace detail
 
 } // namespace ember::cuda

@@ -18,7 +18,6 @@
 #include "eager/Dtype.h"
 #include "eager/cuda/HostDevice.h"
 #include "eager/cuda/Pointwise.h"
-#include "runtime/CudaDriver.h"
 #include "runtime/Nvrtc.h"
 #include "runtime/Philox.h"
 
@@ -108,8 +107,7 @@ void draw(Draw kind, const Tensor &out, uint64_t seed, uint64_t offset,
   long long count = n, lo = low;
   unsigned long long s = seed, off = offset, r = range;
   void *args[] = {&data, &count, &s, &off, &lo, &r};
-  const int64_t grid = std::min<int64_t>(
-      (n + 255) / 256, int64_t(driver::multiprocessor_count(device)) * 32);
+  const int64_t grid = detail::grid_for(device, n, 256);
   launch_kernel(device, fn, unsigned(grid), 256, args);
 }
 

@@ -38,7 +38,6 @@
 #include "eager/generated/Functions.h"
 #include "eager/generated/NativeFunctions.h"
 #include "eager/meta/Shapes.h"
-#include "runtime/CudaDriver.h"
 #include "runtime/Nvrtc.h"
 
 #include <algorithm>
@@ -127,8 +126,7 @@ void run_sort(const SortLaunch &l) {
       detail::cached_kernel(device, "sort:" + std::string(toString(t)),
                             "ember_sort", [&] { return sort_source(t); });
   void *keys = l.keys.data_ptr(), *idx = l.indices.data_ptr();
-  const int64_t grid = std::min<int64_t>(
-      (pairs + 255) / 256, int64_t(driver::multiprocessor_count(device)) * 32);
+  const int64_t grid = detail::grid_for(device, pairs, 256);
   for (auto [k, j] : l.steps()) {
     dev::ember::SortPlan plan = plan_of(l, k, j);
     void *args[] = {&keys, &idx, &plan};
