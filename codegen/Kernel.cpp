@@ -340,22 +340,6 @@ void run_combined(const std::vector<const CompiledKernel *> &kernels,
       kernels[i]->run(ptrs[i]);
 }
 
-// --- code generation
-// ------------------------------------------------------------
-
-namespace {
-
-using llvm::IRBuilder;
-using LValue = llvm::Value;
-
-/// The iteration space after merging dims that every operand walks
-/// contiguously (TensorIterator's coalescing): sizes and, per operand
-/// (outputs then inputs), strides in elements; outer dims first.
-struct Loops {
-  std::vector<int64_t> sizes;
-  std::vector<std::vector<int64_t>> strides; // [operand][dim]
-};
-
 Loops coalesce(const KernelSpec &k) {
   const size_t nops = k.outputs.size() + k.inputs.size();
   std::vector<std::vector<int64_t>> st(nops);
@@ -395,6 +379,14 @@ Loops coalesce(const KernelSpec &k) {
   }
   return l;
 }
+
+// --- code generation
+// ------------------------------------------------------------
+
+namespace {
+
+using llvm::IRBuilder;
+using LValue = llvm::Value;
 
 class Emitter {
 public:

@@ -155,6 +155,17 @@ struct KernelSpec {
   std::string str() const;
 };
 
+/// The iteration space of a kernel after merging dims that every operand
+/// walks contiguously (TensorIterator's coalescing): sizes and, per operand
+/// (outputs then inputs), strides in elements; outer dims first. Size-1 dims
+/// are dropped; a one-point space is one dim of size 1. Outputs are
+/// contiguous over `shape`. Both code generators walk these loops.
+struct Loops {
+  std::vector<int64_t> sizes;
+  std::vector<std::vector<int64_t>> strides; // [operand][dim]
+};
+Loops coalesce(const KernelSpec &k);
+
 /// A compiled kernel: `fn(ptrs, begin, end)` computes the points
 /// [begin, end) of the output space (row-major order); `ptrs` holds the
 /// outputs' data pointers, then the inputs'.

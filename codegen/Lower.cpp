@@ -1,7 +1,10 @@
 #include "codegen/Lower.h"
 
+#include "codegen/CudaRender.h"
 #include "codegen/ScalarLibrary.h"
+#include "eager/Dtype.h"
 #include "eager/Meta.h"
+#include "eager/cuda/Pointwise.h"
 #include "ir/Domain.h"
 #include "ir/Queries.h"
 #include "ir/Types.h"
@@ -19,6 +22,10 @@ using mlir::Operation;
 using mlir::Value;
 
 ir::ValueType type_of(Value v) { return ir::value_type(v.getType()); }
+
+const char *generator_name(Generator g) {
+  return g == Generator::Cpu ? "the CPU generator" : "the CUDA generator";
+}
 
 /// A fake tensor of a value (meta functions read only its metadata): a
 /// wrapped number stays one, so type promotion sees it as eager does.
@@ -40,13 +47,13 @@ struct PointwiseCall {
 };
 
 /// Reads a pointwise op; why not, or "".
-std::string read_pointwise(Operation *op, PointwiseCall &call) {
+std::string read_pointwise(Operation *op, PointwiseCall &call, Generator g) {
   const OperatorHandle *h = ir::table_op(op);
   const meta::PointwiseSpec *spec = h ? meta::find_pointwise_spec(*h) : nullptr;
   std::string name = op->getName().getStringRef().str();
   if (!spec || op->getNumResults() != 1)
-    return name + " is not an op the CPU generator fuses (a pointwise op, a "
-                  "conversion, a sum, mean, amax or amin)";
+    return name + " is not an op " + generator_name(g) +
+           " fuses (a pointwise op, a conversion, a sum, mean, amax or amin)";
   call.op = h;
   const FunctionSchema &s = h->schema();
   std::vector<ir::OperandGroup> groups =
@@ -64,8 +71,8 @@ std::string read_pointwise(Operation *op, PointwiseCall &call) {
       }
       [[fallthrough]];
     default:
-      return name + " has an argument '" + a.name +
-             "' the CPU generator cannot pass";
+      return name + " has an argument '" + a.name + "' " + generator_name(g) +
+             " cannot pass";
     }
   }
   std::vector<Tensor> fakes;
@@ -81,28 +88,73 @@ std::string read_pointwise(Operation *op, PointwiseCall &call) {
   if (spec->nonzero_divisor >= 0 && !isFloatingType(call.compute))
     return name + " divides integers: a zero divisor must raise, which only "
                   "the eager kernel checks";
+  if (g == Generator::Cuda) {
+    const cuda::Functor *f = cuda_functor(*h);
+    if (!f)
+      return name + " has no device functor";
+    if (!in_group(call.compute, f->group))
+      return name + " does not compute in " +
+             std::string(toString(call.compute));
+    return "";
+  }
   if (!has_pointwise_function(*h, call.compute))
     return name + " has no scalar library function for compute dtype " +
            std::string(toString(call.compute));
   return "";
 }
 
+/// Whether a value is where generator `g` runs: the CPU, or the CUDA device
+/// of the op's first operand (or result).
+std::string misplaced(Operation *op, Generator g) {
+  std::string name = op->getName().getStringRef().str();
+  std::optional<Device> cuda;
+  auto check = [&](Value v, const char *verb) -> std::string {
+    Device d = type_of(v).device;
+    if (g == Generator::Cpu) {
+      if (!d.is_cpu())
+        return name + " " + verb + " a value on " + d.str() + ", not the CPU";
+      return "";
+    }
+    if (!d.is_cuda())
+      return name + " " + verb + " a value on " + d.str() +
+             ", not a CUDA device";
+    if (!cuda)
+      cuda = d;
+    if (*cuda != d)
+      return name + " " + verb + " values on " + cuda->str() + " and " +
+             d.str();
+    return "";
+  };
+  for (Value v : op->getOperands()) {
+    // A wrapped number is a CPU 0-dim value beside CUDA ones, as in eager
+    // (a literal of the kernel).
+    auto c = llvm::dyn_cast_or_null<ir::ConstantOp>(v.getDefiningOp());
+    if (g == Generator::Cuda && c && c.getWrappedNumber())
+      continue;
+    if (std::string why = check(v, "reads"); !why.empty())
+      return why;
+  }
+  for (Value v : op->getResults())
+    if (std::string why = check(v, "gives"); !why.empty())
+      return why;
+  return "";
+}
+
 /// Why the CPU generator does not compute `op`, or ""; a pointwise op is
 /// read into `call` on the way.
-std::string unsupported(Operation *op, PointwiseCall &call) {
+std::string unsupported(Operation *op, PointwiseCall &call, Generator g) {
   std::string name = op->getName().getStringRef().str();
+  // The CPU generator's dtypes are the scalar library's; the CUDA one's
+  // every dtype the device prelude declares (all of ember's).
+  auto covered = [&](ScalarType dt) {
+    return g == Generator::Cuda || find_dtype_tag(dt) != nullptr;
+  };
   auto lacks = [&](ScalarType dt) {
     return name + " has dtype " + std::string(toString(dt)) +
            ", which the scalar library does not cover";
   };
-  for (Value v : op->getOperands())
-    if (!type_of(v).device.is_cpu())
-      return name + " reads a value on " + type_of(v).device.str() +
-             ", not the CPU";
-  for (Value v : op->getResults())
-    if (!type_of(v).device.is_cpu())
-      return name + " gives a value on " + type_of(v).device.str() +
-             ", not the CPU";
+  if (std::string why = misplaced(op, g); !why.empty())
+    return why;
   if (std::optional<ir::ReductionOp> r = ir::reduction_of(op)) {
     bool max = r->info->kind == ReductionInfo::Amax ||
                r->info->kind == ReductionInfo::Amin;
@@ -115,64 +167,83 @@ std::string unsupported(Operation *op, PointwiseCall &call) {
         folded *= in.sizes[d];
     if (max && folded == 0)
       return name + " of an empty dim raises, which the eager kernel reports";
-    return find_dtype_tag(compute_dtype(in.dtype)) ? "" : lacks(in.dtype);
+    return covered(compute_dtype(in.dtype)) ? "" : lacks(in.dtype);
   }
   if (op->hasTrait<ir::OpTrait::Conversion>()) {
     for (Value v : {op->getOperand(0), Value(op->getResult(0))})
-      if (!find_dtype_tag(type_of(v).dtype))
+      if (!covered(type_of(v).dtype))
         return lacks(type_of(v).dtype);
     return "";
   }
-  return read_pointwise(op, call);
+  return read_pointwise(op, call, g);
 }
 
 /// unsupported(), with an Error raised on the way (a malformed attribute)
 /// as the reason.
-std::string checked(Operation *op, PointwiseCall &call) {
+std::string checked(Operation *op, PointwiseCall &call, Generator g) {
   try {
-    return unsupported(op, call);
+    return unsupported(op, call, g);
   } catch (const Error &e) {
     return op->getName().getStringRef().str() + ": " + e.what();
   }
 }
 
-class CpuTarget final : public passes::FusionTarget {
+/// A code generator as a fusion target (Note [Per-op capability]).
+class GeneratorTarget final : public passes::FusionTarget {
 public:
-  std::string name() const override { return "cpu"; }
+  explicit GeneratorTarget(Generator g) : g_(g) {}
+  std::string name() const override {
+    return g_ == Generator::Cpu ? "cpu" : "cuda";
+  }
   std::string unsupported(Operation *op) const override {
     PointwiseCall call;
-    std::string why = checked(op, call);
+    std::string why = checked(op, call, g_);
     // The fusion pass asks the weight of the op it just asked about: kept
     // from this reading (the op's shape rule need not run again).
     last_op_ = why.empty() ? op : nullptr;
-    last_weight_ = call.op ? pointwise_weight(*call.op, call.compute) : 1;
+    last_weight_ = weight_of(call);
     return why;
   }
   int64_t weight(Operation *op) const override {
     if (op == last_op_)
       return last_weight_;
     PointwiseCall call;
-    if (!checked(op, call).empty() || !call.op)
-      return 1; // conversions and folds: about an add each
-    return pointwise_weight(*call.op, call.compute);
+    if (!checked(op, call, g_).empty())
+      return 1;
+    return weight_of(call);
   }
 
 private:
+  /// The scalar library's size of the op's function: the CPU kernel's
+  /// measure, and the CUDA one's proxy (the same expression). Conversions
+  /// and folds: about an add each.
+  static int64_t weight_of(const PointwiseCall &call) {
+    if (!call.op || !has_pointwise_function(*call.op, call.compute))
+      return 1;
+    return pointwise_weight(*call.op, call.compute);
+  }
+
+  Generator g_;
   // Per thread: the pass may run on several functions at once.
   static thread_local Operation *last_op_;
   static thread_local int64_t last_weight_;
 };
-thread_local Operation *CpuTarget::last_op_ = nullptr;
-thread_local int64_t CpuTarget::last_weight_ = 1;
+thread_local Operation *GeneratorTarget::last_op_ = nullptr;
+thread_local int64_t GeneratorTarget::last_weight_ = 1;
 
 } // namespace
 
 std::string cpu_unsupported(Operation *op) {
   PointwiseCall call;
-  return checked(op, call);
+  return checked(op, call, Generator::Cpu);
 }
 
-std::string lower_fusion(Operation *fusion_op, KernelSpec &k) {
+std::string cuda_unsupported(Operation *op) {
+  PointwiseCall call;
+  return checked(op, call, Generator::Cuda);
+}
+
+std::string lower_fusion(Operation *fusion_op, KernelSpec &k, Generator g) {
   auto fusion = llvm::dyn_cast<ir::FusionOp>(fusion_op);
   EMBER_CHECK(fusion,
               "lower_fusion: ", fusion_op->getName().getStringRef().str(),
@@ -225,7 +296,7 @@ std::string lower_fusion(Operation *fusion_op, KernelSpec &k) {
       continue;
     }
     PointwiseCall call; // filled for a pointwise op
-    if (std::string why = checked(&op, call); !why.empty())
+    if (std::string why = checked(&op, call, g); !why.empty())
       return why;
     ir::ValueType rt = type_of(op.getResult(0));
     if (std::optional<ir::ReductionOp> r = ir::reduction_of(&op)) {
@@ -277,7 +348,10 @@ std::string lower_fusion(Operation *fusion_op, KernelSpec &k) {
 void register_fusion_targets() {
   static std::once_flag once;
   std::call_once(once, [] {
-    passes::register_fusion_target(std::make_shared<CpuTarget>());
+    passes::register_fusion_target(
+        std::make_shared<GeneratorTarget>(Generator::Cpu));
+    passes::register_fusion_target(
+        std::make_shared<GeneratorTarget>(Generator::Cuda));
   });
 }
 

@@ -20,19 +20,27 @@ class Operation;
 
 namespace ember::codegen {
 
+/// The code generators that read the kernel description: LLVM on the CPU
+/// (codegen/Kernel.h), CUDA C on the GPU (codegen/CudaRender.h).
+enum class Generator { Cpu, Cuda };
+
 /// Why the CPU generator does not compute `op` inside a fusion ("" when it
 /// does): an op of another kind (not pointwise, not a conversion on the
 /// CPU, not a fold of the table), a value not on the CPU, a dtype without
 /// a scalar library function, an integer division that must raise on zero.
 std::string cpu_unsupported(mlir::Operation *op);
+/// The same for the CUDA generator: values on one CUDA device, a pointwise
+/// op with a device functor for its compute dtype (every dtype).
+std::string cuda_unsupported(mlir::Operation *op);
 
 /// The kernel of an ember.fusion (its inputs contiguous); "" on success,
-/// otherwise why the CPU generator does not take it (a fusion of fusions
-/// is not one kernel: compile_cpu_fusion runs its inner ones together).
-std::string lower_fusion(mlir::Operation *fusion, KernelSpec &k);
+/// otherwise why generator `g` does not take it (a fusion of fusions is
+/// not one kernel: compile_cpu_fusion runs its inner ones together).
+std::string lower_fusion(mlir::Operation *fusion, KernelSpec &k,
+                         Generator g = Generator::Cpu);
 
-/// Registers the CPU generator as the fusion target "cpu" (passes/
-/// FusionTarget.h), once per process.
+/// Registers the code generators as the fusion targets "cpu" and "cuda"
+/// (passes/FusionTarget.h), once per process.
 void register_fusion_targets();
 
 } // namespace ember::codegen

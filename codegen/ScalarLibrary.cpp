@@ -52,7 +52,7 @@ Bitcode scalar_library(bool v3) {
           "ScalarLibrary_baseline"};
 }
 
-std::string pointwise_function(const OperatorHandle &op, ScalarType compute) {
+std::string pointwise_cname(const OperatorHandle &op) {
   // "ember::add_.Tensor" -> "add_Tensor": the functional op's C++ name.
   const std::string &qualified = op.name();
   std::string name = qualified.substr(qualified.find("::") + 2);
@@ -65,7 +65,12 @@ std::string pointwise_function(const OperatorHandle &op, ScalarType compute) {
     name.pop_back(); // the in-place form computes the same expression
   if (!overload.empty())
     name += "_" + overload;
-  return "ember_pw_" + name + "_" + dtype_tag(compute_dtype(compute));
+  return name;
+}
+
+std::string pointwise_function(const OperatorHandle &op, ScalarType compute) {
+  return "ember_pw_" + pointwise_cname(op) + "_" +
+         dtype_tag(compute_dtype(compute));
 }
 
 bool has_pointwise_function(const OperatorHandle &op, ScalarType compute) {

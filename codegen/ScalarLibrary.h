@@ -62,6 +62,10 @@ Bitcode scalar_library(bool v3);
 /// kernel's compile (Note [Fusion size] in passes/Passes.h).
 int64_t pointwise_weight(const OperatorHandle &op, ScalarType compute);
 
+/// The C++ name of a pointwise op's functional form: "add_Tensor" for
+/// ember::add.Tensor and its in-place form ember::add_.Tensor (the in-place
+/// form computes the same expression). Its functor is `<cname>_op`.
+std::string pointwise_cname(const OperatorHandle &op);
 /// `ember_pw_<cname>_<tag>`: the library function of a pointwise op
 /// (ember::add.Tensor, or its in-place form ember::add_.Tensor) for compute
 /// dtype `compute`.

@@ -495,7 +495,9 @@ void check_equal(const Tensor &self, const Tensor &other) {
 
 Device to_copy_device(const Tensor &self, std::optional<Device> device) {
   Device dev = device.value_or(self.device());
-  if (dev.is_cuda()) // cuda means the current device
+  // "cuda" means the current device. The device `self` is already on needs
+  // no check (nor a driver: a CUDA graph's IR verifies on any machine).
+  if (dev.is_cuda() && !(dev.has_index() && dev == self.device()))
     dev = Device(kCUDA, cuda::checked_device(dev.index(), "to"));
   return dev;
 }

@@ -21,3 +21,17 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 # %ember_gen: the build tree's generated files (ir/EmberOpExamples.mlir).
 config.substitutions.append(("%ember_gen", config.ember_gen_dir))
+
+# "nvrtc": NVRTC loads here (the CUDA toolkit; no GPU needed), so the
+# rendered CUDA kernels can be compiled (test/lit/codegen/cuda-nvrtc.test).
+import subprocess
+
+try:
+    _out = subprocess.run(
+        [os.path.join(config.ember_tools_dir, "ember-translate"),
+         "--nvrtc-available"],
+        capture_output=True, text=True, timeout=120).stdout
+    if "nvrtc: yes" in _out:
+        config.available_features.add("nvrtc")
+except (OSError, subprocess.SubprocessError):
+    pass

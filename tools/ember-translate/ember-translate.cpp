@@ -3,16 +3,25 @@
 //
 //   ember-translate graph.mlir --emit=kernels   each fusion's KernelSpec
 //   ember-translate graph.mlir --emit=llvm      each kernel's LLVM IR (O3)
+//   ember-translate graph.mlir --emit=cuda      each kernel's CUDA C
+//   ember-translate graph.mlir --emit=cuda --nvrtc-arch=80
+//                                 ... and NVRTC compiles them all for sm_80
 //   ember-opt graph.mlir --ember-pipeline | ember-translate --emit=kernels
 //
 // Every ember.fusion of every function is lowered (codegen/Lower.h) in
-// order; a fusion the CPU generator does not take prints why instead.
+// order; a fusion the generator does not take prints why instead. The
+// generator is the CPU's for --emit=llvm, the CUDA one's for --emit=cuda,
+// and for --emit=kernels the one of the device the fusion's results are on.
 // Inputs are taken contiguous, as compile() first compiles them.
+#include "codegen/CudaRender.h"
 #include "codegen/Kernel.h"
 #include "codegen/Lower.h"
+#include "eager/cuda/Pointwise.h"
 #include "ir/Dialect.h"
 #include "ir/Import.h"
 #include "ir/Queries.h"
+#include "ir/Types.h"
+#include "runtime/Nvrtc.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/CommandLine.h"
@@ -24,7 +33,7 @@
 
 namespace {
 
-enum class Emit { Kernels, Llvm };
+enum class Emit { Kernels, Llvm, Cuda };
 
 llvm::cl::opt<std::string> input(llvm::cl::Positional,
                                  llvm::cl::desc("<input .mlir>"),
@@ -34,14 +43,42 @@ llvm::cl::opt<Emit> emit(
     llvm::cl::values(clEnumValN(Emit::Kernels, "kernels",
                                 "the typed kernel description (KernelSpec)"),
                      clEnumValN(Emit::Llvm, "llvm",
-                                "the kernel's optimized LLVM IR")),
+                                "the kernel's optimized LLVM IR"),
+                     clEnumValN(Emit::Cuda, "cuda",
+                                "the kernel's CUDA C (after the device "
+                                "prelude and the op functors)")),
     llvm::cl::init(Emit::Kernels));
+llvm::cl::opt<int> nvrtc_arch(
+    "nvrtc-arch",
+    llvm::cl::desc("with --emit=cuda: compile every kernel of the input as "
+                   "one NVRTC program to PTX for sm_<N> (80, 90) and report"),
+    llvm::cl::init(0));
+llvm::cl::opt<bool> nvrtc_available(
+    "nvrtc-available",
+    llvm::cl::desc("print whether NVRTC can be loaded (\"nvrtc: yes\" or "
+                   "\"nvrtc: no\") and exit"),
+    llvm::cl::init(false));
+
+/// The generator of a fusion for --emit=kernels: the device its results
+/// are on.
+ember::codegen::Generator generator_of(mlir::Operation *fusion) {
+  for (mlir::Value v : fusion->getResults())
+    if (ember::ir::value_type(v.getType()).device.is_cuda())
+      return ember::codegen::Generator::Cuda;
+  return ember::codegen::Generator::Cpu;
+}
 
 } // namespace
 
 int main(int argc, char **argv) {
   llvm::cl::ParseCommandLineOptions(
-      argc, argv, "ember-translate: ember.fusion -> kernels and LLVM IR\n");
+      argc, argv,
+      "ember-translate: ember.fusion -> kernels, LLVM IR and CUDA C\n");
+  if (nvrtc_available) {
+    std::cout << "nvrtc: "
+              << (ember::cuda::nvrtc::is_available() ? "yes" : "no") << "\n";
+    return 0;
+  }
   auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(input);
   if (!buffer) {
     llvm::errs() << "ember-translate: cannot read " << input << ": "
@@ -53,6 +90,7 @@ int main(int argc, char **argv) {
     mlir::OwningOpRef<mlir::ModuleOp> module =
         ember::ir::parse_module(*ctx, (*buffer)->getBuffer());
     int fusions = 0;
+    std::vector<ember::codegen::CudaKernel> cuda_kernels;
     for (auto func : module->getOps<mlir::func::FuncOp>()) {
       if (func.isExternal())
         continue; // a declaration has no fusions
@@ -70,8 +108,10 @@ int main(int argc, char **argv) {
         for (ember::ir::FusionOp inner :
              ember::ir::inner_fusions(fusion, &malformed))
           kernels.push_back(inner);
+        const char *who =
+            emit == Emit::Cuda ? "the CUDA generator" : "the CPU generator";
         if (!malformed.empty()) {
-          std::cout << "// not compiled by the CPU generator: " << malformed
+          std::cout << "// not compiled by " << who << ": " << malformed
                     << "\n";
           continue;
         }
@@ -82,14 +122,33 @@ int main(int argc, char **argv) {
             std::cout << "// part " << i + 1 << " of " << kernels.size()
                       << " of a combined kernel\n";
           ember::codegen::KernelSpec spec;
-          std::string why = ember::codegen::lower_fusion(kernels[i], spec);
+          ember::codegen::Generator gen =
+              emit == Emit::Cuda      ? ember::codegen::Generator::Cuda
+              : emit == Emit::Kernels ? generator_of(kernels[i])
+                                      : ember::codegen::Generator::Cpu;
+          std::string why = ember::codegen::lower_fusion(kernels[i], spec, gen);
           if (!why.empty()) {
-            std::cout << "// not compiled by the CPU generator: " << why
-                      << "\n";
+            std::cout << "// not compiled by "
+                      << (gen == ember::codegen::Generator::Cuda
+                              ? "the CUDA generator"
+                              : "the CPU generator")
+                      << ": " << why << "\n";
             continue;
           }
           if (emit == Emit::Kernels) {
             std::cout << spec.str();
+            continue;
+          }
+          if (emit == Emit::Cuda) {
+            ember::codegen::CudaKernel k = ember::codegen::render_cuda(spec);
+            std::cout << "// kernel " << k.entry << ": block " << k.block
+                      << ", blocks " << k.blocks << ", "
+                      << (k.index32 ? "32" : "64") << "-bit indices, vector "
+                      << k.vector << "; functors:";
+            for (const ember::cuda::Functor *f : k.functors)
+              std::cout << " " << f->name;
+            std::cout << "\n" << k.kernel;
+            cuda_kernels.push_back(std::move(k));
             continue;
           }
           ember::codegen::CompileKernelOptions o;
@@ -101,6 +160,21 @@ int main(int argc, char **argv) {
     if (fusions == 0)
       std::cout << "// no ember.fusion in the input (run ember-opt "
                    "--ember-fuse-elementwise first)\n";
+    if (emit == Emit::Cuda && nvrtc_arch > 0 && !cuda_kernels.empty()) {
+      // One program, as a graph's kernels compile (Note [CUDA kernels from
+      // the kernel description]); NVRTC's log on failure.
+      ember::cuda::nvrtc::Compiled c = ember::cuda::nvrtc::compile(
+          ember::codegen::cuda_program(cuda_kernels), "ember_translate.cu",
+          nvrtc_arch, /*cubin=*/false);
+      std::cout << "// nvrtc sm_" << nvrtc_arch << ": " << cuda_kernels.size()
+                << " kernels compiled to PTX\n";
+      for (const ember::codegen::CudaKernel &k : cuda_kernels)
+        std::cout << "// ptx entry " << k.entry << ": "
+                  << (c.binary.find(".entry " + k.entry) != std::string::npos
+                          ? "present"
+                          : "missing")
+                  << "\n";
+    }
   } catch (const ember::Error &e) {
     llvm::errs() << "ember-translate: " << e.what() << "\n";
     return 1;

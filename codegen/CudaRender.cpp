@@ -1,0 +1,722 @@
+#include "codegen/CudaRender.h"
+
+#include "codegen/ScalarLibrary.h"
+#include "eager/Dtype.h"
+#include "eager/Meta.h"
+#include "eager/cuda/Pointwise.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+namespace ember::codegen {
+
+const cuda::Functor *cuda_functor(const OperatorHandle &op) {
+  static const std::unordered_map<std::string, const cuda::Functor *> by_name =
+      [] {
+        std::unordered_map<std::string, const cuda::Functor *> m;
+        for (const cuda::Functor &f : cuda::pointwise_functors())
+          m.emplace(f.name, &f);
+        return m;
+      }();
+  auto it = by_name.find(pointwise_cname(op) + "_op");
+  return it == by_name.end() ? nullptr : it->second;
+}
+
+namespace {
+
+// The kernels' shared device code, each in a program once.
+const char kVecHelper[] = R"(namespace ember {
+// A vector of N elements, loaded and stored as one access.
+template <class T, int N> struct alignas(sizeof(T) * N) Vec {
+  T v[N];
+};
+} // namespace ember
+)";
+
+const char kReduceHelper[] = R"(namespace ember {
+template <int K, class A> __device__ __forceinline__ A ember_combine(A a, A b) {
+  if constexpr (K == 0)
+    return a + b;
+  else if constexpr (K == 1)
+    return pw::maximum(a, b);
+  else
+    return pw::minimum(a, b);
+}
+// Every thread's accumulator folded over the block, in a fixed order (warp
+// shuffles, then one warp over the warps' results); every thread gets it.
+template <int K, class A>
+__device__ __forceinline__ A ember_block_reduce(A v, const A identity) {
+  __shared__ A partial[32];
+  for (int o = 16; o > 0; o /= 2)
+    v = ember_combine<K>(v, A(__shfl_down_sync(0xffffffffu, v, o)));
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  __syncthreads(); // the previous fold's result has been read
+  if (lane == 0)
+    partial[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < int(blockDim.x / 32) ? partial[lane] : identity;
+    for (int o = 16; o > 0; o /= 2)
+      v = ember_combine<K>(v, A(__shfl_down_sync(0xffffffffu, v, o)));
+    if (lane == 0)
+      partial[0] = v;
+  }
+  __syncthreads();
+  return partial[0];
+}
+} // namespace ember
+)";
+
+} // namespace
+
+std::string CudaKernel::source() const { return cuda_program({*this}); }
+
+std::string cuda_program(const std::vector<CudaKernel> &kernels) {
+  std::string s = cuda::prelude();
+  std::set<std::string> seen;
+  for (const CudaKernel &k : kernels)
+    for (const cuda::Functor *f : k.functors)
+      if (seen.insert(f->name).second)
+        s += cuda::functor_source(*f);
+  bool vec = false, reduce = false;
+  for (const CudaKernel &k : kernels) {
+    vec = vec || k.vector > 1;
+    reduce = reduce || k.reduction;
+  }
+  if (vec)
+    s += kVecHelper;
+  if (reduce)
+    s += kReduceHelper;
+  // One definition per entry: equal descriptions render equal kernels.
+  std::set<std::string> entries;
+  for (const CudaKernel &k : kernels)
+    if (entries.insert(k.entry).second)
+      s += k.kernel;
+  return s;
+}
+
+namespace {
+
+using cuda::detail::ctype;
+
+/// The largest grid a kernel is launched with: its index arithmetic is
+/// checked against the loop's last step at this grid.
+constexpr int64_t kMaxBlocks = 65535;
+constexpr int kBlock = 256;
+
+/// The type a value of dtype `t` travels in (Note [CUDA kernels from the
+/// kernel description]).
+ScalarType reg_of(ScalarType t) { return cuda::detail::compute_of(t); }
+
+/// `expr` (of any type) as a value of dtype `t`, in t's register type: a
+/// 16-bit float is rounded to it, then held as float.
+std::string round_to(ScalarType t, const std::string &expr) {
+  if (reg_of(t) != t)
+    return std::string("convert<float>(convert<") + ctype(t) + ">(" + expr +
+           "))";
+  return std::string("convert<") + ctype(t) + ">(" + expr + ")";
+}
+
+/// `expr`, a value of (register) dtype `from`, converted to `to`: nothing
+/// to write when they are the same.
+std::string conv(ScalarType to, ScalarType from, const std::string &expr) {
+  if (to == from)
+    return expr;
+  return std::string("convert<") + ctype(to) + ">(" + expr + ")";
+}
+
+std::string float_literal(double v, bool single) {
+  if (std::isnan(v))
+    return single ? "__int_as_float(0x7fc00000)"
+                  : "__longlong_as_double(0x7ff8000000000000LL)";
+  if (std::isinf(v))
+    return std::string(v < 0 ? "-" : "") +
+           (single ? "__int_as_float(0x7f800000)"
+                   : "__longlong_as_double(0x7ff0000000000000LL)");
+  char buf[64];
+  std::snprintf(buf, sizeof buf, single ? "%.9g" : "%.17g", v);
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos)
+    s += ".0";
+  return single ? s + "f" : s;
+}
+
+std::string int_literal(ScalarType t, int64_t v) {
+  std::string c = ctype(t);
+  if (v == INT64_MIN)
+    return "(" + c + ")(-9223372036854775807LL - 1)";
+  return "(" + c + ")" + std::to_string(v) + (t == kLong ? "LL" : "");
+}
+
+/// `s` as a value of dtype `t`, in t's register type (rounded to t first,
+/// as the eager kernel's Scalar::to<T>() does).
+std::string literal(ScalarType t, const Scalar &s) {
+  std::string out;
+  dispatch_dtype(t, "the CUDA renderer", [&]<class T>() {
+    T v = s.to<T>();
+    if constexpr (std::is_same_v<T, bool>)
+      out = v ? "true" : "false";
+    else if constexpr (std::is_same_v<T, double>)
+      out = float_literal(v, false);
+    else if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, Half> ||
+                       std::is_same_v<T, BFloat16>)
+      out = float_literal(double(float(v)), true);
+    else
+      out = int_literal(t, int64_t(v));
+  });
+  return out;
+}
+
+/// The identity of a fold in its accumulator's dtype.
+std::string identity(const KernelSpec::Step &s) {
+  ScalarType a = reg_of(s.acc_dtype());
+  if (s.sums())
+    return std::string(ctype(a)) + "(0)";
+  bool max = s.fold == ReductionInfo::Amax;
+  if (isFloatingType(a))
+    return float_literal(max ? -INFINITY : INFINITY, a != kDouble);
+  int64_t lo = 0, hi = 0;
+  dispatch_dtype(a, "the CUDA renderer", [&]<class T>() {
+    if constexpr (std::is_integral_v<T>) {
+      lo = int64_t(std::numeric_limits<T>::lowest());
+      hi = int64_t(std::numeric_limits<T>::max());
+    }
+  });
+  return int_literal(a, max ? lo : hi);
+}
+
+std::string v(int id) { return "v" + std::to_string(id); }
+
+class Renderer {
+public:
+  explicit Renderer(const KernelSpec &k) : k_(k) {
+    nouts_ = k.outputs.size();
+    for (size_t o = 0; o < k.output_inputs.size(); ++o)
+      if (k.output_inputs[o] >= 0)
+        aliased_.insert(nouts_ + size_t(k.output_inputs[o]));
+  }
+
+  CudaKernel render() {
+    CudaKernel r;
+    r.entry = "ember_cuda_" + hash_of(k_.str());
+    collect_functors(r);
+    std::ostringstream body;
+    if (k_.has_reduction())
+      reduction(r, body);
+    else
+      pointwise(r, body);
+    std::ostringstream os;
+    os << "namespace ember {\n";
+    os << "extern \"C\" __global__ void __launch_bounds__(" << r.block << ") "
+       << r.entry << "(" << params() << ") {\n";
+    os << "  typedef " << (r.index32 ? "int" : "long long") << " index_t;\n";
+    os << functor_instances() << constants() << body.str() << "}\n";
+    os << "} // namespace ember\n";
+    r.kernel = os.str();
+    return r;
+  }
+
+private:
+  static std::string hash_of(const std::string &s) {
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx",
+                  static_cast<unsigned long long>(std::hash<std::string>()(s)));
+    return buf;
+  }
+
+  // --- operands
+
+  size_t noperands() const { return nouts_ + k_.inputs.size(); }
+  std::string operand(size_t op) const {
+    return op < nouts_ ? "out" + std::to_string(op)
+                       : "in" + std::to_string(op - nouts_);
+  }
+  ScalarType operand_dtype(size_t op) const {
+    return op < nouts_ ? k_.dtype(k_.outputs[op])
+                       : k_.inputs[op - nouts_].dtype;
+  }
+  std::string params() const {
+    std::string p;
+    for (size_t op = 0; op < noperands(); ++op) {
+      if (op)
+        p += ", ";
+      p += op < nouts_ ? "" : "const ";
+      p += ctype(operand_dtype(op));
+      p += aliased(op) ? " *" : " *__restrict__ ";
+      p += operand(op);
+    }
+    return p;
+  }
+  /// An output written in place of an input, or that input.
+  bool aliased(size_t op) const {
+    if (op < nouts_)
+      return op < k_.output_inputs.size() && k_.output_inputs[op] >= 0;
+    return aliased_.count(op) != 0;
+  }
+  /// An operand's strides over the spec's shape (outputs contiguous).
+  std::vector<int64_t> strides_of(size_t op) const {
+    if (op >= nouts_)
+      return k_.inputs[op - nouts_].strides;
+    std::vector<int64_t> st(k_.shape.size());
+    int64_t s = 1;
+    for (size_t d = st.size(); d-- > 0;) {
+      st[d] = s;
+      s *= k_.shape[d];
+    }
+    return st;
+  }
+
+  // --- steps
+
+  void collect_functors(CudaKernel &r) {
+    std::set<const cuda::Functor *> seen;
+    for (const KernelSpec::Step &s : k_.steps) {
+      if (s.kind != KernelSpec::Kind::Pointwise)
+        continue;
+      const cuda::Functor *f = cuda_functor(*s.op);
+      EMBER_CHECK(f, "the CUDA renderer: ", s.op->name(),
+                  " has no device functor");
+      if (seen.insert(f).second)
+        r.functors.push_back(f);
+    }
+  }
+
+  /// One functor object per pointwise step, its Scalar arguments in the
+  /// compute type (as the eager kernel passes them).
+  std::string functor_instances() const {
+    std::string s;
+    for (size_t id = 0; id < k_.values.size(); ++id) {
+      const KernelSpec::Value &x = k_.values[id];
+      if (x.kind != KernelSpec::Value::Kind::Step)
+        continue;
+      const KernelSpec::Step &st = k_.steps[size_t(x.index)];
+      if (st.kind != KernelSpec::Kind::Pointwise)
+        continue;
+      const cuda::Functor *f = cuda_functor(*st.op);
+      ScalarType c = reg_of(st.compute);
+      s += "  const fn::" + std::string(f->name) + "<" + ctype(c) + "> f" +
+           std::to_string(id) + "{";
+      for (size_t i = 0; i < st.scalars.size(); ++i)
+        s += (i ? ", " : "") + literal(c, st.scalars[i]);
+      s += "};\n";
+    }
+    return s;
+  }
+
+  std::string constants() const {
+    std::string s;
+    for (size_t id = 0; id < k_.values.size(); ++id) {
+      const KernelSpec::Value &x = k_.values[id];
+      if (x.kind != KernelSpec::Value::Kind::Constant)
+        continue;
+      const KernelSpec::Constant &c = k_.constants[size_t(x.index)];
+      s += "  const " + std::string(ctype(reg_of(c.dtype))) + " " + v(int(id)) +
+           " = " + literal(c.dtype, c.value) + ";\n";
+    }
+    return s;
+  }
+
+  /// The definition of pointwise or conversion step `id`.
+  std::string step_line(int id, const std::string &indent) const {
+    const KernelSpec::Step &s = k_.step_of(id);
+    std::string expr;
+    if (s.kind == KernelSpec::Kind::Convert) {
+      expr = round_to(s.out, v(s.args[0]));
+    } else {
+      const meta::PointwiseSpec *spec = meta::find_pointwise_spec(*s.op);
+      ScalarType c = reg_of(s.compute);
+      std::string call = "f" + std::to_string(id) + "(";
+      for (size_t i = 0; i < s.args.size(); ++i) {
+        bool as_bool = spec && ((spec->bool_args >> i) & 1u);
+        call +=
+            (i ? ", " : "") + conv(as_bool ? kBool : c,
+                                   reg_of(k_.dtype(s.args[i])), v(s.args[i]));
+      }
+      expr = round_to(s.out, call + ")");
+    }
+    return indent + "const " + ctype(reg_of(s.out)) + " " + v(id) + " = " +
+           expr + ";\n";
+  }
+
+  /// Output `o`'s value as its dtype stores it.
+  std::string store(size_t o) const {
+    int x = k_.outputs[o];
+    return conv(operand_dtype(o), reg_of(k_.dtype(x)), v(x));
+  }
+
+  /// The values `roots` read, transitively, that `want` selects, in order.
+  std::vector<int> closure(const std::vector<int> &roots,
+                           const std::function<bool(int)> &want) const {
+    std::vector<bool> need(k_.values.size(), false);
+    std::vector<int> stack(roots.begin(), roots.end());
+    while (!stack.empty()) {
+      int x = stack.back();
+      stack.pop_back();
+      if (need[size_t(x)] || !want(x))
+        continue;
+      need[size_t(x)] = true;
+      if (k_.values[size_t(x)].kind == KernelSpec::Value::Kind::Step &&
+          !k_.is_reduce(x))
+        for (int a : k_.step_of(x).args)
+          stack.push_back(a);
+    }
+    std::vector<int> out;
+    for (size_t x = 0; x < need.size(); ++x)
+      if (need[x])
+        out.push_back(int(x));
+    return out;
+  }
+
+  /// Lines computing `values` (inputs loaded by `load`, steps by their
+  /// functors; constants are defined at the kernel's top).
+  std::string compute(const std::vector<int> &values,
+                      const std::function<std::string(int)> &load,
+                      const std::string &indent) const {
+    std::string s;
+    for (int x : values) {
+      const KernelSpec::Value &val = k_.values[size_t(x)];
+      if (val.kind == KernelSpec::Value::Kind::Input) {
+        ScalarType t = k_.inputs[size_t(val.index)].dtype;
+        s += indent + "const " + ctype(reg_of(t)) + " " + v(x) + " = " +
+             conv(reg_of(t), t, load(val.index)) + ";\n";
+      } else if (val.kind == KernelSpec::Value::Kind::Step) {
+        s += step_line(x, indent);
+      }
+    }
+    return s;
+  }
+
+  /// `sum over dims of coord_d * stride_d`, the zero strides skipped.
+  static std::string offset(const std::vector<std::string> &coords,
+                            const std::vector<int64_t> &strides) {
+    std::string s;
+    for (size_t d = 0; d < coords.size(); ++d) {
+      if (strides[d] == 0)
+        continue;
+      if (!s.empty())
+        s += " + ";
+      s += strides[d] == 1
+               ? coords[d]
+               : coords[d] + " * (index_t)" + std::to_string(strides[d]);
+    }
+    return s.empty() ? "0" : s;
+  }
+
+  /// Lines splitting `index` into coordinates `prefix<d>` over `sizes`
+  /// (innermost last).
+  static std::string split(const std::string &index,
+                           const std::vector<int64_t> &sizes,
+                           const std::string &prefix,
+                           const std::string &indent) {
+    std::vector<int64_t> sz = sizes;
+    if (std::find(sz.begin(), sz.end(), 0) != sz.end())
+      sz.assign(sz.size(), 1); // no point: the loop never runs
+    if (sz.size() == 1)
+      return indent + "const index_t " + prefix + "0 = " + index + ";\n";
+    std::string s = indent + "index_t " + prefix + "r = " + index + ";\n";
+    for (size_t d = sz.size(); d-- > 0;) {
+      std::string c = prefix + std::to_string(d);
+      if (d == 0) {
+        s += indent + "const index_t " + c + " = " + prefix + "r;\n";
+        break;
+      }
+      std::string n = "(index_t)" + std::to_string(sz[d]);
+      s += indent + "const index_t " + c + " = " + prefix + "r % " + n + ";\n" +
+           indent + prefix + "r /= " + n + ";\n";
+    }
+    return s;
+  }
+
+  /// Whether index arithmetic over `sizes` with these strides, and `n`
+  /// points stepped `step` at a time, fits in int32.
+  bool fits32(int64_t n, int64_t step) const {
+    if (n > INT32_MAX - step)
+      return false;
+    for (size_t op = 0; op < noperands(); ++op) {
+      std::vector<int64_t> st = strides_of(op);
+      int64_t extent = 0;
+      for (size_t d = 0; d < st.size(); ++d) {
+        int64_t e = 0;
+        if (__builtin_mul_overflow(k_.shape[d] - 1, st[d] < 0 ? -st[d] : st[d],
+                                   &e) ||
+            __builtin_add_overflow(extent, e, &extent))
+          return false;
+      }
+      if (extent > INT32_MAX)
+        return false;
+    }
+    return true;
+  }
+
+  // --- pointwise kernels
+
+  void pointwise(CudaKernel &r, std::ostringstream &os) {
+    Loops l = coalesce(k_);
+    const int64_t n = k_.numel();
+    const size_t nops = noperands();
+    const bool flat = l.sizes.size() == 1;
+    // Points per thread: a 16-byte vector of the widest dtype read or
+    // written with stride 1, at most 4 (Note [CUDA kernels from the kernel
+    // description]).
+    int vec = 1;
+    if (flat) {
+      size_t widest = 0;
+      for (size_t op = 0; op < nops; ++op)
+        if (l.strides[op][0] == 1)
+          widest = std::max(widest, elementSize(operand_dtype(op)));
+      vec = widest ? int(std::min<size_t>(4, 16 / widest)) : 1;
+    }
+    r.vector = vec;
+    r.block = kBlock;
+    r.blocks = std::max<int64_t>(1, (n + kBlock * vec - 1) / (kBlock * vec));
+    r.max_blocks = kMaxBlocks;
+    r.index32 = fits32(n, kMaxBlocks * kBlock * vec);
+
+    std::vector<int> needed = closure(k_.outputs, [](int) { return true; });
+
+    os << "  const index_t n = (index_t)" << n << "LL;\n";
+    if (!flat) {
+      os << "  for (index_t i = (index_t)blockIdx.x * blockDim.x + "
+            "threadIdx.x; i < n;\n"
+            "       i += (index_t)gridDim.x * blockDim.x) {\n";
+      std::vector<std::string> coords;
+      for (size_t d = 0; d < l.sizes.size(); ++d)
+        coords.push_back("c" + std::to_string(d));
+      os << split("i", l.sizes, "c", "    ");
+      auto load = [&](int input) {
+        return "in" + std::to_string(input) + "[" +
+               offset(coords, l.strides[nouts_ + size_t(input)]) + "]";
+      };
+      os << compute(needed, load, "    ");
+      for (size_t o = 0; o < nouts_; ++o)
+        os << "    out" << o << "[i] = " << store(o) << ";\n";
+      os << "  }\n";
+      return;
+    }
+
+    // One dim: vector loads and stores where every unit-stride operand is
+    // aligned for them, a broadcast operand read once.
+    std::string vecs; // unit-stride operands
+    for (size_t op = 0; op < nops; ++op)
+      if (l.strides[op][0] == 1 && vec > 1) {
+        std::string t = ctype(operand_dtype(op));
+        vecs += std::string(vecs.empty() ? "" : " &&\n      ") +
+                "(unsigned long long)" + operand(op) + " % sizeof(Vec<" + t +
+                ", " + std::to_string(vec) + ">) == 0";
+      }
+    if (vec > 1) {
+      os << "  const bool aligned =\n      " << vecs << ";\n";
+    }
+    for (size_t i = 0; i < k_.inputs.size(); ++i)
+      if (l.strides[nouts_ + i][0] == 0)
+        os << "  const " << ctype(k_.inputs[i].dtype) << " b" << i << " = in"
+           << i << "[0];\n";
+    os << "  for (index_t base = ((index_t)blockIdx.x * blockDim.x + "
+          "threadIdx.x) * "
+       << vec
+       << ";\n       base < n; base += (index_t)gridDim.x * blockDim.x * "
+       << vec << ") {\n";
+    auto strided_load = [&](int input, const std::string &i) {
+      int64_t st = l.strides[nouts_ + size_t(input)][0];
+      std::string name = "in" + std::to_string(input);
+      if (st == 0)
+        return "b" + std::to_string(input);
+      return name + "[" +
+             (st == 1 ? i : i + " * (index_t)" + std::to_string(st)) + "]";
+    };
+    if (vec > 1) {
+      const std::string sv = std::to_string(vec);
+      os << "    if (aligned && base + " << vec << " <= n) {\n";
+      for (size_t i = 0; i < k_.inputs.size(); ++i)
+        if (l.strides[nouts_ + i][0] == 1) {
+          std::string t = ctype(k_.inputs[i].dtype);
+          os << "      const Vec<" << t << ", " << sv << "> a" << i
+             << " = *(const Vec<" << t << ", " << sv << "> *)(in" << i
+             << " + base);\n";
+        }
+      for (size_t o = 0; o < nouts_; ++o)
+        os << "      Vec<" << ctype(operand_dtype(o)) << ", " << sv << "> r"
+           << o << ";\n";
+      os << "#pragma unroll\n      for (int j = 0; j < " << vec << "; ++j) {\n";
+      auto load = [&](int input) {
+        if (l.strides[nouts_ + size_t(input)][0] == 1)
+          return "a" + std::to_string(input) + ".v[j]";
+        return strided_load(input, "(base + j)");
+      };
+      os << compute(needed, load, "        ");
+      for (size_t o = 0; o < nouts_; ++o)
+        os << "        r" << o << ".v[j] = " << store(o) << ";\n";
+      os << "      }\n";
+      for (size_t o = 0; o < nouts_; ++o)
+        os << "      *(Vec<" << ctype(operand_dtype(o)) << ", " << sv
+           << "> *)(out" << o << " + base) = r" << o << ";\n";
+      os << "      continue;\n    }\n";
+    }
+    os << "    for (int j = 0; j < " << vec << "; ++j) {\n"
+       << "      const index_t i = base + j;\n"
+       << "      if (i >= n)\n        break;\n";
+    auto load = [&](int input) { return strided_load(input, "i"); };
+    os << compute(needed, load, "      ");
+    for (size_t o = 0; o < nouts_; ++o)
+      os << "      out" << o << "[i] = " << store(o) << ";\n";
+    os << "    }\n  }\n";
+  }
+
+  // --- reduction kernels
+
+  void reduction(CudaKernel &r, std::ostringstream &os) {
+    // Kept and reduced dims (size-1 dims move nothing).
+    std::vector<size_t> kept, red;
+    std::vector<int64_t> ksizes, rsizes;
+    for (size_t d = 0; d < k_.shape.size(); ++d) {
+      if (k_.shape[d] == 1)
+        continue;
+      (k_.reduced[d] ? red : kept).push_back(d);
+      (k_.reduced[d] ? rsizes : ksizes).push_back(k_.shape[d]);
+    }
+    const int64_t nkept = k_.output_numel(), nred = k_.reduced_numel();
+    int64_t block = std::min<int64_t>(kBlock, std::max<int64_t>(32, nred));
+    block = (block + 31) / 32 * 32;
+    r.block = int(block);
+    r.blocks = std::max<int64_t>(1, nkept);
+    r.max_blocks = kMaxBlocks;
+    r.index32 =
+        fits32(std::max(nkept, nred), std::max<int64_t>(kMaxBlocks, block));
+    r.reduction = true;
+    auto coords_of = [](const std::vector<size_t> &dims, const std::string &p) {
+      std::vector<std::string> c;
+      for (size_t i = 0; i < dims.size(); ++i)
+        c.push_back(p + std::to_string(i));
+      return c;
+    };
+    auto pick = [](const std::vector<int64_t> &st,
+                   const std::vector<size_t> &dims) {
+      std::vector<int64_t> out;
+      for (size_t d : dims)
+        out.push_back(st[d]);
+      return out;
+    };
+    std::vector<std::string> kc = coords_of(kept, "k"),
+                             rc = coords_of(red, "r");
+
+    os << "  for (index_t row = blockIdx.x; row < (index_t)" << nkept
+       << "LL; row += gridDim.x) {\n";
+    if (!kept.empty())
+      os << split("row", ksizes, "k", "    ");
+    // Each input's offset at the kept point; a full input adds its
+    // reduced coordinates' in the loops.
+    for (size_t i = 0; i < k_.inputs.size(); ++i)
+      os << "    const index_t ko" << i << " = "
+         << offset(kc, pick(k_.inputs[i].strides, kept)) << ";\n";
+    auto full_load = [&](int input) {
+      std::string ro = offset(rc, pick(k_.inputs[size_t(input)].strides, red));
+      return "in" + std::to_string(input) + "[ko" + std::to_string(input) +
+             (ro == "0" ? "" : " + " + ro) + "]";
+    };
+    auto kept_load = [&](int input) {
+      return "in" + std::to_string(input) + "[ko" + std::to_string(input) + "]";
+    };
+    auto full = [&](int x) { return k_.is_full(x); };
+    auto loop_head = [&](const std::string &indent) {
+      std::string s = indent + "for (index_t j = threadIdx.x; j < (index_t)" +
+                      std::to_string(nred) + "LL; j += blockDim.x) {\n";
+      if (!red.empty())
+        s += split("j", rsizes, "r", indent + "  ");
+      return s;
+    };
+    for (size_t x = 0; x < k_.values.size(); ++x) {
+      int id = int(x);
+      if (full(id))
+        continue; // computed in the loops
+      const KernelSpec::Value &val = k_.values[x];
+      if (val.kind == KernelSpec::Value::Kind::Constant)
+        continue;
+      if (val.kind == KernelSpec::Value::Kind::Input) {
+        os << compute({id}, kept_load, "    ");
+        continue;
+      }
+      if (!k_.is_reduce(id)) {
+        os << step_line(id, "    ");
+        continue;
+      }
+      // A fold: one loop over the reduced points, then the block.
+      const KernelSpec::Step &s = k_.step_of(id);
+      // The accumulator, in its register type (a 16-bit float's max in
+      // float: every value it holds is one of the inputs, exact).
+      const ScalarType acc = reg_of(s.acc_dtype());
+      const std::string a = ctype(acc);
+      const int kind = s.sums() ? 0 : s.fold == ReductionInfo::Amax ? 1 : 2;
+      os << "    " << a << " acc" << id << " = " << identity(s) << ";\n";
+      os << loop_head("    ");
+      int arg = s.args[0];
+      os << compute(closure({arg}, full), full_load, "      ");
+      // The folded value in the op's `dtype` (rounded), then the
+      // accumulator's.
+      std::string folded = v(arg);
+      if (reg_of(k_.dtype(arg)) != s.in)
+        folded = std::string("convert<") + ctype(s.in) + ">(" + folded + ")";
+      ScalarType held = reg_of(k_.dtype(arg)) != s.in ? s.in : reg_of(s.in);
+      os << "      acc" << id << " = ember_combine<" << kind << ">(acc" << id
+         << ", " << conv(acc, held, folded) << ");\n";
+      os << "    }\n";
+      os << "    acc" << id << " = ember_block_reduce<" << kind << ">(acc" << id
+         << ", " << identity(s) << ");\n";
+      std::string fin = "acc" + std::to_string(id);
+      if (s.fold == ReductionInfo::Mean)
+        fin += " / " +
+               float_literal(double(s.count ? s.count : nred), acc == kFloat);
+      os << "    const " << ctype(reg_of(s.out)) << " " << v(id) << " = "
+         << round_to(s.out, fin) << ";\n";
+    }
+    // The full outputs, then the reduced ones.
+    std::vector<int> full_outs;
+    for (size_t o = 0; o < nouts_; ++o)
+      if (full(k_.outputs[o]))
+        full_outs.push_back(k_.outputs[o]);
+    if (!full_outs.empty()) {
+      os << loop_head("    ");
+      os << compute(closure(full_outs, full), full_load, "      ");
+      std::vector<int64_t> contiguous = strides_of(0);
+      std::string at = offset(kc, pick(contiguous, kept));
+      std::string ro = offset(rc, pick(contiguous, red));
+      for (size_t o = 0; o < nouts_; ++o)
+        if (full(k_.outputs[o]))
+          os << "      out" << o << "[" << at << " + " << ro
+             << "] = " << store(o) << ";\n";
+      os << "    }\n";
+    }
+    bool reduced_outs = false;
+    for (size_t o = 0; o < nouts_; ++o)
+      reduced_outs = reduced_outs || !full(k_.outputs[o]);
+    if (reduced_outs) {
+      os << "    if (threadIdx.x == 0) {\n";
+      for (size_t o = 0; o < nouts_; ++o)
+        if (!full(k_.outputs[o]))
+          os << "      out" << o << "[row] = " << store(o) << ";\n";
+      os << "    }\n";
+    }
+    os << "  }\n";
+  }
+
+  const KernelSpec &k_;
+  size_t nouts_ = 0;
+  std::set<size_t> aliased_;
+};
+
+} // namespace
+
+CudaKernel render_cuda(const KernelSpec &spec) {
+  EMBER_CHECK(!spec.outputs.empty(), "the CUDA renderer: a kernel without "
+                                     "outputs");
+  return Renderer(spec).render();
+}
+
+} // namespace ember::codegen

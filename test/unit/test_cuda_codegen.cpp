@@ -1,0 +1,563 @@
+// codegen/CudaRender.h: the CUDA C renderer of the kernel description.
+// Without a GPU: every op's kernel and every fold compiles under NVRTC for
+// sm_80 and sm_90, and the rendered kernels run on the host through a small
+// emulation of CUDA's threads (test/unit/CudaEmulation.h), against the CPU
+// generator's results.
+#include "CudaTestUtil.h"
+#include "TestUtil.h"
+
+#include "codegen/CudaRender.h"
+#include "codegen/Kernel.h"
+#include "eager/Meta.h"
+#include "eager/cuda/Pointwise.h"
+#include "runtime/Nvrtc.h"
+
+#include <ember/ember.h>
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+using namespace ember;
+using codegen::CudaKernel;
+using codegen::KernelSpec;
+
+namespace {
+
+/// The functional op of each pointwise spec (the functors name theirs).
+std::map<const meta::PointwiseSpec *, const OperatorHandle *> ops_by_spec() {
+  std::map<const meta::PointwiseSpec *, const OperatorHandle *> m;
+  for (const OperatorHandle *h : Dispatcher::singleton().allOps())
+    if (const meta::PointwiseSpec *s = meta::find_pointwise_spec(*h))
+      m.emplace(s, h);
+  return m;
+}
+
+/// The dtype a pointwise op of `spec` gives over inputs of `dt`, or
+/// Undefined when it does not take them.
+ScalarType out_dtype(const meta::PointwiseSpec &spec, DtypeGroup group,
+                     ScalarType dt) {
+  if (!in_group(dt, group))
+    return ScalarType::Undefined;
+  if (spec.promote == meta::Promote::Float && !isFloatingType(dt))
+    return ScalarType::Undefined;
+  if (spec.promote == meta::Promote::Compare ||
+      spec.promote == meta::Promote::Bool)
+    return kBool;
+  return dt;
+}
+
+} // namespace
+
+// Every pointwise op of the table, in every dtype it takes (16-bit floats
+// included), as a one-step kernel over a [3, 5] space -- contiguous (the
+// vector path) and with a transposed input (the strided path) -- and every
+// fold in every dtype, compile as one NVRTC program for sm_80 and sm_90;
+// every kernel's entry is in the PTX.
+TEST(CudaCodegen, EveryOpAndFoldRendersAndCompiles) {
+  REQUIRE_NVRTC();
+  auto ops = ops_by_spec();
+  std::vector<CudaKernel> kernels;
+  const ScalarType all[] = {kBool, kByte, kChar,     kShort, kInt,
+                            kLong, kHalf, kBFloat16, kFloat, kDouble};
+  for (const cuda::Functor &f : cuda::pointwise_functors()) {
+    ASSERT_TRUE(f.spec) << f.name;
+    const OperatorHandle *h = ops.at(f.spec);
+    EXPECT_EQ(codegen::cuda_functor(*h), &f) << h->name();
+    for (ScalarType dt : all) {
+      ScalarType out = out_dtype(*f.spec, f.group, dt);
+      if (out == ScalarType::Undefined)
+        continue;
+      for (bool strided : {false, true}) {
+        if (strided && dt != kFloat && dt != kHalf)
+          continue; // the index arithmetic does not depend on the dtype
+        KernelSpec k;
+        k.shape = {3, 5};
+        std::vector<int> args;
+        for (int i = 0; i < f.arity; ++i) {
+          ScalarType t = ((f.spec->bool_args >> i) & 1u) ? kBool : dt;
+          args.push_back(i == 0 && strided ? k.input(t, {1, 3})
+                                           : k.input(t, {5, 1}));
+        }
+        std::vector<Scalar> scalars(size_t(f.nscalars), Scalar(int64_t(1)));
+        k.outputs = {k.step(*h, args, scalars, dt, out)};
+        kernels.push_back(codegen::render_cuda(k));
+      }
+    }
+  }
+  // The folds: every dtype, over the inner dim (a row per block) and the
+  // outer one (a column), into their own dtype.
+  for (ReductionInfo::Kind fold : {ReductionInfo::Sum, ReductionInfo::Mean,
+                                   ReductionInfo::Amax, ReductionInfo::Amin})
+    for (ScalarType dt : all) {
+      bool sums = fold == ReductionInfo::Sum || fold == ReductionInfo::Mean;
+      if ((!sums && dt == kBool) ||
+          (fold == ReductionInfo::Mean && !isFloatingType(dt)))
+        continue;
+      for (bool inner : {true, false}) {
+        KernelSpec k;
+        k.shape = {6, 7};
+        k.reduced = {!inner, inner};
+        int x = k.input(dt, {7, 1});
+        ScalarType acc = !sums                ? cuda::detail::compute_of(dt)
+                         : isFloatingType(dt) ? kDouble
+                                              : kLong;
+        ScalarType out = sums && !isFloatingType(dt) ? kLong : dt;
+        k.outputs = {k.reduce(fold, x, dt, acc, out)};
+        kernels.push_back(codegen::render_cuda(k));
+      }
+    }
+  EXPECT_GT(kernels.size(), 700u);
+  // All of them for sm_80 (about 20 s of NVRTC); every 16th for sm_90,
+  // whose front end is the same.
+  std::vector<CudaKernel> some;
+  for (size_t i = 0; i < kernels.size(); i += 16)
+    some.push_back(kernels[i]);
+  for (auto [arch, list] : {std::pair{80, &kernels}, std::pair{90, &some}}) {
+    cuda::nvrtc::Compiled c = cuda::nvrtc::compile(codegen::cuda_program(*list),
+                                                   "all_fused.cu", arch, false);
+    int missing = 0;
+    for (const CudaKernel &k : *list)
+      if (c.binary.find(".entry " + k.entry) == std::string::npos &&
+          ++missing < 5)
+        ADD_FAILURE() << "sm_" << arch << ": no entry " << k.entry;
+    EXPECT_EQ(missing, 0);
+  }
+}
+
+// What the renderer writes: literal shapes and strides, the step's functor
+// with its Scalar argument in the compute type, a 16-bit float result
+// rounded, vector loads for contiguous operands and 64-bit indices only
+// where an offset needs them.
+TEST(CudaCodegen, RenderedSourceReadsAsTheSpec) {
+  auto ops = ops_by_spec();
+  const OperatorHandle &add =
+      Dispatcher::singleton().findSchemaOrThrow("ember::add.Tensor");
+  KernelSpec k;
+  k.shape = {4, 6};
+  int x = k.input(kHalf, {6, 1});
+  int b = k.input(kHalf, {0, 1}); // a row, broadcast
+  k.outputs = {k.step(add, {x, b}, {Scalar(2.5)}, kHalf, kHalf)};
+  CudaKernel c = codegen::render_cuda(k);
+  EXPECT_TRUE(c.index32);
+  EXPECT_EQ(c.vector, 1) << "the broadcast row keeps it 2-D: strided";
+  EXPECT_NE(c.kernel.find("const fn::add_Tensor_op<float> f2{2.5f};"),
+            std::string::npos)
+      << c.kernel;
+  EXPECT_NE(c.kernel.find("convert<float>(convert<::ember::Half>(f2(v0, v1)))"),
+            std::string::npos)
+      << c.kernel;
+  EXPECT_NE(c.kernel.find("in1[c1]"), std::string::npos) << c.kernel;
+
+  // Contiguous: vector loads of 4 halves; a huge space: 64-bit indices.
+  KernelSpec big;
+  big.shape = {int64_t(1) << 31};
+  int y = big.input(kHalf, {1});
+  big.outputs = {big.step(add, {y, y}, {Scalar(1)}, kHalf, kHalf)};
+  CudaKernel cb = codegen::render_cuda(big);
+  EXPECT_EQ(cb.vector, 4);
+  EXPECT_FALSE(cb.index32);
+  EXPECT_NE(cb.kernel.find("typedef long long index_t;"), std::string::npos);
+  EXPECT_NE(cb.kernel.find("Vec<::ember::Half, 4>"), std::string::npos)
+      << cb.kernel;
+}
+
+// --- rendered kernels on the host
+// -------------------------------------------------------------
+//
+// Note [CUDA emulation on the host]
+// The rendered source, with the device prelude (which compiles as plain
+// C++: Note [Self-contained device header]), is compiled by the host C++
+// compiler after a shim that gives CUDA's names a meaning: a block is
+// `blockDim.x` std::threads, __syncthreads a std::barrier of the block,
+// __shfl_down_sync an exchange through a per-warp slot array between two
+// barriers of the warp's 32 threads, __shared__ a static (blocks run one
+// after another). The kernels then run with a grid smaller than their work,
+// so every grid-stride loop turns, and their outputs are compared with the
+// CPU generator's for the same kernel description. This checks what the
+// renderer writes (indexing, vector and tail paths, folds, conversions)
+// on every machine; timing-dependent behaviour and the GPU's own math
+// functions need the GPU suite.
+
+namespace {
+
+const char kEmulation[] = R"(#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include <barrier>
+#include <memory>
+#include <thread>
+#include <vector>
+struct dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+inline thread_local dim3 threadIdx, blockIdx;
+inline dim3 blockDim, gridDim;
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(n)
+#define __shared__ static
+namespace emu {
+struct Warp {
+  std::barrier<> bar{32};
+  alignas(8) unsigned char slot[32][8];
+};
+inline std::barrier<> *block_bar = nullptr;
+inline Warp *warps = nullptr;
+template <class F> void launch(unsigned grid, unsigned block, F f) {
+  gridDim.x = grid;
+  blockDim.x = block;
+  for (unsigned b = 0; b < grid; ++b) {
+    std::barrier<> bar(block);
+    std::unique_ptr<Warp[]> ws(new Warp[(block + 31) / 32]);
+    block_bar = &bar;
+    warps = ws.get();
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < block; ++t)
+      threads.emplace_back([=] {
+        threadIdx.x = t;
+        blockIdx.x = b;
+        f();
+      });
+    for (std::thread &t : threads)
+      t.join();
+  }
+}
+} // namespace emu
+inline void __syncthreads() { emu::block_bar->arrive_and_wait(); }
+template <class T> T __shfl_down_sync(unsigned, T v, int o) {
+  static_assert(sizeof(T) <= 8);
+  emu::Warp &w = emu::warps[threadIdx.x / 32];
+  const unsigned lane = threadIdx.x % 32;
+  memcpy(w.slot[lane], &v, sizeof v);
+  w.bar.arrive_and_wait();
+  T r = v;
+  if (lane + o < 32)
+    memcpy(&r, w.slot[lane + o], sizeof r);
+  w.bar.arrive_and_wait();
+  return r;
+}
+inline float __int_as_float(int i) {
+  float f;
+  memcpy(&f, &i, sizeof f);
+  return f;
+}
+inline double __longlong_as_double(long long i) {
+  double d;
+  memcpy(&d, &i, sizeof d);
+  return d;
+}
+)";
+
+std::string make_temp_dir() {
+  const char *tmp = std::getenv("TMPDIR");
+  std::string pattern =
+      std::string(tmp && *tmp ? tmp : "/tmp") + "/ember_cuda_emulation_XXXXXX";
+  std::vector<char> buf(pattern.begin(), pattern.end());
+  buf.push_back('\0');
+  EMBER_CHECK(mkdtemp(buf.data()), "mkdtemp failed for ", pattern);
+  return buf.data();
+}
+
+std::string read_text(const std::string &path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+const OperatorHandle &op(const std::string &name) {
+  return Dispatcher::singleton().findSchemaOrThrow(name);
+}
+
+Tensor random(IntArrayRef shape, ScalarType dt, uint64_t seed) {
+  Generator g(seed);
+  Tensor t = randn(shape, g) * 3;
+  if (isIntegralType(dt, /*includeBool=*/true))
+    t = t.round();
+  return t.to(dt);
+}
+
+/// A kernel description and the tensors its inputs read (through the
+/// spec's strides, from their data pointers).
+struct Case {
+  std::string name;
+  KernelSpec spec;
+  std::vector<Tensor> inputs;
+};
+
+/// Fresh outputs of `k`: full ones over its shape, reduced ones over its
+/// kept points (flat).
+std::vector<Tensor> outputs_of(const KernelSpec &k) {
+  std::vector<Tensor> outs;
+  for (int o : k.outputs)
+    outs.push_back(full({k.is_full(o) ? k.numel() : k.output_numel()}, 7,
+                        TensorOptions(k.dtype(o))));
+  return outs;
+}
+
+std::vector<void *> pointers(const std::vector<Tensor> &outs,
+                             const std::vector<Tensor> &ins) {
+  std::vector<void *> p;
+  for (const Tensor &t : outs)
+    p.push_back(t.data_ptr());
+  for (const Tensor &t : ins)
+    p.push_back(t.data_ptr());
+  return p;
+}
+
+/// The host build of `kernels`, loaded: `launch_<i>(grid, block, args)`.
+class HostKernels {
+public:
+  explicit HostKernels(const std::vector<CudaKernel> &kernels,
+                       const std::vector<KernelSpec> &specs) {
+    std::string src = kEmulation + codegen::cuda_program(kernels);
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      const KernelSpec &k = specs[i];
+      src += "extern \"C\" void launch_" + std::to_string(i) +
+             "(unsigned grid, unsigned block, void **p) {\n"
+             "  emu::launch(grid, block, [=] { ember::" +
+             kernels[i].entry + "(";
+      std::vector<std::string> args;
+      for (int o : k.outputs)
+        args.push_back(std::string("(") + cuda::detail::ctype(k.dtype(o)) +
+                       " *)p[" + std::to_string(args.size()) + "]");
+      for (const KernelSpec::Input &in : k.inputs)
+        args.push_back(std::string("(const ") + cuda::detail::ctype(in.dtype) +
+                       " *)p[" + std::to_string(args.size()) + "]");
+      for (size_t a = 0; a < args.size(); ++a)
+        src += (a ? ", " : "") + args[a];
+      src += "); });\n}\n";
+    }
+    dir_ = make_temp_dir();
+    std::string cpp = dir_ + "/kernels.cpp", so = dir_ + "/kernels.so",
+                log = dir_ + "/log.txt";
+    {
+      FILE *f = std::fopen(cpp.c_str(), "w");
+      EMBER_CHECK(f, "cannot write ", cpp);
+      std::fwrite(src.data(), 1, src.size(), f);
+      std::fclose(f);
+    }
+    std::string cmd = std::string(EMBER_HOST_CXX) +
+                      " -std=c++20 -O1 -w -fwrapv -shared -fPIC -pthread -o " +
+                      so + " " + cpp + " > " + log + " 2>&1";
+    if (std::system(cmd.c_str()) != 0) {
+      std::string text = read_text(log);
+      ADD_FAILURE() << "the host build of the rendered kernels failed:\n"
+                    << text.substr(0, 4000);
+      return;
+    }
+    handle_ = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    EMBER_CHECK(handle_, "dlopen: ", dlerror());
+  }
+  ~HostKernels() {
+    if (handle_)
+      dlclose(handle_);
+    for (const char *f : {"/kernels.cpp", "/kernels.so", "/log.txt"})
+      std::remove((dir_ + f).c_str());
+    std::remove(dir_.c_str());
+  }
+  bool ok() const { return handle_ != nullptr; }
+  void launch(size_t i, unsigned grid, unsigned block, void **args) {
+    using Fn = void (*)(unsigned, unsigned, void **);
+    auto fn = reinterpret_cast<Fn>(
+        dlsym(handle_, ("launch_" + std::to_string(i)).c_str()));
+    ASSERT_TRUE(fn);
+    fn(grid, block, args);
+  }
+
+private:
+  std::string dir_;
+  void *handle_ = nullptr;
+};
+
+::testing::AssertionResult close(const Tensor &got, const Tensor &want) {
+  if (got.dtype() != want.dtype() || got.numel() != want.numel())
+    return ::testing::AssertionFailure()
+           << "got " << toString(got.dtype()) << got.sizes() << ", want "
+           << toString(want.dtype()) << want.sizes();
+  Tensor g = got.reshape({-1}), w = want.reshape({-1});
+  bool ok = isFloatingType(g.dtype())
+                ? allclose(g.to(kDouble), w.to(kDouble), 2e-6, 1e-6,
+                           /*equal_nan=*/true)
+                : g.equal(w);
+  if (ok)
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "got\n" << g << "\nwant\n" << w;
+}
+
+} // namespace
+
+TEST(CudaCodegen, RenderedKernelsRunOnTheHostAsTheCpuKernels) {
+  NoGradGuard guard;
+  std::vector<Case> cases;
+  auto add_case = [&](std::string name, KernelSpec k,
+                      std::vector<Tensor> inputs) {
+    cases.push_back({std::move(name), std::move(k), std::move(inputs)});
+  };
+  const OperatorHandle &mul = op("ember::mul.Tensor"),
+                       &addt = op("ember::add.Tensor"),
+                       &sub = op("ember::sub.Tensor");
+  {
+    // silu(x * w + b): x transposed, w a row, b a column (strided path).
+    Tensor x = random({32, 40}, kFloat, 1).t(), w = random({32}, kFloat, 2),
+           b = random({40, 1}, kFloat, 3);
+    KernelSpec k;
+    k.shape = {40, 32};
+    int vx = k.input(kFloat, x.strides().vec());
+    int vw = k.input(kFloat, {0, 1});
+    int vb = k.input(kFloat, {1, 0});
+    int m = k.step(mul, {vx, vw}, {}, kFloat, kFloat);
+    int a = k.step(addt, {m, vb}, {Scalar(1)}, kFloat, kFloat);
+    k.outputs = {k.step(op("ember::silu"), {a}, {}, kFloat, kFloat), m};
+    add_case("strided chain", k, {x, w, b});
+  }
+  {
+    // sigmoid(x * y + 2) over 1003 points: the vector path and its tail;
+    // then from a misaligned view (the scalar path), with a broadcast.
+    Tensor x = random({1004}, kFloat, 4), y = random({1003}, kFloat, 5),
+           s = random({1}, kFloat, 6);
+    for (bool misaligned : {false, true}) {
+      KernelSpec k;
+      k.shape = {1003};
+      int vx = k.input(kFloat, {1}), vy = k.input(kFloat, {1}),
+          vs = k.input(kFloat, {0});
+      int two = k.constant(kDouble, Scalar(2.0));
+      int m = k.step(mul, {vx, vy}, {}, kFloat, kFloat);
+      int a = k.step(addt, {m, two}, {Scalar(1)}, kFloat, kFloat);
+      int c = k.step(sub, {a, vs}, {Scalar(3)}, kFloat, kFloat);
+      k.outputs = {k.step(op("ember::sigmoid"), {c}, {}, kFloat, kFloat)};
+      add_case(
+          misaligned ? "misaligned vector chain" : "vector chain", k,
+          {misaligned ? x.narrow(0, 1, 1003) : x.narrow(0, 0, 1003), y, s});
+    }
+  }
+  {
+    // int32 + half -> half (rounded), exp, where over a mask into float,
+    // gt into bool, a conversion to int8 and to bfloat16.
+    Tensor i = random({300}, kInt, 7), h = random({300}, kHalf, 8),
+           bf = random({300}, kBFloat16, 9), m = random({300}, kFloat, 10) > 0;
+    KernelSpec k;
+    k.shape = {300};
+    int vi = k.input(kInt, {1}), vh = k.input(kHalf, {1}),
+        vb = k.input(kBFloat16, {1}), vm = k.input(kBool, {1});
+    int s = k.step(addt, {vi, vh}, {Scalar(2)}, kHalf, kHalf);
+    int e = k.step(op("ember::exp"), {s}, {}, kHalf, kHalf);
+    int w = k.step(op("ember::where.self"), {vm, vb, e}, {}, kFloat, kFloat);
+    int c = k.step(op("ember::gt.Tensor"), {w, vi}, {}, kFloat, kBool);
+    k.outputs = {s, e, w, c, k.convert(w, kChar), k.convert(w, kBFloat16)};
+    add_case("sixteen-bit floats and masks", k, {i, h, bf, m});
+  }
+  {
+    // int8 wraps; remainder takes the divisor's sign; int64 arithmetic.
+    Tensor a = random({77}, kChar, 11), b = random({77}, kChar, 12) * 3 + 101;
+    Tensor l = random({77}, kLong, 13) * 1000000007;
+    KernelSpec k;
+    k.shape = {77};
+    int va = k.input(kChar, {1}), vb = k.input(kChar, {1}),
+        vl = k.input(kLong, {1});
+    int p = k.step(mul, {va, vb}, {}, kChar, kChar);
+    int r = k.step(op("ember::remainder.Tensor"), {va, vb}, {}, kChar, kChar);
+    int q = k.step(mul, {vl, vl}, {}, kLong, kLong);
+    k.outputs = {p, r, q};
+    ASSERT_FALSE((b == 0).any().item<bool>());
+    add_case("integers", k, {a, b, l});
+  }
+  {
+    // softmax over rows of 37: amax, exp in the sum's loop and again in
+    // the output loop; a NaN row and a row of -inf.
+    Tensor x = random({6, 37}, kFloat, 14);
+    x.select(0, 2).fill_(-INFINITY);
+    x.select(0, 4).index_put_({indexing::Slice(3, 4)}, NAN);
+    KernelSpec k;
+    k.shape = {6, 37};
+    k.reduced = {false, true};
+    int vx = k.input(kFloat, {37, 1});
+    int mx = k.reduce(ReductionInfo::Amax, vx, kFloat, kFloat, kFloat);
+    int d = k.step(sub, {vx, mx}, {Scalar(1)}, kFloat, kFloat);
+    int e = k.step(op("ember::exp"), {d}, {}, kFloat, kFloat);
+    int s = k.reduce(ReductionInfo::Sum, e, kFloat, kDouble, kFloat);
+    int rc = k.step(op("ember::reciprocal"), {s}, {}, kFloat, kFloat);
+    k.outputs = {k.step(mul, {e, rc}, {}, kFloat, kFloat), mx, s};
+    add_case("softmax", k, {x});
+  }
+  {
+    // Over the outer dim (a strided column per block): the mean and the
+    // variance of a [300, 5] float16 input, in float, and the centered
+    // values; the mean divides by the count.
+    Tensor x = random({300, 5}, kHalf, 15);
+    KernelSpec k;
+    k.shape = {300, 5};
+    k.reduced = {true, false};
+    int vx = k.input(kHalf, {5, 1});
+    int mean = k.reduce(ReductionInfo::Mean, vx, kHalf, kDouble, kHalf);
+    int c = k.step(sub, {vx, mean}, {Scalar(1)}, kHalf, kHalf);
+    int sq = k.step(mul, {c, c}, {}, kHalf, kHalf);
+    int var = k.reduce(ReductionInfo::Mean, sq, kFloat, kDouble, kFloat);
+    k.outputs = {mean, var, c};
+    add_case("column mean and variance", k, {x});
+  }
+  {
+    // Integer folds: the int64 sum of int8, the int16 max and min.
+    Tensor a = random({9, 130}, kChar, 16), s = random({9, 130}, kShort, 17);
+    KernelSpec k;
+    k.shape = {9, 130};
+    k.reduced = {false, true};
+    int va = k.input(kChar, {130, 1}), vs = k.input(kShort, {130, 1});
+    k.outputs = {k.reduce(ReductionInfo::Sum, va, kLong, kLong, kLong),
+                 k.reduce(ReductionInfo::Amax, vs, kShort, kShort, kShort),
+                 k.reduce(ReductionInfo::Amin, vs, kShort, kShort, kShort)};
+    add_case("integer folds", k, {a, s});
+  }
+  {
+    // A whole [3, 4, 5] space folded over dims 0 and 2 (kept: dim 1), an
+    // expanded input read by its extent.
+    Tensor x = random({3, 4, 5}, kDouble, 18), r = random({4, 1}, kDouble, 19);
+    KernelSpec k;
+    k.shape = {3, 4, 5};
+    k.reduced = {true, false, true};
+    int vx = k.input(kDouble, {20, 5, 1});
+    int vr = k.input(kDouble, {0, 1, 0}, {1, 4, 1});
+    int m = k.step(mul, {vx, vr}, {}, kDouble, kDouble);
+    k.outputs = {k.reduce(ReductionInfo::Sum, m, kDouble, kDouble, kDouble), m};
+    add_case("two folded dims", k, {x, r});
+  }
+  {
+    // Folding an empty dim: sums are 0, means NaN.
+    KernelSpec k;
+    k.shape = {4, 0};
+    k.reduced = {false, true};
+    int vx = k.input(kFloat, {0, 1});
+    k.outputs = {k.reduce(ReductionInfo::Sum, vx, kFloat, kDouble, kFloat),
+                 k.reduce(ReductionInfo::Mean, vx, kFloat, kDouble, kFloat)};
+    add_case("empty fold", k, {empty({0})});
+  }
+
+  std::vector<CudaKernel> kernels;
+  std::vector<KernelSpec> specs;
+  for (const Case &c : cases) {
+    kernels.push_back(codegen::render_cuda(c.spec));
+    specs.push_back(c.spec);
+  }
+  HostKernels host(kernels, specs);
+  ASSERT_TRUE(host.ok());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(cases[i].name);
+    const KernelSpec &k = cases[i].spec;
+    std::vector<Tensor> want = outputs_of(k), got = outputs_of(k);
+    std::vector<void *> wp = pointers(want, cases[i].inputs),
+                        gp = pointers(got, cases[i].inputs);
+    codegen::compile_kernel(k).run(reinterpret_cast<char **>(wp.data()));
+    // A grid of at most 3 blocks: the grid-stride loops turn.
+    unsigned grid = unsigned(std::min<int64_t>(kernels[i].blocks, 3));
+    host.launch(i, grid, unsigned(kernels[i].block), gp.data());
+    for (size_t o = 0; o < got.size(); ++o)
+      EXPECT_TRUE(close(got[o], want[o])) << "output " << o;
+  }
+}
