@@ -1308,10 +1308,7 @@ constexpr int64_t kSplitMaxOutputs = 64; ///< output points below which
 constexpr int64_t kSplitMinPart = 16384; ///< elements a part folds, at least
 constexpr int64_t kSplitMaxParts = 64;
 
-struct SplitSpecs {
-  KernelSpec partial, combine;
-  int64_t parts = 0;
-};
+} // namespace
 
 std::optional<SplitSpecs> split_reduction(const KernelSpec &k) {
   if (!k.has_reduction() || k.output_numel() > kSplitMaxOutputs ||
@@ -1390,8 +1387,6 @@ std::optional<SplitSpecs> split_reduction(const KernelSpec &k) {
   }
   return r;
 }
-
-} // namespace
 
 namespace {
 

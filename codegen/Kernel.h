@@ -42,6 +42,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -165,6 +166,19 @@ struct Loops {
   std::vector<std::vector<int64_t>> strides; // [operand][dim]
 };
 Loops coalesce(const KernelSpec &k);
+
+/// A reduction with few output points and many folded into each, as two
+/// kernels (Note [Split reductions] in Kernel.cpp): `partial` folds each of
+/// `parts` slices of the outermost reduced dim into accumulators (its
+/// outputs, in the folds' accumulator dtypes, over [parts, kept...]), and
+/// `combine` folds those into the outputs. Both code generators split the
+/// same kernels the same way.
+struct SplitSpecs {
+  KernelSpec partial, combine;
+  int64_t parts = 0;
+};
+/// The split of `k`, or nullopt when it runs as one kernel.
+std::optional<SplitSpecs> split_reduction(const KernelSpec &k);
 
 /// A compiled kernel: `fn(ptrs, begin, end)` computes the points
 /// [begin, end) of the output space (row-major order); `ptrs` holds the

@@ -1,5 +1,6 @@
 #include "codegen/Lower.h"
 
+#include "codegen/CudaFusion.h"
 #include "codegen/CudaRender.h"
 #include "codegen/ScalarLibrary.h"
 #include "eager/Dtype.h"
@@ -188,16 +189,18 @@ std::string checked(Operation *op, PointwiseCall &call, Generator g) {
   }
 }
 
-/// A code generator as a fusion target (Note [Per-op capability]).
+/// A code generator as a fusion target (Note [Per-op capability]); with no
+/// generator ("auto"), the one of each op's device: CUDA for an op of CUDA
+/// values, else the CPU's.
 class GeneratorTarget final : public passes::FusionTarget {
 public:
-  explicit GeneratorTarget(Generator g) : g_(g) {}
+  explicit GeneratorTarget(std::optional<Generator> g) : g_(g) {}
   std::string name() const override {
-    return g_ == Generator::Cpu ? "cpu" : "cuda";
+    return !g_ ? "auto" : *g_ == Generator::Cpu ? "cpu" : "cuda";
   }
   std::string unsupported(Operation *op) const override {
     PointwiseCall call;
-    std::string why = checked(op, call, g_);
+    std::string why = checked(op, call, generator(op));
     // The fusion pass asks the weight of the op it just asked about: kept
     // from this reading (the op's shape rule need not run again).
     last_op_ = why.empty() ? op : nullptr;
@@ -208,12 +211,18 @@ public:
     if (op == last_op_)
       return last_weight_;
     PointwiseCall call;
-    if (!checked(op, call, g_).empty())
+    if (!checked(op, call, generator(op)).empty())
       return 1;
     return weight_of(call);
   }
 
 private:
+  Generator generator(Operation *op) const {
+    if (g_)
+      return *g_;
+    return on_cuda(op) ? Generator::Cuda : Generator::Cpu;
+  }
+
   /// The scalar library's size of the op's function: the CPU kernel's
   /// measure, and the CUDA one's proxy (the same expression). Conversions
   /// and folds: about an add each.
@@ -223,7 +232,7 @@ private:
     return pointwise_weight(*call.op, call.compute);
   }
 
-  Generator g_;
+  std::optional<Generator> g_;
   // Per thread: the pass may run on several functions at once.
   static thread_local Operation *last_op_;
   static thread_local int64_t last_weight_;
@@ -352,6 +361,8 @@ void register_fusion_targets() {
         std::make_shared<GeneratorTarget>(Generator::Cpu));
     passes::register_fusion_target(
         std::make_shared<GeneratorTarget>(Generator::Cuda));
+    passes::register_fusion_target(
+        std::make_shared<GeneratorTarget>(std::nullopt));
   });
 }
 

@@ -39,8 +39,9 @@ std::string cuda_unsupported(mlir::Operation *op);
 std::string lower_fusion(mlir::Operation *fusion, KernelSpec &k,
                          Generator g = Generator::Cpu);
 
-/// Registers the code generators as the fusion targets "cpu" and "cuda"
-/// (passes/FusionTarget.h), once per process.
+/// Registers the code generators as the fusion targets "cpu", "cuda" and
+/// "auto" (each op's device's generator; what compile() uses for a graph
+/// with CUDA values), once per process (passes/FusionTarget.h).
 void register_fusion_targets();
 
 } // namespace ember::codegen

@@ -1,6 +1,7 @@
 #include "frontend/Lowering.h"
 
 #include "codegen/CpuFusion.h"
+#include "codegen/CudaFusion.h"
 #include "codegen/Lower.h"
 #include "ir/Builder.h"
 #include "ir/Dialect.h"
@@ -87,8 +88,16 @@ void run_pipeline(mlir::ModuleOp module, const ir::Trace &trace,
   // the tests, and ember-opt always) verifies after every pass.
   bool verify_each = env::get("EMBER_VERIFY_PASSES").value_or("") == "1";
   pm.enableVerifier(verify_each);
-  passes::build_pipeline(pm, options.opt_level, options.inplace_buffers, "cpu",
-                         joint, options.memory_budget, options.combo_kernels);
+  // A graph of CUDA values fuses for each op's device ("auto": the CUDA
+  // generator for CUDA values, the CPU one for the rest).
+  bool cuda = false;
+  module->walk([&](mlir::Operation *op) {
+    cuda = cuda || codegen::on_cuda(op);
+    return cuda ? mlir::WalkResult::interrupt() : mlir::WalkResult::advance();
+  });
+  passes::build_pipeline(pm, options.opt_level, options.inplace_buffers,
+                         cuda ? "auto" : "cpu", joint, options.memory_budget,
+                         options.combo_kernels);
   pm.addInstrumentation(
       std::make_unique<PassRecorder>(runs, module, options.keep_pass_ir));
   std::string diagnostics;
@@ -132,12 +141,17 @@ ir::Trace compile_func(mlir::func::FuncOp func, const LowerOptions &options,
     if (llvm::isa<ir::ConstantOp, mlir::func::ReturnOp>(op))
       continue;
     if (llvm::isa<ir::FusionOp>(op)) {
+      // The generator of the fusion's device.
       compiled.push_back(
-          codegen::compile_cpu_fusion(&op, options.keep_kernel_ir));
+          codegen::on_cuda(&op)
+              ? codegen::compile_cuda_fusion(&op)
+              : codegen::compile_cpu_fusion(&op, options.keep_kernel_ir));
       unsupported.push_back(compiled.back().why_not);
     } else if (ir::fusion_domain(&op)) {
-      // An op of a kind that fuses, which the CPU generator refused.
-      unsupported.push_back(codegen::cpu_unsupported(&op));
+      // An op of a kind that fuses, which its device's generator refused.
+      unsupported.push_back(codegen::on_cuda(&op)
+                                ? codegen::cuda_unsupported(&op)
+                                : codegen::cpu_unsupported(&op));
     } else {
       unsupported.push_back("");
     }

@@ -315,8 +315,8 @@ std::vector<void *> pointers(const std::vector<Tensor> &outs,
 /// The host build of `kernels`, loaded: `launch_<i>(grid, block, args)`.
 class HostKernels {
 public:
-  explicit HostKernels(const std::vector<CudaKernel> &kernels,
-                       const std::vector<KernelSpec> &specs) {
+  HostKernels(const std::vector<CudaKernel> &kernels,
+              const std::vector<KernelSpec> &specs) {
     std::string src = kEmulation + codegen::cuda_program(kernels);
     for (size_t i = 0; i < kernels.size(); ++i) {
       const KernelSpec &k = specs[i];
@@ -560,4 +560,85 @@ TEST(CudaCodegen, RenderedKernelsRunOnTheHostAsTheCpuKernels) {
     for (size_t o = 0; o < got.size(); ++o)
       EXPECT_TRUE(close(got[o], want[o])) << "output " << o;
   }
+}
+
+// A reduction with few output points runs as the two kernels of Note [Split
+// reductions] (what compile_cuda_fusion launches): a partial fold of each
+// slice into accumulators, then their fold into the outputs; on the host,
+// against the CPU generator, which splits the same kernel.
+TEST(CudaCodegen, SplitReductionRunsOnTheHostAsTheCpuKernels) {
+  NoGradGuard guard;
+  Tensor x = random({3, 65536}, kFloat, 20);
+  Tensor h = random({3, 65536}, kHalf, 21);
+  KernelSpec k;
+  k.shape = {3, 65536};
+  k.reduced = {false, true};
+  int vx = k.input(kFloat, {65536, 1}), vh = k.input(kHalf, {65536, 1});
+  int sq = k.step(op("ember::mul.Tensor"), {vx, vx}, {}, kFloat, kFloat);
+  k.outputs = {k.reduce(ReductionInfo::Sum, sq, kFloat, kDouble, kFloat),
+               k.reduce(ReductionInfo::Mean, vh, kHalf, kDouble, kHalf),
+               k.reduce(ReductionInfo::Amax, vx, kFloat, kFloat, kFloat)};
+  std::optional<codegen::SplitSpecs> split = codegen::split_reduction(k);
+  ASSERT_TRUE(split.has_value());
+  EXPECT_GE(split->parts, 2);
+  std::vector<CudaKernel> kernels{codegen::render_cuda(split->partial),
+                                  codegen::render_cuda(split->combine)};
+  HostKernels host(kernels, {split->partial, split->combine});
+  ASSERT_TRUE(host.ok());
+  std::vector<Tensor> partials = outputs_of(split->partial);
+  std::vector<Tensor> got = outputs_of(k), want = outputs_of(k);
+  std::vector<void *> pp = pointers(partials, {x, h}),
+                      cp = pointers(got, partials), wp = pointers(want, {x, h});
+  for (int i = 0; i < 2; ++i)
+    host.launch(size_t(i), unsigned(std::min<int64_t>(kernels[i].blocks, 3)),
+                unsigned(kernels[i].block), i == 0 ? pp.data() : cp.data());
+  codegen::compile_kernel(k).run(reinterpret_cast<char **>(wp.data()));
+  for (size_t o = 0; o < got.size(); ++o)
+    EXPECT_TRUE(close(got[o], want[o])) << "output " << o;
+}
+
+// --- with a GPU
+// ----------------------------------------------------------------
+
+// compile() of functions of CUDA tensors: each fusion is a CUDA kernel
+// (explain() names them "cuda ember_cuda_..."), none runs eagerly, and the
+// results equal eager CUDA's: a pointwise chain over a broadcast, softmax
+// and layer_norm rows, a full sum (the split reduction) and a float16
+// chain; then again on a non-contiguous input.
+TEST(Cuda, CompiledFusionsAreCudaKernels) {
+  REQUIRE_GPU();
+  NoGradGuard guard;
+  namespace F = nn::functional;
+  Tensor x = random({64, 1000}, kFloat, 1).cuda(),
+         w = random({1000}, kFloat, 2).cuda(),
+         b = random({1000}, kFloat, 3).cuda();
+  auto fn = [](const Tensor &x, const Tensor &w, const Tensor &b) {
+    Tensor g = F::gelu(x * w + b);
+    Tensor s = g.softmax(-1);
+    Tensor l = F::layer_norm(x, F::LayerNormFuncOptions({1000}).weight(w));
+    return std::make_tuple(g, s, l, (x * x).sum(), (x.to(kHalf) * 2).relu());
+  };
+  auto compiled = compile(fn);
+  for (bool strided : {false, true}) {
+    Tensor in = strided ? random({1000, 64}, kFloat, 4).cuda().t() : x;
+    auto want = fn(in, w, b);
+    auto got = compiled(in, w, b);
+    EXPECT_TRUE(
+        allclose(std::get<0>(got).cpu(), std::get<0>(want).cpu(), 1e-5, 1e-6));
+    EXPECT_TRUE(
+        allclose(std::get<1>(got).cpu(), std::get<1>(want).cpu(), 1e-5, 1e-7));
+    EXPECT_TRUE(
+        allclose(std::get<2>(got).cpu(), std::get<2>(want).cpu(), 1e-4, 1e-5));
+    EXPECT_TRUE(
+        allclose(std::get<3>(got).cpu(), std::get<3>(want).cpu(), 1e-5, 1e-3));
+    EXPECT_TRUE(std::get<4>(got).cpu().equal(std::get<4>(want).cpu()));
+  }
+  ExplainOutput e = compiled.explain();
+  ASSERT_FALSE(e.graphs.empty());
+  int cuda_kernels = 0;
+  for (const GraphInfo &g : e.graphs)
+    for (const KernelSummary &k : g.kernel_list)
+      cuda_kernels += k.name.rfind("cuda ember_cuda_", 0) == 0;
+  EXPECT_GE(cuda_kernels, 4) << e;
+  std::printf("[ INFO     ] %s\n", e.str().c_str());
 }

@@ -6,6 +6,7 @@
 // RUN: ember-opt %s --ember-decompose --ember-fuse-elementwise=target=cuda | FileCheck %s --check-prefix=FUSE
 // RUN: ember-opt %s --ember-decompose --ember-fuse-elementwise=target=cuda | ember-translate --emit=cuda | FileCheck %s
 // RUN: ember-opt %s --ember-fuse-elementwise=target=cpu | ember-translate --emit=cuda | FileCheck %s --check-prefix=ONCPU
+// RUN: ember-opt %s --ember-decompose --ember-fuse-elementwise=target=auto | ember-translate --emit=kernels | FileCheck %s --check-prefix=AUTO
 
 // A chain with a wrapped number (a literal of the kernel, converted to the
 // compute type where it is read) and a Scalar argument (add's alpha, a field
@@ -137,6 +138,15 @@ func.func @int_div(%a: tensor<8xi32, #ember.device<"cuda:0">>, %b: tensor<8xi32,
 }
 
 // A fusion of CPU values (fused for the CPU) is not the CUDA generator's.
+// With target=auto (what compile() uses for a graph with CUDA values) each
+// op fuses for its device's generator: the CUDA functions and this one.
+// AUTO-LABEL: // fusion 0 of @chain
+// AUTO-NEXT: kernel over [4, 8]
+// AUTO-LABEL: of @on_cpu
+// AUTO-NEXT: kernel over [8]
+// AUTO-NEXT: %0 : f32 = input 0 strides [1] extent [8]
+// AUTO-NEXT: %1 : f32 = ember::exp(%0) compute f32
+// AUTO-NEXT: %2 : f32 = ember::neg(%1) compute f32
 // ONCPU-LABEL: // fusion {{[0-9]+}} of @on_cpu
 // ONCPU-NEXT: // not compiled by the CUDA generator: ember.exp reads a value on cpu, not a CUDA device
 func.func @on_cpu(%x: tensor<8xf32>) -> tensor<8xf32> {

@@ -28,7 +28,7 @@
 // ANY-NEXT: }
 // ANY-NEXT: return %[[F]]
 
-// NOPE: no fusion target named 'nope' (registered: any, cpu, cuda)
+// NOPE: no fusion target named 'nope' (registered: any, auto, cpu, cuda)
 func.func @remainder_in_a_float_chain(%x: tensor<6x9xf32>, %i: tensor<6x9xi64>, %j: tensor<9xi64>) -> tensor<6x9xf32> {
   %h = ember.constant {wrapped_number} dense<5.000000e-01> : tensor<f64>
   %0 = ember.mul.Tensor %x, %x : (tensor<6x9xf32>, tensor<6x9xf32>) -> tensor<6x9xf32>

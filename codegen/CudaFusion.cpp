@@ -1,0 +1,186 @@
+#include "codegen/CudaFusion.h"
+
+#include "codegen/CudaRender.h"
+#include "codegen/Kernel.h"
+#include "codegen/Lower.h"
+#include "eager/Factory.h"
+#include "eager/cuda/Pointwise.h"
+#include "ir/Dialect.h"
+#include "ir/Queries.h"
+#include "ir/Types.h"
+#include "runtime/Nvrtc.h"
+
+#include "mlir/IR/Operation.h"
+
+#include <chrono>
+#include <optional>
+
+namespace ember::codegen {
+
+bool on_cuda(mlir::Operation *op) {
+  for (mlir::Value v : op->getOperands())
+    if (ir::value_type(v.getType()).device.is_cuda())
+      return true;
+  for (mlir::Value v : op->getResults())
+    if (ir::value_type(v.getType()).device.is_cuda())
+      return true;
+  return false;
+}
+
+namespace {
+
+/// A rendered kernel, the function NVRTC made of it, and the items its
+/// grid covers (points for a pointwise kernel, kept points for a fold).
+struct Launchable {
+  CudaKernel kernel;
+  void *fn = nullptr;
+  int64_t items = 0;
+};
+
+Launchable make(const KernelSpec &spec, int device) {
+  Launchable l;
+  l.kernel = render_cuda(spec);
+  l.fn = cuda::get_kernel(device, l.kernel.source(), l.kernel.entry);
+  l.items = l.kernel.reduction ? spec.output_numel() : spec.numel();
+  return l;
+}
+
+class CudaFusionKernel final : public ir::Kernel {
+public:
+  CudaFusionKernel(KernelSpec spec, std::vector<ir::ValueType> outputs,
+                   Device device, std::vector<Launchable> parts,
+                   std::optional<SplitSpecs> split)
+      : spec_(std::move(spec)), outputs_(std::move(outputs)), device_(device),
+        parts_(std::move(parts)), split_(std::move(split)) {}
+
+  std::vector<Tensor> run(const std::vector<Tensor> &inputs) const override {
+    EMBER_CHECK(inputs.size() == spec_.inputs.size(), "kernel ", name(),
+                " takes ", spec_.inputs.size(), " inputs, got ", inputs.size());
+    // The kernel reads its inputs contiguous (as compiled: the graph's
+    // guards fix their shapes); a view is copied first.
+    std::vector<Tensor> ins;
+    ins.reserve(inputs.size());
+    for (const Tensor &t : inputs) {
+      EMBER_CHECK(t.device() == device_,
+                  "Expected all tensors to be on the same device, but found "
+                  "at least two devices, ",
+                  device_, " and ", t.device(), "!");
+      ins.push_back(t.is_contiguous() ? t : t.contiguous());
+    }
+    std::vector<Tensor> outs;
+    for (const ir::ValueType &t : outputs_)
+      outs.push_back(empty(t.sizes, TensorOptions(t.dtype).device(device_)));
+    if (!split_) {
+      launch(parts_[0], outs, ins);
+      return outs;
+    }
+    // Note [Split reductions]: the partial folds into [parts, kept...]
+    // accumulators, the combine folds those into the results.
+    std::vector<Tensor> partials;
+    const KernelSpec &p = split_->partial;
+    for (int o : p.outputs) {
+      std::vector<int64_t> sizes{split_->parts};
+      for (size_t d = 0; d < spec_.shape.size(); ++d)
+        if (!spec_.reduced[d])
+          sizes.push_back(spec_.shape[d]);
+      partials.push_back(
+          empty(sizes, TensorOptions(p.dtype(o)).device(device_)));
+    }
+    launch(parts_[0], partials, ins);
+    launch(parts_[1], outs, partials);
+    return outs;
+  }
+
+  std::string name() const override {
+    std::string n = "cuda " + parts_[0].kernel.entry;
+    for (size_t i = 1; i < parts_.size(); ++i)
+      n += " + " + parts_[i].kernel.entry;
+    return n;
+  }
+
+private:
+  void launch(const Launchable &l, const std::vector<Tensor> &outs,
+              const std::vector<Tensor> &ins) const {
+    if (l.items == 0)
+      return;
+    std::vector<void *> ptrs;
+    for (const Tensor &t : outs)
+      ptrs.push_back(t.data_ptr());
+    for (const Tensor &t : ins)
+      ptrs.push_back(t.data_ptr());
+    std::vector<void *> args;
+    for (void *&p : ptrs)
+      args.push_back(&p);
+    const CudaKernel &k = l.kernel;
+    int64_t per_block = k.reduction ? 1 : int64_t(k.block) * k.vector;
+    int64_t grid =
+        std::min(cuda::detail::grid_for(device_.index(), l.items, per_block),
+                 k.max_blocks);
+    cuda::launch_kernel(device_.index(), l.fn, unsigned(grid),
+                        unsigned(k.block), args.data());
+  }
+
+  KernelSpec spec_;
+  std::vector<ir::ValueType> outputs_;
+  Device device_;
+  std::vector<Launchable> parts_;
+  std::optional<SplitSpecs> split_;
+};
+
+} // namespace
+
+FusionCompile compile_cuda_fusion(mlir::Operation *fusion) {
+  FusionCompile r;
+  try {
+    auto f = llvm::dyn_cast<ir::FusionOp>(fusion);
+    std::string malformed;
+    if (f && !ir::inner_fusions(f, &malformed).empty()) {
+      r.why_not = "combined kernels (Note [Combined kernels]) are the CPU "
+                  "generator's; on CUDA the inner fusions' ops run eagerly";
+      return r;
+    }
+    if (!malformed.empty()) {
+      r.why_not = malformed;
+      return r;
+    }
+    KernelSpec spec;
+    r.why_not = lower_fusion(fusion, spec, Generator::Cuda);
+    if (!r.why_not.empty())
+      return r;
+    // The buffer plan (ember.reuse) is not used yet: results are fresh
+    // tensors from the caching allocator.
+    Device device = ir::value_type(fusion->getResult(0).getType()).device;
+    std::vector<ir::ValueType> outs;
+    for (mlir::Value v : fusion->getResults())
+      outs.push_back(ir::value_type(v.getType()));
+    auto t0 = std::chrono::steady_clock::now();
+    cuda::KernelCacheStats before = cuda::kernel_cache_stats();
+    std::optional<SplitSpecs> split = split_reduction(spec);
+    std::vector<Launchable> parts;
+    if (split) {
+      parts.push_back(make(split->partial, device.index()));
+      parts.push_back(make(split->combine, device.index()));
+    } else {
+      parts.push_back(make(spec, device.index()));
+    }
+    cuda::KernelCacheStats after = cuda::kernel_cache_stats();
+    r.compile_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
+    r.origin = after.compiled > before.compiled     ? "compiled (NVRTC)"
+               : after.from_disk > before.from_disk ? "disk cache"
+                                                    : "memory cache";
+    r.spec = spec.str();
+    r.kernel = std::make_shared<CudaFusionKernel>(
+        std::move(spec), std::move(outs), device, std::move(parts),
+        std::move(split));
+  } catch (const Error &e) {
+    r.kernel = nullptr;
+    r.why_not = e.what();
+  }
+  if (!r.kernel && r.why_not.empty())
+    r.why_not = "no kernel";
+  return r;
+}
+
+} // namespace ember::codegen
