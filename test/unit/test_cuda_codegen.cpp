@@ -377,14 +377,15 @@ private:
   void *handle_ = nullptr;
 };
 
-::testing::AssertionResult close(const Tensor &got, const Tensor &want) {
+::testing::AssertionResult close(const Tensor &got, const Tensor &want,
+                                 double rtol = 2e-6, double atol = 1e-6) {
   if (got.dtype() != want.dtype() || got.numel() != want.numel())
     return ::testing::AssertionFailure()
            << "got " << toString(got.dtype()) << got.sizes() << ", want "
            << toString(want.dtype()) << want.sizes();
   Tensor g = got.reshape({-1}), w = want.reshape({-1});
   bool ok = isFloatingType(g.dtype())
-                ? allclose(g.to(kDouble), w.to(kDouble), 2e-6, 1e-6,
+                ? allclose(g.to(kDouble), w.to(kDouble), rtol, atol,
                            /*equal_nan=*/true)
                 : g.equal(w);
   if (ok)
@@ -641,4 +642,125 @@ TEST(Cuda, CompiledFusionsAreCudaKernels) {
       cuda_kernels += k.name.rfind("cuda ember_cuda_", 0) == 0;
   EXPECT_GE(cuda_kernels, 4) << e;
   std::printf("[ INFO     ] %s\n", e.str().c_str());
+}
+
+// Random kernel descriptions -- 1 to 3 dims with size-1 dims, transposed
+// and broadcast inputs, float32/float64/float16/bfloat16 chains of unary
+// and binary ops, folds over any subset of dims feeding pointwise steps,
+// several outputs -- rendered and run on the host (Note [CUDA emulation on
+// the host]) against the CPU generator. A fixed seed: the same 48 kernels
+// every run.
+TEST(CudaCodegen, RandomKernelsRunOnTheHostAsTheCpuKernels) {
+  NoGradGuard guard;
+  struct Rng {
+    uint64_t s;
+    uint64_t next() {
+      s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+      return s >> 33;
+    }
+    int below(int n) { return int(next() % uint64_t(n)); }
+  } rng{12345};
+  const char *unary[] = {"ember::exp", "ember::tanh", "ember::sigmoid",
+                         "ember::neg", "ember::abs",  "ember::relu",
+                         "ember::sin", "ember::silu", "ember::reciprocal"};
+  const char *binary[] = {"ember::add.Tensor", "ember::sub.Tensor",
+                          "ember::mul.Tensor", "ember::maximum",
+                          "ember::minimum"};
+  const int64_t sizes[] = {1, 2, 3, 5, 8, 17, 33, 64, 130};
+  const ScalarType dtypes[] = {kFloat, kFloat, kDouble, kHalf, kBFloat16};
+  std::vector<Case> cases;
+  for (int c = 0; c < 48; ++c) {
+    KernelSpec k;
+    int nd = 1 + rng.below(3);
+    for (int d = 0; d < nd; ++d)
+      k.shape.push_back(sizes[rng.below(9)]);
+    ScalarType dt = dtypes[rng.below(5)];
+    bool fold = rng.below(2) == 0;
+    if (fold) {
+      k.reduced.assign(size_t(nd), false);
+      for (int d = 0; d < nd; ++d)
+        k.reduced[size_t(d)] = rng.below(2) == 0;
+      k.reduced[size_t(rng.below(nd))] = true;
+    }
+    std::vector<Tensor> inputs;
+    std::vector<int> full; // values over the whole space
+    int nin = 1 + rng.below(3);
+    for (int i = 0; i < nin; ++i) {
+      std::vector<int64_t> extent = k.shape;
+      bool broadcast = i > 0 && rng.below(3) == 0;
+      if (broadcast)
+        for (int64_t &e : extent)
+          if (rng.below(2) == 0)
+            e = 1;
+      Tensor t = random(extent, dt, uint64_t(100 * c + i));
+      if (nd >= 2 && rng.below(3) == 0) // a transposed layout
+        t = t.transpose(0, nd - 1).contiguous().transpose(0, nd - 1);
+      std::vector<int64_t> st = t.expand(k.shape).strides().vec();
+      inputs.push_back(t);
+      int v = k.input(dt, st, extent);
+      if (!broadcast || k.is_full(v))
+        full.push_back(v);
+    }
+    if (full.empty())
+      full.push_back(0);
+    auto pick = [&] { return full[size_t(rng.below(int(full.size())))]; };
+    auto binop = [&](int a, int b) {
+      std::string name = binary[rng.below(5)];
+      std::vector<Scalar> alpha; // add's and sub's
+      if (name == "ember::add.Tensor" || name == "ember::sub.Tensor")
+        alpha.push_back(Scalar(int64_t(1 + rng.below(2))));
+      return k.step(op(name), {a, b}, alpha, dt, dt);
+    };
+    auto pointwise = [&](int a, int b) {
+      if (rng.below(2) == 0)
+        return k.step(op(unary[rng.below(9)]), {a}, {}, dt, dt);
+      return binop(a, b);
+    };
+    for (int s = 0, n = 1 + rng.below(4); s < n; ++s)
+      full.push_back(pointwise(pick(), pick()));
+    std::vector<int> outs{full.back()};
+    if (fold) {
+      // One or two folds, then a step reading a fold beside a full value
+      // (softmax's shape).
+      for (int f = 0, n = 1 + rng.below(2); f < n; ++f) {
+        ReductionInfo::Kind kind = ReductionInfo::Kind(rng.below(4));
+        bool sums = kind == ReductionInfo::Sum || kind == ReductionInfo::Mean;
+        ScalarType acc = sums ? kDouble : cuda::detail::compute_of(dt);
+        int r = k.reduce(kind, pick(), dt, acc, dt);
+        outs.push_back(r);
+        if (rng.below(2) == 0)
+          outs.push_back(binop(pick(), r));
+      }
+    }
+    std::sort(outs.begin(), outs.end());
+    outs.erase(std::unique(outs.begin(), outs.end()), outs.end());
+    k.outputs = outs;
+    cases.push_back(
+        {"random kernel " + std::to_string(c) + ":\n" + k.str(), k, inputs});
+  }
+  std::vector<CudaKernel> kernels;
+  std::vector<KernelSpec> specs;
+  for (const Case &c : cases) {
+    kernels.push_back(codegen::render_cuda(c.spec));
+    specs.push_back(c.spec);
+  }
+  HostKernels host(kernels, specs);
+  ASSERT_TRUE(host.ok());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(cases[i].name);
+    const KernelSpec &k = cases[i].spec;
+    std::vector<Tensor> want = outputs_of(k), got = outputs_of(k);
+    std::vector<void *> wp = pointers(want, cases[i].inputs),
+                        gp = pointers(got, cases[i].inputs);
+    codegen::compile_kernel(k).run(reinterpret_cast<char **>(wp.data()));
+    unsigned grid = unsigned(std::min<int64_t>(kernels[i].blocks, 3));
+    host.launch(i, grid, unsigned(kernels[i].block), gp.data());
+    // The host's libm against the CPU kernels' polynomials, compounded
+    // along a chain, and a 16-bit float's rounding of each step.
+    for (size_t o = 0; o < got.size(); ++o) {
+      ScalarType t = got[o].dtype();
+      double tol = t == kDouble ? 1e-12 : t == kFloat ? 1e-4 : 3e-2;
+      EXPECT_TRUE(close(got[o], want[o], tol, tol)) << "output " << o;
+    }
+  }
 }
