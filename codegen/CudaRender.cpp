@@ -333,12 +333,31 @@ private:
     } else {
       const meta::PointwiseSpec *spec = meta::find_pointwise_spec(*s.op);
       ScalarType c = reg_of(s.compute);
+      bool float_numbers = spec && spec->float_numbers;
       std::string call = "f" + std::to_string(id) + "(";
       for (size_t i = 0; i < s.args.size(); ++i) {
-        bool as_bool = spec && ((spec->bool_args >> i) & 1u);
-        call +=
-            (i ? ", " : "") + conv(as_bool ? kBool : c,
-                                   reg_of(k_.dtype(s.args[i])), v(s.args[i]));
+        int a = s.args[i];
+        ScalarType from = k_.dtype(a);
+        std::string x;
+        if (spec && ((spec->bool_args >> i) & 1u)) {
+          // A mask or condition, read as bool (as the eager kernel reads it).
+          x = conv(kBool, reg_of(from), v(a));
+        } else if (c != s.compute && float_numbers && i == 1 &&
+                   k_.values[size_t(a)].kind ==
+                       KernelSpec::Value::Kind::Constant) {
+          // A number keeps the compute type's precision in mul and div
+          // (Note [Numbers in reduced precision]): x * 0.1 in float16
+          // multiplies by 0.1f.
+          x = conv(c, reg_of(from), v(a));
+        } else if (c != s.compute && from != s.compute) {
+          // Eager converts each input to the op's dtype first: a value of
+          // another dtype is rounded to the 16-bit float, then read in
+          // float (as the CPU generator's cast to Step::compute).
+          x = round_to(s.compute, v(a));
+        } else {
+          x = conv(c, reg_of(from), v(a));
+        }
+        call += (i ? ", " : "") + x;
       }
       expr = round_to(s.out, call + ")");
     }
@@ -716,6 +735,11 @@ private:
 CudaKernel render_cuda(const KernelSpec &spec) {
   EMBER_CHECK(!spec.outputs.empty(), "the CUDA renderer: a kernel without "
                                      "outputs");
+  size_t pointers = spec.outputs.size() + spec.inputs.size();
+  EMBER_CHECK(pointers <= kMaxCudaKernelPointers,
+              "the CUDA renderer: the kernel would take ", pointers,
+              " pointers; CUDA passes at most ", kMaxCudaKernelPointers,
+              " (4 KB of kernel parameters)");
   return Renderer(spec).render();
 }
 

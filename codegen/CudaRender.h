@@ -76,9 +76,15 @@ struct CudaKernel {
   std::string source() const;
 };
 
+/// The most pointers (outputs and inputs) a rendered kernel takes: CUDA's
+/// portable 4 KB of kernel parameters. NVRTC rejects more (past 32 KB) or
+/// takes minutes on a few thousand.
+constexpr size_t kMaxCudaKernelPointers = 512;
+
 /// The kernel of `spec` (a pointwise or reduction kernel). Raises
-/// ember::Error for a step without a device functor for its compute dtype
-/// (lower_fusion with the CUDA generator never makes one).
+/// ember::Error for a step without a device functor for its compute dtype,
+/// or more than kMaxCudaKernelPointers operands (lower_fusion with the CUDA
+/// generator never makes either).
 CudaKernel render_cuda(const KernelSpec &spec);
 
 /// One NVRTC program holding several kernels (the prelude and each functor

@@ -342,6 +342,26 @@ std::string lower_fusion(Operation *fusion_op, KernelSpec &k, Generator g) {
     id[op.getResult(0)] =
         k.step(*call.op, std::move(args), call.scalars, call.compute, rt.dtype);
   }
+  if (g == Generator::Cuda) {
+    // One device for the whole kernel (the fusion pass never mixes them;
+    // a hand-written fusion may), and its pointers within CUDA's 4 KB of
+    // kernel parameters.
+    std::vector<Value> values(body.getArguments().begin(),
+                              body.getArguments().end());
+    values.insert(values.end(), yield.getValues().begin(),
+                  yield.getValues().end());
+    for (Value v : values) {
+      Device d = type_of(v).device;
+      if (d != type_of(values[0]).device)
+        return "its values are on " + type_of(values[0]).device.str() +
+               " and " + d.str() + "; a kernel runs on one device";
+    }
+    size_t pointers = body.getNumArguments() + yield.getValues().size();
+    if (pointers > kMaxCudaKernelPointers)
+      return detail::str(
+          "the kernel would take ", pointers, " pointers; CUDA passes at most ",
+          kMaxCudaKernelPointers, " (4 KB of kernel parameters)");
+  }
   for (Value v : yield.getValues()) {
     int value = id.lookup(v);
     int64_t n = multiply_sizes(type_of(v).sizes);

@@ -5,6 +5,7 @@
 
 #include "ir/Builder.h"
 #include "ir/Queries.h"
+#include "ir/Types.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -29,8 +30,12 @@ int64_t inner_ops(ir::FusionOp f) {
 
 /// Whether `f` may join a combined fusion (Passes.td): pointwise, never
 /// raising, reading only the function's arguments and constants, read only
-/// by the function's return.
+/// by the function's return, on the CPU (combined kernels are the CPU
+/// generator's: on CUDA a fusion of fusions would run eagerly).
 bool joins(ir::FusionOp f) {
+  for (Type t : f->getResultTypes())
+    if (!ir::value_type(t).device.is_cpu())
+      return false;
   Block &body = f.getBody().front();
   if (llvm::any_of(body, [](Operation &op) {
         return llvm::isa<ir::FusionOp>(op) || ir::reduction_of(&op);

@@ -101,7 +101,8 @@ def FuseHorizontal : Pass<"ember-fuse-horizontal", "mlir::func::FuncOp"> {
     over many parameters is one parallel region on the CPU, not one per
     parameter (Note [Combined kernels] in codegen/CpuFusion.cpp).
 
-    A fusion joins when it is pointwise (no fold), never raises (no integer
+    A fusion joins when it is on the CPU (combined kernels are the CPU
+    generator's), pointwise (no fold), never raises (no integer
     value inside: Note [What compile() may change]), reads only the
     function's arguments and constants, and only the function's return
     reads its results: then moving it to the position of the last fusion

@@ -456,6 +456,29 @@ TEST(CudaCodegen, RenderedKernelsRunOnTheHostAsTheCpuKernels) {
     add_case("sixteen-bit floats and masks", k, {i, h, bf, m});
   }
   {
+    // Eager converts each operand to a float16 op's dtype first: an int32
+    // 2049 or a number 0.5002 is rounded to float16 before the add (2048,
+    // 0.5); only mul's and div's second operand, a number, keeps float
+    // precision (Note [Numbers in reduced precision]). Found by a probe:
+    // the renderer read them in float.
+    Tensor h = tensor({1024.f, 2048.f, 3.f, 2048.f}).to(kHalf);
+    Tensor i = tensor({2049, 2049, 7, 2047}, kInt);
+    Tensor s = tensor({2049, 2049, 3, 2047}, kShort);
+    KernelSpec k;
+    k.shape = {4};
+    int vh = k.input(kHalf, {1}), vi = k.input(kInt, {1}),
+        vs = k.input(kShort, {1});
+    int num = k.constant(kDouble, Scalar(0.5002)),
+        tenth = k.constant(kDouble, Scalar(0.1));
+    k.outputs = {k.step(addt, {vh, num}, {Scalar(1)}, kHalf, kHalf),
+                 k.step(addt, {vi, vh}, {Scalar(1)}, kHalf, kHalf),
+                 k.step(op("ember::ne.Tensor"), {vh, vs}, {}, kHalf, kBool),
+                 k.step(mul, {tenth, vh}, {}, kHalf, kHalf),
+                 k.step(mul, {vh, tenth}, {}, kHalf, kHalf),
+                 k.step(sub, {vh, vi}, {Scalar(1)}, kHalf, kHalf)};
+    add_case("operands rounded to float16", k, {h, i, s});
+  }
+  {
     // int8 wraps; remainder takes the divisor's sign; int64 arithmetic.
     Tensor a = random({77}, kChar, 11), b = random({77}, kChar, 12) * 3 + 101;
     Tensor l = random({77}, kLong, 13) * 1000000007;

@@ -79,6 +79,12 @@ int main(int argc, char **argv) {
               << (ember::cuda::nvrtc::is_available() ? "yes" : "no") << "\n";
     return 0;
   }
+  if (nvrtc_arch.getNumOccurrences() &&
+      (emit != Emit::Cuda || nvrtc_arch <= 0)) {
+    llvm::errs() << "ember-translate: --nvrtc-arch takes a compute "
+                    "capability such as 80 or 90, with --emit=cuda\n";
+    return 1;
+  }
   auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(input);
   if (!buffer) {
     llvm::errs() << "ember-translate: cannot read " << input << ": "
@@ -115,6 +121,13 @@ int main(int argc, char **argv) {
                     << "\n";
           continue;
         }
+        if (!kernels.empty() && emit == Emit::Cuda) {
+          // (what compile_cuda_fusion says of it)
+          std::cout << "// not compiled by the CUDA generator: combined "
+                       "kernels are the CPU generator's; on CUDA the inner "
+                       "fusions' ops run eagerly\n";
+          continue;
+        }
         if (kernels.empty())
           kernels.push_back(&op);
         for (size_t i = 0; i < kernels.size(); ++i) {
@@ -140,15 +153,25 @@ int main(int argc, char **argv) {
             continue;
           }
           if (emit == Emit::Cuda) {
-            ember::codegen::CudaKernel k = ember::codegen::render_cuda(spec);
-            std::cout << "// kernel " << k.entry << ": block " << k.block
-                      << ", blocks " << k.blocks << ", "
-                      << (k.index32 ? "32" : "64") << "-bit indices, vector "
-                      << k.vector << "; functors:";
-            for (const ember::cuda::Functor *f : k.functors)
-              std::cout << " " << f->name;
-            std::cout << "\n" << k.kernel;
-            cuda_kernels.push_back(std::move(k));
+            // A reduction with few outputs is the two kernels compile()
+            // launches (Note [Split reductions]).
+            std::vector<ember::codegen::KernelSpec> specs{spec};
+            if (auto split = ember::codegen::split_reduction(spec)) {
+              std::cout << "// split reduction in " << split->parts
+                        << " parts: a partial kernel, then its combine\n";
+              specs = {split->partial, split->combine};
+            }
+            for (const ember::codegen::KernelSpec &one : specs) {
+              ember::codegen::CudaKernel k = ember::codegen::render_cuda(one);
+              std::cout << "// kernel " << k.entry << ": block " << k.block
+                        << ", blocks " << k.blocks << ", "
+                        << (k.index32 ? "32" : "64") << "-bit indices, vector "
+                        << k.vector << "; functors:";
+              for (const ember::cuda::Functor *f : k.functors)
+                std::cout << " " << f->name;
+              std::cout << "\n" << k.kernel;
+              cuda_kernels.push_back(std::move(k));
+            }
             continue;
           }
           ember::codegen::CompileKernelOptions o;

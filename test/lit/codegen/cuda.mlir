@@ -57,11 +57,13 @@ func.func @broadcast(%x: tensor<4x8xf32, #ember.device<"cuda:0">>, %row: tensor<
   return %1 : tensor<4x8xf32, #ember.device<"cuda:0">>
 }
 
-// float16 + int32 computes in float and rounds to float16 (what eager's
-// stored intermediate holds), then a conversion to bfloat16.
+// float16 + int32: the int32 is first rounded to float16 (eager converts
+// the operands to the op's dtype), the add computes in float and rounds to
+// float16 (what eager's stored intermediate holds), then a conversion to
+// bfloat16.
 // CHECK-LABEL: // fusion {{[0-9]+}} of @half
 // CHECK: (::ember::BFloat16 *__restrict__ out0, const ::ember::Half *__restrict__ in0, const int32_t *__restrict__ in1)
-// CHECK: const float v2 = convert<float>(convert<::ember::Half>(f2(v0, convert<float>(v1))));
+// CHECK: const float v2 = convert<float>(convert<::ember::Half>(f2(v0, convert<float>(convert<::ember::Half>(v1)))));
 // CHECK-NEXT: const float v3 = convert<float>(convert<::ember::BFloat16>(v2));
 // CHECK-NEXT: r0.v[j] = convert<::ember::BFloat16>(v3);
 func.func @half(%x: tensor<16xf16, #ember.device<"cuda:0">>, %i: tensor<16xi32, #ember.device<"cuda:0">>) -> tensor<16xbf16, #ember.device<"cuda:0">> {
