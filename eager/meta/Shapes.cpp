@@ -495,12 +495,11 @@ void check_equal(const Tensor &self, const Tensor &other) {
 
 Device to_copy_device(const Tensor &self, std::optional<Device> device) {
   Device dev = device.value_or(self.device());
-  // "cuda" means the current device. A device named by its index is checked
-  // where there is a driver; without one (a CUDA graph's IR read on a
-  // machine without a GPU) it stands as named, and the device `self` is
-  // already on needs no check at all.
-  if (dev.is_cuda() && !(dev.has_index() && dev == self.device()) &&
-      (!dev.has_index() || cuda::is_available()))
+  // "cuda" means the current device. The device `self` is already on needs
+  // no check (nor a driver: a CUDA graph's IR verifies on any machine); a
+  // copy to another raises where eager's would (no driver, no such
+  // device), so a copy to a CUDA device verifies only where there is one.
+  if (dev.is_cuda() && !(dev.has_index() && dev == self.device()))
     dev = Device(kCUDA, cuda::checked_device(dev.index(), "to"));
   return dev;
 }
