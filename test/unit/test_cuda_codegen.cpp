@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -276,13 +277,7 @@ const OperatorHandle &op(const std::string &name) {
   return Dispatcher::singleton().findSchemaOrThrow(name);
 }
 
-Tensor random(IntArrayRef shape, ScalarType dt, uint64_t seed) {
-  Generator g(seed);
-  Tensor t = randn(shape, g) * 3;
-  if (isIntegralType(dt, /*includeBool=*/true))
-    t = t.round();
-  return t.to(dt);
-}
+using ember::test::random; // (normal floats; small integers)
 
 /// A kernel description and the tensors its inputs read (through the
 /// spec's strides, from their data pointers).
@@ -391,6 +386,36 @@ private:
   if (ok)
     return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << "got\n" << g << "\nwant\n" << w;
+}
+
+/// Renders every case, builds them for the host in one program, runs each
+/// with a grid of at most 3 blocks (so the grid-stride loops turn) and
+/// compares its outputs with the CPU generator's for the same description,
+/// within `tolerance(dtype)` (relative and absolute; exact for integers).
+void run_on_the_host(const std::vector<Case> &cases,
+                     const std::function<double(ScalarType)> &tolerance) {
+  std::vector<CudaKernel> kernels;
+  std::vector<KernelSpec> specs;
+  for (const Case &c : cases) {
+    kernels.push_back(codegen::render_cuda(c.spec));
+    specs.push_back(c.spec);
+  }
+  HostKernels host(kernels, specs);
+  ASSERT_TRUE(host.ok());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(cases[i].name);
+    const KernelSpec &k = cases[i].spec;
+    std::vector<Tensor> want = outputs_of(k), got = outputs_of(k);
+    std::vector<void *> wp = pointers(want, cases[i].inputs),
+                        gp = pointers(got, cases[i].inputs);
+    codegen::compile_kernel(k).run(reinterpret_cast<char **>(wp.data()));
+    unsigned grid = unsigned(std::min<int64_t>(kernels[i].blocks, 3));
+    host.launch(i, grid, unsigned(kernels[i].block), gp.data());
+    for (size_t o = 0; o < got.size(); ++o) {
+      double tol = tolerance(got[o].dtype());
+      EXPECT_TRUE(close(got[o], want[o], tol, tol / 2)) << "output " << o;
+    }
+  }
 }
 
 } // namespace
@@ -563,27 +588,7 @@ TEST(CudaCodegen, RenderedKernelsRunOnTheHostAsTheCpuKernels) {
     add_case("empty fold", k, {empty({0})});
   }
 
-  std::vector<CudaKernel> kernels;
-  std::vector<KernelSpec> specs;
-  for (const Case &c : cases) {
-    kernels.push_back(codegen::render_cuda(c.spec));
-    specs.push_back(c.spec);
-  }
-  HostKernels host(kernels, specs);
-  ASSERT_TRUE(host.ok());
-  for (size_t i = 0; i < cases.size(); ++i) {
-    SCOPED_TRACE(cases[i].name);
-    const KernelSpec &k = cases[i].spec;
-    std::vector<Tensor> want = outputs_of(k), got = outputs_of(k);
-    std::vector<void *> wp = pointers(want, cases[i].inputs),
-                        gp = pointers(got, cases[i].inputs);
-    codegen::compile_kernel(k).run(reinterpret_cast<char **>(wp.data()));
-    // A grid of at most 3 blocks: the grid-stride loops turn.
-    unsigned grid = unsigned(std::min<int64_t>(kernels[i].blocks, 3));
-    host.launch(i, grid, unsigned(kernels[i].block), gp.data());
-    for (size_t o = 0; o < got.size(); ++o)
-      EXPECT_TRUE(close(got[o], want[o])) << "output " << o;
-  }
+  run_on_the_host(cases, [](ScalarType) { return 2e-6; });
 }
 
 // A reduction with few output points runs as the two kernels of Note [Split
@@ -761,29 +766,9 @@ TEST(CudaCodegen, RandomKernelsRunOnTheHostAsTheCpuKernels) {
     cases.push_back(
         {"random kernel " + std::to_string(c) + ":\n" + k.str(), k, inputs});
   }
-  std::vector<CudaKernel> kernels;
-  std::vector<KernelSpec> specs;
-  for (const Case &c : cases) {
-    kernels.push_back(codegen::render_cuda(c.spec));
-    specs.push_back(c.spec);
-  }
-  HostKernels host(kernels, specs);
-  ASSERT_TRUE(host.ok());
-  for (size_t i = 0; i < cases.size(); ++i) {
-    SCOPED_TRACE(cases[i].name);
-    const KernelSpec &k = cases[i].spec;
-    std::vector<Tensor> want = outputs_of(k), got = outputs_of(k);
-    std::vector<void *> wp = pointers(want, cases[i].inputs),
-                        gp = pointers(got, cases[i].inputs);
-    codegen::compile_kernel(k).run(reinterpret_cast<char **>(wp.data()));
-    unsigned grid = unsigned(std::min<int64_t>(kernels[i].blocks, 3));
-    host.launch(i, grid, unsigned(kernels[i].block), gp.data());
-    // The host's libm against the CPU kernels' polynomials, compounded
-    // along a chain, and a 16-bit float's rounding of each step.
-    for (size_t o = 0; o < got.size(); ++o) {
-      ScalarType t = got[o].dtype();
-      double tol = t == kDouble ? 1e-12 : t == kFloat ? 1e-4 : 3e-2;
-      EXPECT_TRUE(close(got[o], want[o], tol, tol)) << "output " << o;
-    }
-  }
+  // The host's libm against the CPU kernels' polynomials, compounded along
+  // a chain, and a 16-bit float's rounding of each step.
+  run_on_the_host(cases, [](ScalarType t) {
+    return t == kDouble ? 1e-12 : t == kFloat ? 1e-4 : 3e-2;
+  });
 }
