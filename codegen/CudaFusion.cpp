@@ -112,9 +112,8 @@ private:
     for (void *&p : ptrs)
       args.push_back(&p);
     const CudaKernel &k = l.kernel;
-    int64_t per_block = k.reduction ? 1 : int64_t(k.block) * k.vector;
     int64_t grid =
-        std::min(cuda::detail::grid_for(device_.index(), l.items, per_block),
+        std::min(cuda::detail::grid_for(device_.index(), l.items, k.per_block),
                  k.max_blocks);
     cuda::launch_kernel(device_.index(), l.fn, unsigned(grid),
                         unsigned(k.block), args.data());

@@ -495,6 +495,7 @@ private:
     }
     r.vector = vec;
     r.block = kBlock;
+    r.per_block = int64_t(kBlock) * vec;
     r.blocks = std::max<int64_t>(1, (n + kBlock * vec - 1) / (kBlock * vec));
     r.max_blocks = kMaxBlocks;
     r.index32 = fits32(n, kMaxBlocks * kBlock * vec);
@@ -602,13 +603,20 @@ private:
       (k_.reduced[d] ? rsizes : ksizes).push_back(k_.shape[d]);
     }
     const int64_t nkept = k_.output_numel(), nred = k_.reduced_numel();
-    int64_t block = std::min<int64_t>(kBlock, std::max<int64_t>(32, nred));
+    // The layout (Note [CUDA kernels from the kernel description]): when
+    // the innermost dim is kept, neighbouring kept points are neighbours in
+    // memory, and a thread per kept point folds its column alone (the
+    // warp's loads coalesce); else a block folds each kept point's row.
+    const bool column =
+        !kept.empty() && (red.empty() || kept.back() > red.back());
+    int64_t block =
+        std::min<int64_t>(kBlock, std::max<int64_t>(32, column ? nkept : nred));
     block = (block + 31) / 32 * 32;
     r.block = int(block);
-    r.blocks = std::max<int64_t>(1, nkept);
+    r.per_block = column ? block : 1;
+    r.blocks = std::max<int64_t>(1, (nkept + r.per_block - 1) / r.per_block);
     r.max_blocks = kMaxBlocks;
-    r.index32 =
-        fits32(std::max(nkept, nred), std::max<int64_t>(kMaxBlocks, block));
+    r.index32 = fits32(std::max(nkept, nred), kMaxBlocks * block);
     r.reduction = true;
     auto coords_of = [](const std::vector<size_t> &dims, const std::string &p) {
       std::vector<std::string> c;
@@ -626,8 +634,13 @@ private:
     std::vector<std::string> kc = coords_of(kept, "k"),
                              rc = coords_of(red, "r");
 
-    os << "  for (index_t row = blockIdx.x; row < (index_t)" << nkept
-       << "LL; row += gridDim.x) {\n";
+    if (column)
+      os << "  for (index_t row = (index_t)blockIdx.x * blockDim.x + "
+            "threadIdx.x;\n       row < (index_t)"
+         << nkept << "LL; row += (index_t)gridDim.x * blockDim.x) {\n";
+    else
+      os << "  for (index_t row = blockIdx.x; row < (index_t)" << nkept
+         << "LL; row += gridDim.x) {\n";
     if (!kept.empty())
       os << split("row", ksizes, "k", "    ");
     // Each input's offset at the kept point; a full input adds its
@@ -645,8 +658,12 @@ private:
     };
     auto full = [&](int x) { return k_.is_full(x); };
     auto loop_head = [&](const std::string &indent) {
-      std::string s = indent + "for (index_t j = threadIdx.x; j < (index_t)" +
-                      std::to_string(nred) + "LL; j += blockDim.x) {\n";
+      std::string s =
+          indent +
+          (column ? "for (index_t j = 0; j < (index_t)" + std::to_string(nred) +
+                        "LL; ++j) {\n"
+                  : "for (index_t j = threadIdx.x; j < (index_t)" +
+                        std::to_string(nred) + "LL; j += blockDim.x) {\n");
       if (!red.empty())
         s += split("j", rsizes, "r", indent + "  ");
       return s;
@@ -686,8 +703,9 @@ private:
       os << "      acc" << id << " = ember_combine<" << kind << ">(acc" << id
          << ", " << conv(acc, held, folded) << ");\n";
       os << "    }\n";
-      os << "    acc" << id << " = ember_block_reduce<" << kind << ">(acc" << id
-         << ", " << identity(s) << ");\n";
+      if (!column)
+        os << "    acc" << id << " = ember_block_reduce<" << kind << ">(acc"
+           << id << ", " << identity(s) << ");\n";
       std::string fin = "acc" + std::to_string(id);
       if (s.fold == ReductionInfo::Mean)
         fin += " / " +
@@ -716,11 +734,14 @@ private:
     for (size_t o = 0; o < nouts_; ++o)
       reduced_outs = reduced_outs || !full(k_.outputs[o]);
     if (reduced_outs) {
-      os << "    if (threadIdx.x == 0) {\n";
+      if (!column)
+        os << "    if (threadIdx.x == 0) {\n";
       for (size_t o = 0; o < nouts_; ++o)
         if (!full(k_.outputs[o]))
-          os << "      out" << o << "[row] = " << store(o) << ";\n";
-      os << "    }\n";
+          os << (column ? "    out" : "      out") << o
+             << "[row] = " << store(o) << ";\n";
+      if (!column)
+        os << "    }\n";
     }
     os << "  }\n";
   }

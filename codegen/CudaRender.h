@@ -28,21 +28,25 @@
 /// take the scalar path. Otherwise each thread takes one point and splits
 /// its index into coordinates by the literal sizes.
 ///
-/// Reductions (Note [Reduction kernels] in Kernel.h): one block per kept
-/// point, looping over them. For each reduce step, in order, the block's
-/// threads stride over the reduced points, computing the full values the
-/// step reads (softmax's exp in the sum's loop and again in the output
-/// loop: never through memory), then combine their accumulators by warp
-/// shuffles and one shared-memory step, in a fixed order (the result does
-/// not depend on timing). The reduced value is then every thread's. A last
-/// loop stores the full outputs; thread 0 stores the reduced ones. Sums
-/// accumulate in double (floats) or int64, as eager's, amax and amin in the
-/// compute type, a NaN winning (pw::maximum). Each loop re-reads the row,
-/// from L1/L2 for rows that fit there. Not yet: a persistent variant that
-/// keeps a short row in registers, split reductions for few kept points
-/// (Note [Split reductions] on the CPU), and a layout for reductions over
-/// outer dims whose threads walk the kept points (here a block reads a
-/// strided column).
+/// Reductions (Note [Reduction kernels] in Kernel.h), in one of two
+/// layouts. When the innermost dim is kept (a sum over the batch of a
+/// [256, 1024] gradient), a thread per kept point folds its column alone,
+/// in order: neighbouring threads read neighbouring elements. Otherwise
+/// (softmax's rows) one block per kept point, looping over them: for each
+/// reduce step, in order, the block's threads stride over the reduced
+/// points, computing the full values the step reads (softmax's exp in the
+/// sum's loop and again in the output loop: never through memory), then
+/// combine their accumulators by warp shuffles and one shared-memory step,
+/// in a fixed order (the result does not depend on timing). The reduced
+/// value is then every thread's. A last loop stores the full outputs;
+/// thread 0 stores the reduced ones. Sums accumulate in double (floats) or
+/// int64, as eager's, amax and amin in the compute type, a NaN winning
+/// (pw::maximum). Each loop re-reads the row, from L1/L2 for rows that fit
+/// there. A reduction with few kept points and many folded into each runs
+/// as the CPU's Note [Split reductions] (split_reduction: two kernels). Not
+/// yet: a persistent variant that keeps a short row in registers, and a
+/// split of the column layout when it has few kept points (its threads
+/// then each fold a long column).
 ///
 /// The renderer does not launch: the kernel's parameters are its outputs'
 /// pointers then its inputs' (an output in place of an input is passed the
@@ -64,7 +68,10 @@ struct CudaKernel {
   std::string kernel; ///< its source, after the prelude and the functors
   /// The functors it calls (eager/cuda/Pointwise.h), by name.
   std::vector<const cuda::Functor *> functors;
-  int block = 256;        ///< threads per block (a multiple of 32)
+  int block = 256; ///< threads per block (a multiple of 32)
+  /// Items (points of a pointwise kernel, kept points of a fold) a block
+  /// covers in one turn of its grid-stride loop.
+  int64_t per_block = 1;
   int64_t blocks = 0;     ///< the grid that covers the work once
   int64_t max_blocks = 0; ///< the largest grid its index arithmetic allows
   bool index32 = false;   ///< 32-bit index arithmetic

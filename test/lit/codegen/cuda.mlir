@@ -100,15 +100,20 @@ func.func @softmax(%x: tensor<4x8xf32, #ember.device<"cuda:0">>) -> tensor<4x8xf
   return %0 : tensor<4x8xf32, #ember.device<"cuda:0">>
 }
 
-// A mean over the outer dim of a float16 [300, 5]: a block per column,
-// reading it at stride 5; the sum in double, divided by the count, rounded
-// to float16; thread 0 stores the reduced output.
+// A mean over the outer dim of a float16 [300, 5]: the innermost dim is
+// kept, so a thread per column folds it alone, in order (neighbouring
+// threads read neighbouring elements; no block fold); the sum in double,
+// divided by the count, rounded to float16.
 // CHECK-LABEL: // fusion {{[0-9]+}} of @column_mean
-// CHECK-NEXT: // kernel {{.*}}: block 256, blocks 5,
-// CHECK: const float v0 = convert<float>(in0[ko0 + r0 * (index_t)5]);
+// CHECK-NEXT: // kernel {{.*}}: block 32, blocks 1,
+// CHECK: for (index_t row = (index_t)blockIdx.x * blockDim.x + threadIdx.x;
+// CHECK-NEXT: row < (index_t)5LL; row += (index_t)gridDim.x * blockDim.x) {
+// CHECK: for (index_t j = 0; j < (index_t)300LL; ++j) {
+// CHECK-NEXT: const index_t r0 = j;
+// CHECK-NEXT: const float v0 = convert<float>(in0[ko0 + r0 * (index_t)5]);
 // CHECK-NEXT: acc1 = ember_combine<0>(acc1, convert<double>(convert<::ember::Half>(v0)));
-// CHECK: const float v1 = convert<float>(convert<::ember::Half>(acc1 / 300.0));
-// CHECK-NEXT: if (threadIdx.x == 0) {
+// CHECK-NEXT: }
+// CHECK-NEXT: const float v1 = convert<float>(convert<::ember::Half>(acc1 / 300.0));
 // CHECK-NEXT: out0[row] = convert<::ember::Half>(v1);
 func.func @column_mean(%x: tensor<300x5xf16, #ember.device<"cuda:0">>) -> tensor<5xf16, #ember.device<"cuda:0">> {
   %0 = ember.mean.dim %x {dim = array<i64: 0>, keepdim = false} : (tensor<300x5xf16, #ember.device<"cuda:0">>) -> tensor<5xf16, #ember.device<"cuda:0">>
