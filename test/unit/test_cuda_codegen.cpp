@@ -405,9 +405,22 @@ void run_on_the_host(const std::vector<Case> &cases,
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE(cases[i].name);
     const KernelSpec &k = cases[i].spec;
-    std::vector<Tensor> want = outputs_of(k), got = outputs_of(k);
-    std::vector<void *> wp = pointers(want, cases[i].inputs),
-                        gp = pointers(got, cases[i].inputs);
+    // An output in place of an input (KernelSpec::output_inputs) is given
+    // that input's buffer, a copy for each run.
+    auto buffers = [&](std::vector<Tensor> &outs, std::vector<Tensor> &ins) {
+      outs = outputs_of(k);
+      ins = cases[i].inputs;
+      for (size_t o = 0; o < k.output_inputs.size(); ++o)
+        if (int j = k.output_inputs[o]; j >= 0) {
+          ins[size_t(j)] = ins[size_t(j)].clone();
+          outs[o] = ins[size_t(j)];
+        }
+    };
+    std::vector<Tensor> want, got, want_in, got_in;
+    buffers(want, want_in);
+    buffers(got, got_in);
+    std::vector<void *> wp = pointers(want, want_in),
+                        gp = pointers(got, got_in);
     codegen::compile_kernel(k).run(reinterpret_cast<char **>(wp.data()));
     unsigned grid = unsigned(std::min<int64_t>(kernels[i].blocks, 3));
     host.launch(i, grid, unsigned(kernels[i].block), gp.data());
@@ -576,6 +589,44 @@ TEST(CudaCodegen, RenderedKernelsRunOnTheHostAsTheCpuKernels) {
     int m = k.step(mul, {vx, vr}, {}, kDouble, kDouble);
     k.outputs = {k.reduce(ReductionInfo::Sum, m, kDouble, kDouble, kDouble), m};
     add_case("two folded dims", k, {x, r});
+  }
+  {
+    // Results written in place of an input (the memory plan's
+    // KernelSpec::output_inputs: the same pointer twice, neither
+    // __restrict__): a vector chain with a tail, softmax rows (read by
+    // three loops, the last writing them) and a column fold's centered
+    // values.
+    Tensor x = random({1003}, kFloat, 30), r = random({6, 37}, kFloat, 31),
+           c = random({40, 7}, kFloat, 32);
+    KernelSpec k;
+    k.shape = {1003};
+    int vx = k.input(kFloat, {1});
+    int two = k.constant(kDouble, Scalar(2.0));
+    int m = k.step(mul, {vx, two}, {}, kFloat, kFloat);
+    k.outputs = {k.step(op("ember::sigmoid"), {m}, {}, kFloat, kFloat)};
+    k.output_inputs = {0};
+    add_case("vector chain in place", k, {x});
+    KernelSpec s;
+    s.shape = {6, 37};
+    s.reduced = {false, true};
+    int vr = s.input(kFloat, {37, 1});
+    int mx = s.reduce(ReductionInfo::Amax, vr, kFloat, kFloat, kFloat);
+    int e = s.step(op("ember::exp"),
+                   {s.step(sub, {vr, mx}, {Scalar(1)}, kFloat, kFloat)}, {},
+                   kFloat, kFloat);
+    int sum = s.reduce(ReductionInfo::Sum, e, kFloat, kDouble, kFloat);
+    s.outputs = {s.step(op("ember::div.Tensor"), {e, sum}, {}, kFloat, kFloat)};
+    s.output_inputs = {0};
+    add_case("softmax in place", s, {r});
+    KernelSpec col;
+    col.shape = {40, 7};
+    col.reduced = {true, false};
+    int vc = col.input(kFloat, {7, 1});
+    int mean = col.reduce(ReductionInfo::Mean, vc, kFloat, kDouble, kFloat);
+    col.outputs = {col.step(sub, {vc, mean}, {Scalar(1)}, kFloat, kFloat),
+                   mean};
+    col.output_inputs = {0, -1};
+    add_case("column centered in place", col, {c});
   }
   {
     // Folding an empty dim: sums are 0, means NaN.
