@@ -580,7 +580,10 @@ private:
            << "> *)(out" << o << " + base) = r" << o << ";\n";
       os << "      continue;\n    }\n";
     }
-    os << "    for (int j = 0; j < " << vec << "; ++j) {\n"
+    // (the tail and misaligned launches: one copy of the body, not
+    // unrolled, which keeps the kernel small for NVVM and ptxas)
+    os << (vec > 1 ? "#pragma unroll 1\n" : "") << "    for (int j = 0; j < "
+       << vec << "; ++j) {\n"
        << "      const index_t i = base + j;\n"
        << "      if (i >= n)\n        break;\n";
     auto load = [&](int input) { return strided_load(input, "i"); };
