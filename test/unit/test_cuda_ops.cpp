@@ -896,6 +896,13 @@ namespace {
 /// loss on both devices and the weights are compared. On the CPU (`dev`
 /// CPU) every comparison must be exact: how the harness is checked without
 /// a GPU.
+/// A module's forward on one input, through its base class.
+template <class Impl> auto forward_of() {
+  return [](nn::Module &m, const Tensor &x) {
+    return static_cast<Impl &>(m).forward(x);
+  };
+}
+
 void nn_matches_the_cpu(Device dev, double tol) {
   namespace F = nn::functional;
   // (an undefined gradient or buffer is a failure, not an exception)
@@ -919,78 +926,54 @@ void nn_matches_the_cpu(Device dev, double tol) {
   std::vector<Case> cases = {
       {"Linear",
        simple([] { return nn::Linear(7, 5); }),
-       [](nn::Module &m, const Tensor &x) {
-         return static_cast<nn::LinearImpl &>(m).forward(x);
-       },
+       forward_of<nn::LinearImpl>(),
        {4, 7}},
       {"Conv1d",
        simple([] {
          return nn::Conv1d(nn::Conv1dOptions(3, 4, 3).stride(2).padding(1));
        }),
-       [](nn::Module &m, const Tensor &x) {
-         return static_cast<nn::Conv1dImpl &>(m).forward(x);
-       },
+       forward_of<nn::Conv1dImpl>(),
        {2, 3, 11}},
       {"Conv2d",
        simple([] { return nn::Conv2d(nn::Conv2dOptions(3, 4, 3).padding(1)); }),
-       [](nn::Module &m, const Tensor &x) {
-         return static_cast<nn::Conv2dImpl &>(m).forward(x);
-       },
+       forward_of<nn::Conv2dImpl>(),
        {2, 3, 6, 5}},
       {"MaxPool2d",
        simple([] { return nn::MaxPool2d(nn::MaxPool2dOptions(2)); }),
-       [](nn::Module &m, const Tensor &x) {
-         return static_cast<nn::MaxPool2dImpl &>(m).forward(x);
-       },
+       forward_of<nn::MaxPool2dImpl>(),
        {2, 3, 6, 6}},
       {"AvgPool1d",
        simple([] { return nn::AvgPool1d(nn::AvgPool1dOptions(3)); }),
-       [](nn::Module &m, const Tensor &x) {
-         return static_cast<nn::AvgPool1dImpl &>(m).forward(x);
-       },
+       forward_of<nn::AvgPool1dImpl>(),
        {2, 3, 9}},
       {"BatchNorm1d",
        simple([] { return nn::BatchNorm1d(5); }),
-       [](nn::Module &m, const Tensor &x) {
-         return static_cast<nn::BatchNorm1dImpl &>(m).forward(x);
-       },
+       forward_of<nn::BatchNorm1dImpl>(),
        {8, 5}},
       {"BatchNorm2d",
        simple([] { return nn::BatchNorm2d(3); }),
-       [](nn::Module &m, const Tensor &x) {
-         return static_cast<nn::BatchNorm2dImpl &>(m).forward(x);
-       },
+       forward_of<nn::BatchNorm2dImpl>(),
        {4, 3, 5, 5}},
       {"LayerNorm",
        simple([] { return nn::LayerNorm(nn::LayerNormOptions({6})); }),
-       [](nn::Module &m, const Tensor &x) {
-         return static_cast<nn::LayerNormImpl &>(m).forward(x);
-       },
+       forward_of<nn::LayerNormImpl>(),
        {4, 3, 6}},
       {"Embedding",
        simple([] { return nn::Embedding(10, 4); }),
-       [](nn::Module &m, const Tensor &x) {
-         return static_cast<nn::EmbeddingImpl &>(m).forward(x);
-       },
+       forward_of<nn::EmbeddingImpl>(),
        {3, 5},
        true},
       {"GELU",
        simple([] { return nn::GELU(); }),
-       [](nn::Module &m, const Tensor &x) {
-         return static_cast<nn::GELUImpl &>(m).forward(x);
-       },
+       forward_of<nn::GELUImpl>(),
        {4, 6}},
       {"SiLU",
        simple([] { return nn::SiLU(); }),
-       [](nn::Module &m, const Tensor &x) {
-         return static_cast<nn::SiLUImpl &>(m).forward(x);
-       },
+       forward_of<nn::SiLUImpl>(),
        {4, 6}},
       {"Softmax",
        simple([] { return nn::Softmax(1); }),
-       [](nn::Module &m, const Tensor &x) {
-         return static_cast<nn::SoftmaxImpl &>(m).forward(x);
-       },
+       forward_of<nn::SoftmaxImpl>(),
        {4, 6}},
       {"Dropout",
        simple([] { return nn::Dropout(0.3); }),
