@@ -446,4 +446,34 @@ const std::set<std::string> &op_case_local_ops() {
   return localOps();
 }
 
+Stack map_tensors(const Stack &args,
+                  const std::function<Tensor(const Tensor &)> &f) {
+  Stack out;
+  for (const IValue &v : args) {
+    if (v.isTensor()) {
+      out.emplace_back(f(v.toTensor()));
+    } else if (v.isTensorList()) {
+      std::vector<Tensor> l;
+      for (const Tensor &t : v.toTensorList())
+        l.push_back(f(t));
+      out.emplace_back(std::move(l));
+    } else {
+      out.push_back(v);
+    }
+  }
+  return out;
+}
+
+std::vector<Tensor> tensors_of(const Stack &s) {
+  std::vector<Tensor> out;
+  for (const IValue &v : s) {
+    if (v.isTensor())
+      out.push_back(v.toTensor());
+    else if (v.isTensorList())
+      for (const Tensor &t : v.toTensorList())
+        out.push_back(t);
+  }
+  return out;
+}
+
 } // namespace ember::test

@@ -30,4 +30,11 @@ const std::vector<OpCase> &op_cases();
 /// table).
 const std::set<std::string> &op_case_local_ops();
 
+/// A case's arguments with every tensor (alone or in a list) replaced by
+/// f(tensor): the same call on twins (fake, captured or device tensors).
+Stack map_tensors(const Stack &args,
+                  const std::function<Tensor(const Tensor &)> &f);
+/// The tensors of a stack after a call, lists flattened, in order.
+std::vector<Tensor> tensors_of(const Stack &s);
+
 } // namespace ember::test

@@ -599,20 +599,7 @@ Tensor twin_on(const Tensor &t, Device d) {
 }
 
 Stack stack_on(const Stack &args, Device d) {
-  Stack out;
-  for (const IValue &v : args) {
-    if (v.isTensor()) {
-      out.emplace_back(twin_on(v.toTensor(), d));
-    } else if (v.isTensorList()) {
-      std::vector<Tensor> l;
-      for (const Tensor &t : v.toTensorList())
-        l.push_back(twin_on(t, d));
-      out.emplace_back(std::move(l));
-    } else {
-      out.push_back(v);
-    }
-  }
-  return out;
+  return map_tensors(args, [d](const Tensor &t) { return twin_on(t, d); });
 }
 
 struct Run {
@@ -628,13 +615,7 @@ Run run_boxed(const OperatorHandle &op, Stack s) {
     r.error = typeid(e).name();
     return r;
   }
-  for (const IValue &v : s) {
-    if (v.isTensor())
-      r.outs.push_back(v.toTensor());
-    else if (v.isTensorList())
-      for (const Tensor &t : v.toTensorList())
-        r.outs.push_back(t);
-  }
+  r.outs = tensors_of(s);
   return r;
 }
 

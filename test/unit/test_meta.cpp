@@ -57,20 +57,8 @@ Tensor twin(const Tensor &t, bool capture) {
 }
 
 Stack twins(const Stack &args, bool capture) {
-  Stack out;
-  for (const IValue &v : args) {
-    if (v.isTensor()) {
-      out.emplace_back(twin(v.toTensor(), capture));
-    } else if (v.isTensorList()) {
-      std::vector<Tensor> l;
-      for (const Tensor &t : v.toTensorList())
-        l.push_back(twin(t, capture));
-      out.emplace_back(std::move(l));
-    } else {
-      out.push_back(v);
-    }
-  }
-  return out;
+  return test::map_tensors(
+      args, [capture](const Tensor &t) { return twin(t, capture); });
 }
 
 struct Outcome {
@@ -90,13 +78,7 @@ Outcome runEager(const OperatorHandle &op, Stack s) {
     o.msg = e.what();
     return o;
   }
-  for (IValue &v : s) {
-    if (v.isTensor())
-      o.outs.push_back(v.toTensor());
-    else if (v.isTensorList())
-      for (const Tensor &t : v.toTensorList())
-        o.outs.push_back(t);
-  }
+  o.outs = test::tensors_of(s);
   return o;
 }
 
