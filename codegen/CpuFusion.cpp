@@ -6,6 +6,7 @@
 #include "ir/Dialect.h"
 #include "ir/Queries.h"
 #include "ir/Types.h"
+#include "runtime/DiskCache.h"
 
 #include "mlir/IR/Operation.h"
 
@@ -198,10 +199,7 @@ public:
     std::string names;
     for (const Part &p : parts_)
       names += p.kernel->name();
-    char hash[17];
-    std::snprintf(
-        hash, sizeof hash, "%016llx",
-        static_cast<unsigned long long>(std::hash<std::string>()(names)));
+    std::string hash = disk_cache::hex(std::hash<std::string>()(names));
     size_t nonempty = 0;
     for (const Part &p : parts_)
       nonempty += p.kernel->numel() > 0;

@@ -73,10 +73,8 @@ CpuJit::CpuJit() {
       take(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(jtmb).create(),
            "creating the JIT");
   Bitcode lib = scalar_library(v3_);
-  char hash[17];
-  std::snprintf(hash, sizeof hash, "%016llx",
-                static_cast<unsigned long long>(disk_cache::fnv1a(
-                    reinterpret_cast<const char *>(lib.data), lib.size)));
+  std::string hash = disk_cache::hex(
+      disk_cache::fnv1a(reinterpret_cast<const char *>(lib.data), lib.size));
   target_ = tm_->getTargetTriple().str() + " " + cpu_ + " " + features_ + " " +
             lib.name + " " + hash + " LLVM " LLVM_VERSION_STRING;
 }

@@ -17,6 +17,10 @@
 
 namespace ember::codegen {
 
+const char kCombinedNotOnCuda[] =
+    "combined kernels are the CPU generator's; on CUDA the inner fusions' "
+    "ops run eagerly";
+
 bool on_cuda(mlir::Operation *op) {
   for (mlir::Value v : op->getOperands())
     if (ir::value_type(v.getType()).device.is_cuda())
@@ -78,14 +82,10 @@ public:
     // accumulators, the combine folds those into the results.
     std::vector<Tensor> partials;
     const KernelSpec &p = split_->partial;
-    for (int o : p.outputs) {
-      std::vector<int64_t> sizes{split_->parts};
-      for (size_t d = 0; d < spec_.shape.size(); ++d)
-        if (!spec_.reduced[d])
-          sizes.push_back(spec_.shape[d]);
-      partials.push_back(
-          empty(sizes, TensorOptions(p.dtype(o)).device(device_)));
-    }
+    // (the combine's iteration space: [parts, kept...])
+    for (int o : p.outputs)
+      partials.push_back(empty(split_->combine.shape,
+                               TensorOptions(p.dtype(o)).device(device_)));
     launch(parts_[0], partials, ins);
     launch(parts_[1], outs, partials);
     return outs;
@@ -134,8 +134,7 @@ FusionCompile compile_cuda_fusion(mlir::Operation *fusion) {
     auto f = llvm::dyn_cast<ir::FusionOp>(fusion);
     std::string malformed;
     if (f && !ir::inner_fusions(f, &malformed).empty()) {
-      r.why_not = "combined kernels (Note [Combined kernels]) are the CPU "
-                  "generator's; on CUDA the inner fusions' ops run eagerly";
+      r.why_not = kCombinedNotOnCuda;
       return r;
     }
     if (!malformed.empty()) {

@@ -17,6 +17,10 @@ namespace ember::codegen {
 /// their eager CUDA kernels.
 FusionCompile compile_cuda_fusion(mlir::Operation *fusion);
 
+/// Why a fusion of fusions (Note [Combined kernels]) is not a CUDA kernel
+/// (compile() and ember-translate say the same).
+extern const char kCombinedNotOnCuda[];
+
 /// Whether an op reads or gives a value on a CUDA device (whose fusion is
 /// the CUDA generator's).
 bool on_cuda(mlir::Operation *op);

@@ -4,6 +4,7 @@
 #include "eager/Dtype.h"
 #include "eager/Meta.h"
 #include "eager/cuda/Pointwise.h"
+#include "runtime/DiskCache.h"
 
 #include <algorithm>
 #include <climits>
@@ -206,7 +207,8 @@ public:
 
   CudaKernel render() {
     CudaKernel r;
-    r.entry = "ember_cuda_" + hash_of(k_.str());
+    r.entry =
+        "ember_cuda_" + disk_cache::hex(std::hash<std::string>()(k_.str()));
     collect_functors(r);
     std::ostringstream body;
     if (k_.has_reduction())
@@ -225,13 +227,6 @@ public:
   }
 
 private:
-  static std::string hash_of(const std::string &s) {
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%016llx",
-                  static_cast<unsigned long long>(std::hash<std::string>()(s)));
-    return buf;
-  }
-
   // --- operands
 
   size_t noperands() const { return nouts_ + k_.inputs.size(); }

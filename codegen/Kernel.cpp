@@ -6,6 +6,7 @@
 #include "eager/Meta.h"
 #include "eager/TensorImpl.h"
 #include "ir/Domain.h"
+#include "runtime/DiskCache.h"
 #include "runtime/Error.h"
 #include "runtime/ThreadPool.h"
 
@@ -1263,12 +1264,6 @@ private:
   LValue *ridx_ = nullptr;
 };
 
-std::string hex(uint64_t h) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
-
 } // namespace
 
 namespace {
@@ -1438,7 +1433,7 @@ CompiledKernel compile_single(const KernelSpec &spec, const std::string &key,
                  ? pointwise_weight(*st.op, st.compute)
                  : 1;
   k.point_cost = std::max<int64_t>(1, steps) * k.point_work;
-  k.name = "ember_kernel_" + hex(std::hash<std::string>()(key));
+  k.name = "ember_kernel_" + disk_cache::hex(std::hash<std::string>()(key));
   std::string why;
   void *fn =
       options.keep_ir ? nullptr : jit.load_cached(disk_key, k.name, &why);

@@ -3,6 +3,7 @@
 #include "runtime/Env.h"
 #include "runtime/Logging.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -24,6 +25,12 @@ constexpr char kMagic[8] = {'E', 'M', 'B', 'E', 'R', 'K', 'E', 'R'};
 constexpr uint32_t kVersion = 1;
 constexpr const char *kSuffix = ".ekernel";
 } // namespace
+
+std::string hex(uint64_t h) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
 
 uint64_t fnv1a(const char *data, size_t n) {
   uint64_t h = 1469598103934665603ull;

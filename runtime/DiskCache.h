@@ -36,5 +36,7 @@ uint64_t fnv1a(const char *data, size_t n);
 inline uint64_t fnv1a(const std::string &s) {
   return fnv1a(s.data(), s.size());
 }
+/// A hash as 16 hex digits: how cache entries and kernels are named.
+std::string hex(uint64_t h);
 
 } // namespace ember::disk_cache

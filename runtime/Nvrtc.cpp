@@ -198,9 +198,7 @@ void *get_kernel(int device, const std::string &source,
   std::string disk_key = "cuda kernel " + entry + " for sm_" +
                          std::to_string(arch) + ", NVRTC " +
                          std::to_string(nvrtc::version()) + "\n" + source;
-  char name[64];
-  std::snprintf(name, sizeof name, "cuda-%016llx",
-                (unsigned long long)disk_cache::fnv1a(disk_key));
+  std::string name = "cuda-" + disk_cache::hex(disk_cache::fnv1a(disk_key));
   std::string why;
   CUfunction f = nullptr;
   if (std::optional<std::string> bin = disk_cache::load(name, disk_key, &why)) {

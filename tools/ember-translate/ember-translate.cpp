@@ -13,6 +13,7 @@
 // generator is the CPU's for --emit=llvm, the CUDA one's for --emit=cuda,
 // and for --emit=kernels the one of the device the fusion's results are on.
 // Inputs are taken contiguous, as compile() first compiles them.
+#include "codegen/CudaFusion.h"
 #include "codegen/CudaRender.h"
 #include "codegen/Kernel.h"
 #include "codegen/Lower.h"
@@ -58,15 +59,6 @@ llvm::cl::opt<bool> nvrtc_available(
     llvm::cl::desc("print whether NVRTC can be loaded (\"nvrtc: yes\" or "
                    "\"nvrtc: no\") and exit"),
     llvm::cl::init(false));
-
-/// The generator of a fusion for --emit=kernels: the device its results
-/// are on.
-ember::codegen::Generator generator_of(mlir::Operation *fusion) {
-  for (mlir::Value v : fusion->getResults())
-    if (ember::ir::value_type(v.getType()).device.is_cuda())
-      return ember::codegen::Generator::Cuda;
-  return ember::codegen::Generator::Cpu;
-}
 
 } // namespace
 
@@ -114,18 +106,24 @@ int main(int argc, char **argv) {
         for (ember::ir::FusionOp inner :
              ember::ir::inner_fusions(fusion, &malformed))
           kernels.push_back(inner);
-        const char *who =
-            emit == Emit::Cuda ? "the CUDA generator" : "the CPU generator";
+        // The generator: the CPU's for --emit=llvm, the CUDA one's for
+        // --emit=cuda, the fusion's device's for --emit=kernels.
+        const ember::codegen::Generator gen =
+            emit == Emit::Cuda ||
+                    (emit == Emit::Kernels && ember::codegen::on_cuda(&op))
+                ? ember::codegen::Generator::Cuda
+                : ember::codegen::Generator::Cpu;
+        const char *who = gen == ember::codegen::Generator::Cuda
+                              ? "the CUDA generator"
+                              : "the CPU generator";
         if (!malformed.empty()) {
           std::cout << "// not compiled by " << who << ": " << malformed
                     << "\n";
           continue;
         }
-        if (!kernels.empty() && emit == Emit::Cuda) {
-          // (what compile_cuda_fusion says of it)
-          std::cout << "// not compiled by the CUDA generator: combined "
-                       "kernels are the CPU generator's; on CUDA the inner "
-                       "fusions' ops run eagerly\n";
+        if (!kernels.empty() && gen == ember::codegen::Generator::Cuda) {
+          std::cout << "// not compiled by " << who << ": "
+                    << ember::codegen::kCombinedNotOnCuda << "\n";
           continue;
         }
         if (kernels.empty())
@@ -135,17 +133,9 @@ int main(int argc, char **argv) {
             std::cout << "// part " << i + 1 << " of " << kernels.size()
                       << " of a combined kernel\n";
           ember::codegen::KernelSpec spec;
-          ember::codegen::Generator gen =
-              emit == Emit::Cuda      ? ember::codegen::Generator::Cuda
-              : emit == Emit::Kernels ? generator_of(kernels[i])
-                                      : ember::codegen::Generator::Cpu;
           std::string why = ember::codegen::lower_fusion(kernels[i], spec, gen);
           if (!why.empty()) {
-            std::cout << "// not compiled by "
-                      << (gen == ember::codegen::Generator::Cuda
-                              ? "the CUDA generator"
-                              : "the CPU generator")
-                      << ": " << why << "\n";
+            std::cout << "// not compiled by " << who << ": " << why << "\n";
             continue;
           }
           if (emit == Emit::Kernels) {
