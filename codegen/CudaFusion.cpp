@@ -153,7 +153,7 @@ FusionCompile compile_cuda_fusion(mlir::Operation *fusion) {
       outs.push_back(ir::value_type(v.getType()));
     auto t0 = std::chrono::steady_clock::now();
     cuda::KernelCacheStats before = cuda::kernel_cache_stats();
-    std::optional<SplitSpecs> split = split_reduction(spec);
+    std::optional<SplitSpecs> split = split_reduction(spec, kCudaSplit);
     std::vector<Launchable> parts;
     if (split) {
       parts.push_back(make(split->partial, device.index()));

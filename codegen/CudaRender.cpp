@@ -112,6 +112,11 @@ using cuda::detail::ctype;
 /// checked against the loop's last step at this grid.
 constexpr int64_t kMaxBlocks = 65535;
 constexpr int kBlock = 256;
+// Note [Persistent rows]: the largest block of a held row, the most points
+// a thread holds, and the registers of held values a thread may use.
+constexpr int64_t kPersistentBlock = 512;
+constexpr int64_t kMaxHeld = 16;
+constexpr int64_t kHeldRegisters = 32;
 
 /// The type a value of dtype `t` travels in (Note [CUDA kernels from the
 /// kernel description]).
@@ -607,10 +612,32 @@ private:
     // warp's loads coalesce); else a block folds each kept point's row.
     const bool column =
         !kept.empty() && (red.empty() || kept.back() > red.back());
+    auto full = [&](int x) { return k_.is_full(x); };
+    // The inputs read at every reduced point.
+    std::vector<int> full_inputs;
+    for (size_t x = 0; x < k_.values.size(); ++x)
+      if (k_.values[x].kind == KernelSpec::Value::Kind::Input && full(int(x)))
+        full_inputs.push_back(k_.values[x].index);
+    auto round32 = [](int64_t t) { return (t + 31) / 32 * 32; };
     int64_t block =
-        std::min<int64_t>(kBlock, std::max<int64_t>(32, column ? nkept : nred));
-    block = (block + 31) / 32 * 32;
+        round32(std::min<int64_t>(kBlock, std::max<int64_t>(32, nred)));
+    // A row that fits in registers (Note [Persistent rows]): `held` points
+    // a thread, each full input loaded once.
+    int64_t held = 0;
+    if (!column && !full_inputs.empty()) {
+      const int64_t most = std::min<int64_t>(
+          kMaxHeld, kHeldRegisters / int64_t(full_inputs.size()));
+      const int64_t b =
+          std::clamp<int64_t>(round32((nred + 3) / 4), 32, kPersistentBlock);
+      if (most >= 1 && (nred + b - 1) / b <= most) {
+        block = b;
+        held = (nred + b - 1) / b;
+      }
+    }
+    if (column)
+      block = round32(std::min<int64_t>(kBlock, std::max<int64_t>(32, nkept)));
     r.block = int(block);
+    r.held = int(held);
     r.per_block = column ? block : 1;
     r.blocks = std::max<int64_t>(1, (nkept + r.per_block - 1) / r.per_block);
     r.max_blocks = kMaxBlocks;
@@ -654,17 +681,38 @@ private:
     auto kept_load = [&](int input) {
       return "in" + std::to_string(input) + "[ko" + std::to_string(input) + "]";
     };
-    auto full = [&](int x) { return k_.is_full(x); };
+    // A loop over the reduced points: the thread's column, its share of the
+    // row, or its held points (`p`, unrolled).
+    const std::string snred = "(index_t)" + std::to_string(nred) + "LL";
     auto loop_head = [&](const std::string &indent) {
-      std::string s =
-          indent +
-          (column ? "for (index_t j = 0; j < (index_t)" + std::to_string(nred) +
-                        "LL; ++j) {\n"
-                  : "for (index_t j = threadIdx.x; j < (index_t)" +
-                        std::to_string(nred) + "LL; j += blockDim.x) {\n");
+      std::string s;
+      if (column)
+        s = indent + "for (index_t j = 0; j < " + snred + "; ++j) {\n";
+      else if (!held)
+        s = indent + "for (index_t j = threadIdx.x; j < " + snred +
+            "; j += blockDim.x) {\n";
+      else
+        s = "#pragma unroll\n" + indent + "for (int p = 0; p < " +
+            std::to_string(held) + "; ++p) {\n" + indent +
+            "  const index_t j = threadIdx.x + (index_t)p * " +
+            std::to_string(block) + ";\n" + indent + "  if (j >= " + snred +
+            ")\n" + indent + "    break;\n";
       if (!red.empty())
         s += split("j", rsizes, "r", indent + "  ");
       return s;
+    };
+    // Held rows: each full input's points loaded once, in its storage type.
+    if (held) {
+      for (int i : full_inputs)
+        os << "    " << ctype(k_.inputs[size_t(i)].dtype) << " h" << i << "["
+           << held << "];\n";
+      os << loop_head("    ");
+      for (int i : full_inputs)
+        os << "      h" << i << "[p] = " << full_load(i) << ";\n";
+      os << "    }\n";
+    }
+    auto loop_load = [&](int input) {
+      return held ? "h" + std::to_string(input) + "[p]" : full_load(input);
     };
     for (size_t x = 0; x < k_.values.size(); ++x) {
       int id = int(x);
@@ -691,7 +739,7 @@ private:
       os << "    " << a << " acc" << id << " = " << identity(s) << ";\n";
       os << loop_head("    ");
       int arg = s.args[0];
-      os << compute(closure({arg}, full), full_load, "      ");
+      os << compute(closure({arg}, full), loop_load, "      ");
       // The folded value in the op's `dtype` (rounded), then the
       // accumulator's.
       std::string folded = v(arg);
@@ -718,7 +766,7 @@ private:
         full_outs.push_back(k_.outputs[o]);
     if (!full_outs.empty()) {
       os << loop_head("    ");
-      os << compute(closure(full_outs, full), full_load, "      ");
+      os << compute(closure(full_outs, full), loop_load, "      ");
       std::vector<int64_t> contiguous = strides_of(0);
       std::string at = offset(kc, pick(contiguous, kept));
       std::string ro = offset(rc, pick(contiguous, red));

@@ -44,9 +44,21 @@
 /// (pw::maximum). Each loop re-reads the row, from L1/L2 for rows that fit
 /// there. A reduction with few kept points and many folded into each runs
 /// as the CPU's Note [Split reductions] (split_reduction: two kernels). Not
-/// yet: a persistent variant that keeps a short row in registers, and a
-/// split of the column layout when it has few kept points (its threads
-/// then each fold a long column).
+/// yet: a split of the column layout when it has few kept points (its
+/// threads then each fold a long column).
+///
+/// Note [Persistent rows]
+/// A row layout whose row fits in registers holds it there: each thread
+/// loads its points of every full input once (`held` of them, at most 16,
+/// at most 32 registers of held values), and every fold and the output
+/// loop read those registers, unrolled, instead of re-reading the row: one
+/// pass over memory for softmax or layer_norm instead of one per fold. The
+/// block is a quarter of the row's points (a multiple of 32, at most 512),
+/// so a thread holds about four points (more, up to 16, for long rows); a
+/// row over 8192 points of one input, or any row whose inputs would need
+/// more registers, is looped. A thread folds its points in the looped
+/// layout's order (j = threadIdx.x, then + blockDim.x), so both fold the
+/// same values in the same order for the same block.
 ///
 /// The renderer does not launch: the kernel's parameters are its outputs'
 /// pointers then its inputs' (an output in place of an input is passed the
@@ -77,6 +89,9 @@ struct CudaKernel {
   bool index32 = false;   ///< 32-bit index arithmetic
   int vector = 1;         ///< points per thread (vector loads)
   bool reduction = false; ///< a reduction kernel (block folds)
+  /// Points of a row a thread holds in registers (Note [Persistent rows]);
+  /// 0 when the row is looped over.
+  int held = 0;
 
   /// The whole NVRTC program: prelude, functors, the shared helpers (the
   /// vector type, the block fold), the kernel.

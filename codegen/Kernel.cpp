@@ -1297,17 +1297,20 @@ void clear_kernel_cache() {
 /// exactly their folds, none of which reads another fold, and not written in
 /// place, are split; the others (softmax of one row: a fold feeding
 /// pointwise steps) run as one kernel.
-namespace {
-
-constexpr int64_t kSplitMaxOutputs = 64; ///< output points below which
-constexpr int64_t kSplitMinPart = 16384; ///< elements a part folds, at least
-constexpr int64_t kSplitMaxParts = 64;
-
-} // namespace
-
-std::optional<SplitSpecs> split_reduction(const KernelSpec &k) {
-  if (!k.has_reduction() || k.output_numel() > kSplitMaxOutputs ||
-      k.reduced_numel() < 2 * kSplitMinPart)
+///
+/// When to split is each generator's SplitPolicy. The CPU's: at most 64
+/// output points (more already fill two threads), parts of at least 16384
+/// points, at most 64 parts. The GPU has thousands of threads to fill:
+/// kernels of at most 8192 output points and 2^18 points folded in all
+/// split, into parts of at least 256 points, at most 256 parts, and at
+/// most 65536 parts times output points (a column sum over a batch, [8192,
+/// 1024] to [1024], runs as 32768 threads folding 256 points each, then
+/// 1024 folding 32, instead of 1024 threads folding 8192).
+std::optional<SplitSpecs> split_reduction(const KernelSpec &k,
+                                          const SplitPolicy &policy) {
+  if (!k.has_reduction() || k.output_numel() > policy.max_outputs ||
+      k.reduced_numel() < 2 * policy.min_part ||
+      k.reduced_numel() * k.output_numel() < policy.min_total)
     return std::nullopt;
   for (int oi : k.output_inputs)
     if (oi >= 0)
@@ -1332,7 +1335,8 @@ std::optional<SplitSpecs> split_reduction(const KernelSpec &k) {
                     k.reduced.begin());
   const int64_t size = k.shape[d];
   int64_t parts =
-      std::min({kSplitMaxParts, size, k.reduced_numel() / kSplitMinPart});
+      std::min({policy.max_parts, size, k.reduced_numel() / policy.min_part,
+                policy.max_items / std::max<int64_t>(1, k.output_numel())});
   while (parts >= 2 && size % parts != 0)
     --parts;
   if (parts < 2)
@@ -1466,7 +1470,7 @@ CompiledKernel compile_one(const KernelSpec &spec,
   const std::string key = disk_key + (options.keep_ir ? " ir" : "");
   return cached(key, [&] {
     std::optional<SplitSpecs> parts;
-    if (!split || !(parts = split_reduction(spec)))
+    if (!split || !(parts = split_reduction(spec, kCpuSplit)))
       return compile_single(spec, key, disk_key, options);
     CompiledKernel k = compile_one(parts->partial, options, false);
     CompiledKernel c = compile_one(parts->combine, options, false);

@@ -171,14 +171,25 @@ Loops coalesce(const KernelSpec &k);
 /// kernels (Note [Split reductions] in Kernel.cpp): `partial` folds each of
 /// `parts` slices of the outermost reduced dim into accumulators (its
 /// outputs, in the folds' accumulator dtypes, over [parts, kept...]), and
-/// `combine` folds those into the outputs. Both code generators split the
-/// same kernels the same way.
+/// `combine` folds those into the outputs. When to split is the code
+/// generator's SplitPolicy.
 struct SplitSpecs {
   KernelSpec partial, combine;
   int64_t parts = 0;
 };
-/// The split of `k`, or nullopt when it runs as one kernel.
-std::optional<SplitSpecs> split_reduction(const KernelSpec &k);
+struct SplitPolicy {
+  int64_t max_outputs; ///< split kernels of at most this many output points,
+  int64_t min_total;   ///< folding at least this many points in all,
+  int64_t min_part;    ///< into parts of at least this many points,
+  int64_t max_parts;   ///< at most this many parts,
+  int64_t max_items;   ///< and at most this many parts times output points
+};
+inline constexpr SplitPolicy kCpuSplit{64, 0, 16384, 64, INT64_MAX};
+inline constexpr SplitPolicy kCudaSplit{8192, int64_t(1) << 18, 256, 256,
+                                        65536};
+/// The split of `k` under `policy`, or nullopt when it runs as one kernel.
+std::optional<SplitSpecs> split_reduction(const KernelSpec &k,
+                                          const SplitPolicy &policy);
 
 /// A compiled kernel: `fn(ptrs, begin, end)` computes the points
 /// [begin, end) of the output space (row-major order); `ptrs` holds the

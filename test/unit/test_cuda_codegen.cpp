@@ -629,6 +629,38 @@ TEST(CudaCodegen, RenderedKernelsRunOnTheHostAsTheCpuKernels) {
     add_case("column centered in place", col, {c});
   }
   {
+    // Note [Persistent rows]: layer_norm's rows of 1000 (a block of 256
+    // threads holding 4 points each, the last thread's partly empty), a
+    // bfloat16 input and a broadcast weight row held beside it; then rows
+    // of 9000 points, more than a block holds: looped.
+    Tensor x = random({5, 1000}, kBFloat16, 33), w = random({1000}, kFloat, 34);
+    KernelSpec k;
+    k.shape = {5, 1000};
+    k.reduced = {false, true};
+    int vx = k.input(kBFloat16, {1000, 1}), vw = k.input(kFloat, {0, 1});
+    int mean = k.reduce(ReductionInfo::Mean, vx, kFloat, kDouble, kFloat);
+    int c = k.step(sub, {vx, mean}, {Scalar(1)}, kFloat, kFloat);
+    int var =
+        k.reduce(ReductionInfo::Mean, k.step(mul, {c, c}, {}, kFloat, kFloat),
+                 kFloat, kDouble, kFloat);
+    int y = k.step(mul, {k.step(mul, {c, var}, {}, kFloat, kFloat), vw}, {},
+                   kFloat, kFloat);
+    k.outputs = {y, mean, var};
+    EXPECT_EQ(codegen::render_cuda(k).held, 4);
+    EXPECT_EQ(codegen::render_cuda(k).block, 256);
+    add_case("persistent rows", k, {x, w});
+    Tensor l = random({4, 9000}, kFloat, 35);
+    KernelSpec looped;
+    looped.shape = {4, 9000};
+    looped.reduced = {false, true};
+    int vl = looped.input(kFloat, {9000, 1});
+    int mx = looped.reduce(ReductionInfo::Amax, vl, kFloat, kFloat, kFloat);
+    looped.outputs = {looped.step(sub, {vl, mx}, {Scalar(1)}, kFloat, kFloat),
+                      mx};
+    EXPECT_EQ(codegen::render_cuda(looped).held, 0);
+    add_case("looped rows", looped, {l});
+  }
+  {
     // Folding an empty dim: sums are 0, means NaN.
     KernelSpec k;
     k.shape = {4, 0};
@@ -643,38 +675,62 @@ TEST(CudaCodegen, RenderedKernelsRunOnTheHostAsTheCpuKernels) {
 }
 
 // A reduction with few output points runs as the two kernels of Note [Split
-// reductions] (what compile_cuda_fusion launches): a partial fold of each
-// slice into accumulators, then their fold into the outputs; on the host,
-// against the CPU generator, which splits the same kernel.
-TEST(CudaCodegen, SplitReductionRunsOnTheHostAsTheCpuKernels) {
-  NoGradGuard guard;
-  Tensor x = random({3, 65536}, kFloat, 20);
-  Tensor h = random({3, 65536}, kHalf, 21);
-  KernelSpec k;
-  k.shape = {3, 65536};
-  k.reduced = {false, true};
-  int vx = k.input(kFloat, {65536, 1}), vh = k.input(kHalf, {65536, 1});
-  int sq = k.step(op("ember::mul.Tensor"), {vx, vx}, {}, kFloat, kFloat);
-  k.outputs = {k.reduce(ReductionInfo::Sum, sq, kFloat, kDouble, kFloat),
-               k.reduce(ReductionInfo::Mean, vh, kHalf, kDouble, kHalf),
-               k.reduce(ReductionInfo::Amax, vx, kFloat, kFloat, kFloat)};
-  std::optional<codegen::SplitSpecs> split = codegen::split_reduction(k);
+// reductions] (what compile_cuda_fusion launches, under the GPU's policy): a
+// partial fold of each slice into accumulators, then their fold into the
+// outputs; on the host, against the CPU generator's kernel (split by the
+// CPU's policy). Rows: three folds of [4, 65536] (256 parts); columns: a
+// sum and a max over the batch of [8192, 96] (32 parts, each thread of the
+// partial kernel folding 256 points of its column).
+static void expect_split_runs_as_the_cpu(const KernelSpec &k,
+                                         const std::vector<Tensor> &inputs,
+                                         int64_t parts) {
+  std::optional<codegen::SplitSpecs> split =
+      codegen::split_reduction(k, codegen::kCudaSplit);
   ASSERT_TRUE(split.has_value());
-  EXPECT_GE(split->parts, 2);
+  EXPECT_EQ(split->parts, parts);
   std::vector<CudaKernel> kernels{codegen::render_cuda(split->partial),
                                   codegen::render_cuda(split->combine)};
   HostKernels host(kernels, {split->partial, split->combine});
   ASSERT_TRUE(host.ok());
   std::vector<Tensor> partials = outputs_of(split->partial);
   std::vector<Tensor> got = outputs_of(k), want = outputs_of(k);
-  std::vector<void *> pp = pointers(partials, {x, h}),
-                      cp = pointers(got, partials), wp = pointers(want, {x, h});
+  std::vector<void *> pp = pointers(partials, inputs),
+                      cp = pointers(got, partials), wp = pointers(want, inputs);
   for (int i = 0; i < 2; ++i)
     host.launch(size_t(i), unsigned(std::min<int64_t>(kernels[i].blocks, 3)),
                 unsigned(kernels[i].block), i == 0 ? pp.data() : cp.data());
   codegen::compile_kernel(k).run(reinterpret_cast<char **>(wp.data()));
   for (size_t o = 0; o < got.size(); ++o)
     EXPECT_TRUE(close(got[o], want[o])) << "output " << o;
+}
+
+TEST(CudaCodegen, SplitReductionRunsOnTheHostAsTheCpuKernels) {
+  NoGradGuard guard;
+  {
+    Tensor x = random({4, 65536}, kFloat, 20);
+    Tensor h = random({4, 65536}, kHalf, 21);
+    KernelSpec k;
+    k.shape = {4, 65536};
+    k.reduced = {false, true};
+    int vx = k.input(kFloat, {65536, 1}), vh = k.input(kHalf, {65536, 1});
+    int sq = k.step(op("ember::mul.Tensor"), {vx, vx}, {}, kFloat, kFloat);
+    k.outputs = {k.reduce(ReductionInfo::Sum, sq, kFloat, kDouble, kFloat),
+                 k.reduce(ReductionInfo::Mean, vh, kHalf, kDouble, kHalf),
+                 k.reduce(ReductionInfo::Amax, vx, kFloat, kFloat, kFloat)};
+    expect_split_runs_as_the_cpu(k, {x, h}, 256);
+  }
+  {
+    Tensor x = random({8192, 96}, kFloat, 22);
+    KernelSpec k;
+    k.shape = {8192, 96};
+    k.reduced = {true, false};
+    int vx = k.input(kFloat, {96, 1});
+    k.outputs = {k.reduce(ReductionInfo::Sum, vx, kFloat, kDouble, kFloat),
+                 k.reduce(ReductionInfo::Amax, vx, kFloat, kFloat, kFloat)};
+    // (without the split: 96 threads, each folding 8192 points)
+    EXPECT_FALSE(codegen::split_reduction(k, codegen::kCpuSplit).has_value());
+    expect_split_runs_as_the_cpu(k, {x}, 32);
+  }
 }
 
 // --- with a GPU

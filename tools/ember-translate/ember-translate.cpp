@@ -146,7 +146,8 @@ int main(int argc, char **argv) {
             // A reduction with few outputs is the two kernels compile()
             // launches (Note [Split reductions]).
             std::vector<ember::codegen::KernelSpec> specs{spec};
-            if (auto split = ember::codegen::split_reduction(spec)) {
+            if (auto split = ember::codegen::split_reduction(
+                    spec, ember::codegen::kCudaSplit)) {
               std::cout << "// split reduction in " << split->parts
                         << " parts: a partial kernel, then its combine\n";
               specs = {split->partial, split->combine};
@@ -156,7 +157,11 @@ int main(int argc, char **argv) {
               std::cout << "// kernel " << k.entry << ": block " << k.block
                         << ", blocks " << k.blocks << ", "
                         << (k.index32 ? "32" : "64") << "-bit indices, vector "
-                        << k.vector << "; functors:";
+                        << k.vector;
+              if (k.held)
+                std::cout << ", persistent rows (" << k.held
+                          << " points a thread)";
+              std::cout << "; functors:";
               for (const ember::cuda::Functor *f : k.functors)
                 std::cout << " " << f->name;
               std::cout << "\n" << k.kernel;

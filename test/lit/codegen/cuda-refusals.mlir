@@ -43,13 +43,15 @@ func.func @combined(%x: tensor<4xf32, #ember.device<"cuda:0">>, %y: tensor<4xf32
 }
 
 // A reduction with few outputs and many points folded into each is the
-// two kernels compile() launches (Note [Split reductions]): partial folds
-// of 64 slices into double accumulators, then their fold.
+// two kernels compile() launches (Note [Split reductions], the GPU's
+// policy): partial folds of 256 slices of 4096 points into double
+// accumulators, each slice held by a block of 512 threads (Note
+// [Persistent rows]), then their fold by 64 threads.
 // CHECK-LABEL: // fusion 2 of @full_sum
-// CHECK-NEXT: // split reduction in 64 parts: a partial kernel, then its combine
-// CHECK-NEXT: // kernel {{.*}}: block 256, blocks 64,
+// CHECK-NEXT: // split reduction in 256 parts: a partial kernel, then its combine
+// CHECK-NEXT: // kernel {{.*}}: block 512, blocks 256, {{.*}}, persistent rows (8 points a thread);
 // CHECK: double *__restrict__ out0, const float *__restrict__ in0
-// CHECK: // kernel {{.*}}: block 64, blocks 1,
+// CHECK: // kernel {{.*}}: block 64, blocks 1, {{.*}}, persistent rows (4 points a thread);
 // CHECK: float *__restrict__ out0, const double *__restrict__ in0
 func.func @full_sum(%x: tensor<1048576xf32, #ember.device<"cuda:0">>) -> tensor<f32, #ember.device<"cuda:0">> {
   %0 = ember.fusion(%x) : (tensor<1048576xf32, #ember.device<"cuda:0">>) -> tensor<f32, #ember.device<"cuda:0">> {

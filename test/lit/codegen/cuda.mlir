@@ -72,32 +72,68 @@ func.func @half(%x: tensor<16xf16, #ember.device<"cuda:0">>, %i: tensor<16xi32, 
   return %1 : tensor<16xbf16, #ember.device<"cuda:0">>
 }
 
-// softmax over rows of 8: one block of 32 threads a row. The max folds in
-// float (a NaN wins), the sum in double; exp runs in the sum's loop and
-// again in the output loop, never through memory; each fold ends in the
-// block fold, whose result every thread reads.
+// softmax over rows of 100 (Note [Persistent rows]): one block of 32
+// threads a row, each holding 4 of its points in registers, loaded once.
+// The max folds in float (a NaN wins), the sum in double; both folds and
+// the output loop read the held points (exp in the sum's loop and again in
+// the output loop, never through memory); each fold ends in the block fold,
+// whose result every thread reads.
 // CHECK-LABEL: // fusion {{[0-9]+}} of @softmax
-// CHECK-NEXT: // kernel {{.*}}: block 32, blocks 4, 32-bit indices, vector 1; functors: sub_Tensor_op exp_op reciprocal_op mul_Tensor_op
+// CHECK-NEXT: // kernel {{.*}}: block 32, blocks 4, 32-bit indices, vector 1, persistent rows (4 points a thread); functors: sub_Tensor_op exp_op reciprocal_op mul_Tensor_op
 // CHECK: for (index_t row = blockIdx.x; row < (index_t)4LL; row += gridDim.x) {
 // CHECK-NEXT: const index_t k0 = row;
-// CHECK-NEXT: const index_t ko0 = k0 * (index_t)8;
+// CHECK-NEXT: const index_t ko0 = k0 * (index_t)100;
+// CHECK-NEXT: float h0[4];
+// CHECK-NEXT: #pragma unroll
+// CHECK-NEXT: for (int p = 0; p < 4; ++p) {
+// CHECK-NEXT: const index_t j = threadIdx.x + (index_t)p * 32;
+// CHECK-NEXT: if (j >= (index_t)100LL)
+// CHECK-NEXT: break;
+// CHECK-NEXT: const index_t r0 = j;
+// CHECK-NEXT: h0[p] = in0[ko0 + r0];
+// CHECK-NEXT: }
 // CHECK-NEXT: float acc1 = -__int_as_float(0x7f800000);
-// CHECK-NEXT: for (index_t j = threadIdx.x; j < (index_t)8LL; j += blockDim.x) {
-// CHECK: acc1 = ember_combine<1>(acc1, v0);
+// CHECK-NEXT: #pragma unroll
+// CHECK-NEXT: for (int p = 0; p < 4; ++p) {
+// CHECK: const float v0 = h0[p];
+// CHECK-NEXT: acc1 = ember_combine<1>(acc1, v0);
 // CHECK: acc1 = ember_block_reduce<1>(acc1, -__int_as_float(0x7f800000));
 // CHECK-NEXT: const float v1 = convert<float>(acc1);
 // CHECK-NEXT: double acc4 = double(0);
+// CHECK: const float v0 = h0[p];
 // CHECK: const float v3 = convert<float>(f3(v2));
 // CHECK-NEXT: acc4 = ember_combine<0>(acc4, convert<double>(v3));
 // CHECK: acc4 = ember_block_reduce<0>(acc4, double(0));
 // CHECK-NEXT: const float v4 = convert<float>(acc4);
 // CHECK-NEXT: const float v5 = convert<float>(f5(v4));
+// CHECK: const float v0 = h0[p];
 // CHECK: const float v3 = convert<float>(f3(v2));
 // CHECK-NEXT: const float v6 = convert<float>(f6(v3, v5));
-// CHECK-NEXT: out0[k0 * (index_t)8 + r0] = v6;
-func.func @softmax(%x: tensor<4x8xf32, #ember.device<"cuda:0">>) -> tensor<4x8xf32, #ember.device<"cuda:0">> {
-  %0 = ember.softmax.int %x {dim = 1 : i64} : (tensor<4x8xf32, #ember.device<"cuda:0">>) -> tensor<4x8xf32, #ember.device<"cuda:0">>
-  return %0 : tensor<4x8xf32, #ember.device<"cuda:0">>
+// CHECK-NEXT: out0[k0 * (index_t)100 + r0] = v6;
+// CHECK-NOT: in0[
+// CHECK-LABEL: // fusion {{[0-9]+}} of @softmax_long
+func.func @softmax(%x: tensor<4x100xf32, #ember.device<"cuda:0">>) -> tensor<4x100xf32, #ember.device<"cuda:0">> {
+  %0 = ember.softmax.int %x {dim = 1 : i64} : (tensor<4x100xf32, #ember.device<"cuda:0">>) -> tensor<4x100xf32, #ember.device<"cuda:0">>
+  return %0 : tensor<4x100xf32, #ember.device<"cuda:0">>
+}
+
+// Rows of 16384 points, more than a block of 512 threads holds in 16
+// registers each: a looped row, each loop reading the row again.
+// CHECK: // kernel {{.*}}: block 256, blocks 2, 32-bit indices, vector 1; functors:
+// CHECK-NOT: h0[
+// CHECK: for (index_t j = threadIdx.x; j < (index_t)16384LL; j += blockDim.x) {
+// CHECK-NEXT: const index_t r0 = j;
+// CHECK-NEXT: const float v0 = in0[ko0 + r0];
+// CHECK: for (index_t j = threadIdx.x; j < (index_t)16384LL; j += blockDim.x) {
+// CHECK-NEXT: const index_t r0 = j;
+// CHECK-NEXT: const float v0 = in0[ko0 + r0];
+// CHECK: for (index_t j = threadIdx.x; j < (index_t)16384LL; j += blockDim.x) {
+// CHECK-NEXT: const index_t r0 = j;
+// CHECK-NEXT: const float v0 = in0[ko0 + r0];
+// CHECK: out0[k0 * (index_t)16384 + r0] = v6;
+func.func @softmax_long(%x: tensor<2x16384xf32, #ember.device<"cuda:0">>) -> tensor<2x16384xf32, #ember.device<"cuda:0">> {
+  %0 = ember.softmax.int %x {dim = 1 : i64} : (tensor<2x16384xf32, #ember.device<"cuda:0">>) -> tensor<2x16384xf32, #ember.device<"cuda:0">>
+  return %0 : tensor<2x16384xf32, #ember.device<"cuda:0">>
 }
 
 // A mean over the outer dim of a float16 [300, 5]: the innermost dim is
