@@ -43,9 +43,9 @@
 /// int64, as eager's, amax and amin in the compute type, a NaN winning
 /// (pw::maximum). Each loop re-reads the row, from L1/L2 for rows that fit
 /// there. A reduction with few kept points and many folded into each runs
-/// as the CPU's Note [Split reductions] (split_reduction: two kernels). Not
-/// yet: a split of the column layout when it has few kept points (its
-/// threads then each fold a long column).
+/// as the CPU's Note [Split reductions] (split_reduction under the GPU's
+/// policy, kCudaSplit: two kernels), which also splits a column layout of
+/// few kept points, whose threads would each fold a long column.
 ///
 /// Note [Persistent rows]
 /// A row layout whose row fits in registers holds it there: each thread

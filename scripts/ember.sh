@@ -9,11 +9,12 @@
 #                           level-2 pipeline (build-fuzz/, clang), RUNS
 #                           inputs (default 1,000,000)
 #   scripts/ember.sh gpu-bundle
-#                           build the GPU tests and the libraries they load
-#                           into build/gpu-bundle.tar.xz (Note [The GPU
+#                           build the GPU tests, the e2e suite and the
+#                           library with the compiler into
+#                           build-gpu/gpu-bundle.tar.xz (Note [The GPU
 #                           bundle] in test/CMakeLists.txt), for a GPU
 #                           machine without LLVM: unpack it there and run
-#                           gpu-bundle/run.sh
+#                           gpu-bundle/run.sh from the repository root
 #   scripts/ember.sh test   install what is missing, build, run every test:
 #                           unit tests, the lit tests (check-ember), every
 #                           test again under ASan+UBSan, and a downstream
@@ -234,14 +235,18 @@ run_fuzz_opt() {
     $seed "$@"
 }
 
-# The GPU bundle is built in its own tree (build-gpu/), for any x86-64 CPU
-# (no -march=native: the GPU machine's processor is not this one).
+# The GPU bundle (Note [The GPU bundle] in test/CMakeLists.txt) is built in
+# its own tree (build-gpu/), for any x86-64 CPU (no -march=native: the GPU
+# machine's processor is not this one), with LLVM linked statically into
+# libember.so. The tests read ops.yaml relative to the repository root, where
+# the device machine runs commands.
 run_gpu_bundle() {
   install_packages
   if [ ! -f build-gpu/build.ninja ]; then
     cmake -S "$ROOT" -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release \
-      -DEMBER_NATIVE=OFF -DEMBER_BUILD_BENCH=OFF \
-      -DEMBER_BUILD_EXAMPLES=OFF >/dev/null
+      -DEMBER_NATIVE=OFF -DEMBER_STATIC_LLVM=ON -DEMBER_BUILD_BENCH=OFF \
+      -DEMBER_BUILD_EXAMPLES=OFF -DEMBER_TEST_OPS_YAML=eager/ops/ops.yaml \
+      >/dev/null
   fi
   echo "== building the GPU bundle (build-gpu/)"
   local log
@@ -255,27 +260,23 @@ run_gpu_bundle() {
   local out=build-gpu/gpu-bundle
   rm -rf "$out"
   mkdir -p "$out"
-  cp build-gpu/test/test_cuda_bundle build-gpu/test/bench_cuda_bundle \
-    build-gpu/test/libember_eager_only.so "$out"/
+  cp build-gpu/libember.so build-gpu/test/bench_cuda_bundle \
+    build-gpu/test/unit/test_cuda build-gpu/test/unit/test_cuda_ops \
+    build-gpu/test/unit/test_cuda_codegen build-gpu/test/e2e/e2e_* "$out"/
   # The libraries a machine without ember's packages lacks: BLAS and its
-  # Fortran runtime (glibc, libstdc++ and the CUDA driver are there).
-  ldd "$out"/libember_eager_only.so |
+  # Fortran runtime (glibc, libstdc++, zlib, zstd and the CUDA driver are
+  # there). Nothing may need LLVM's shared library.
+  if ldd "$out"/libember.so | grep -q libLLVM; then
+    echo "error: the bundle's libember.so links libLLVM (EMBER_STATIC_LLVM is off?)" >&2
+    return 1
+  fi
+  ldd "$out"/libember.so |
     awk '/openblas|gfortran|quadmath/ {print $3}' |
     while read -r lib; do cp -L "$lib" "$out"/; done
-  strip --strip-unneeded "$out"/*.so* "$out"/*_bundle
-  cat >"$out"/run.sh <<'RUN'
-#!/bin/sh
-# Runs ember's GPU tests from this folder (arguments go to GoogleTest), or
-# with --bench the GPU benchmark (bench/bench_cuda.cpp).
-dir=$(cd "$(dirname "$0")" && pwd)
-export LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-if [ "${1:-}" = --bench ]; then
-  exec "$dir/bench_cuda_bundle"
-fi
-exec "$dir/test_cuda_bundle" "$@"
-RUN
-  chmod +x "$out"/run.sh
-  tar -C build-gpu -cJf build-gpu/gpu-bundle.tar.xz gpu-bundle
+  strip --strip-unneeded "$out"/*.so* "$out"/test_* "$out"/e2e_* "$out"/bench_*
+  cp scripts/gpu-bundle-run.sh "$out"/run.sh
+  # xz: the GPU machine may lack zstd; tar and python3 read xz everywhere.
+  XZ_OPT="-9 -T$JOBS" tar -C build-gpu -cJf build-gpu/gpu-bundle.tar.xz gpu-bundle
   echo "== build-gpu/gpu-bundle.tar.xz: $(du -h build-gpu/gpu-bundle.tar.xz | cut -f1)"
 }
 

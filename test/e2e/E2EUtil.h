@@ -9,7 +9,11 @@
 #include <ember/ember.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
+#include <cstdlib>
+#include <map>
+#include <optional>
 #include <tuple>
 
 namespace ember::test {
@@ -56,6 +60,69 @@ inline Tensor storage_of(const Tensor &t) {
   return t.as_strided({int64_t(t.storage().nbytes() / t.itemsize())}, {1}, 0);
 }
 
+/// Note [The e2e suite on CUDA]
+/// With EMBER_E2E_DEVICE=cuda (the GPU bundle's `run.sh e2e`), the compiled
+/// side of every comparison below runs on the GPU: its arguments are copied
+/// there over copies of their storages (so views, overlaps and aliasing
+/// between arguments stay as they were) and its results and arguments come
+/// back to the CPU to be compared with eager's, which ran on the CPU:
+/// compiled CUDA against eager CPU, at every optimisation level. Tests that
+/// compile CPU tensors themselves stay on the CPU. Requested on a machine
+/// without a GPU, every test skips with the reason.
+inline const std::optional<Device> &compiled_device() {
+  static const std::optional<Device> device = []() -> std::optional<Device> {
+    const char *v = std::getenv("EMBER_E2E_DEVICE");
+    if (!v || !*v)
+      return std::nullopt;
+    Device d(v);
+    return d.is_cpu() ? std::nullopt : std::optional<Device>(d);
+  }();
+  return device;
+}
+
+class CompiledDeviceEnvironment : public ::testing::Environment {
+  void SetUp() override {
+    if (compiled_device() && !cuda::is_available())
+      GTEST_SKIP() << "EMBER_E2E_DEVICE=" << *compiled_device()
+                   << " asks for compiled runs on a GPU, and this machine has "
+                      "none (ember::cuda::is_available() is false)";
+  }
+};
+inline ::testing::Environment *const kCompiledDeviceEnvironment =
+    ::testing::AddGlobalTestEnvironment(new CompiledDeviceEnvironment);
+
+/// The arguments of a compiled run (Note [The e2e suite on CUDA]): `args`
+/// themselves on the CPU, else copies on compiled_device() that share
+/// storages as `args` do and require grad as they do.
+inline std::vector<Tensor> compiled_args(const std::vector<Tensor> &args) {
+  if (!compiled_device())
+    return args;
+  std::map<const void *, Tensor> storages;
+  std::vector<Tensor> out;
+  for (const Tensor &t : args) {
+    if (!t.defined() || !t.device().is_cpu()) {
+      out.push_back(t);
+      continue;
+    }
+    const void *key = t.storage().unsafeGetStorageImpl();
+    auto it = storages.find(key);
+    if (it == storages.end()) {
+      Tensor whole = t.detach().as_strided(
+          {int64_t(t.storage().nbytes() / t.itemsize())}, {1}, 0);
+      it = storages.emplace(key, whole.to(*compiled_device())).first;
+    }
+    Tensor c =
+        it->second.as_strided(t.sizes(), t.strides(), t.storage_offset());
+    out.push_back(t.requires_grad() ? c.requires_grad_(true) : c);
+  }
+  return out;
+}
+
+/// A compiled result back on the CPU, to compare with eager's.
+inline Tensor on_cpu(const Tensor &t) {
+  return t.defined() && !t.device().is_cpu() ? t.cpu() : t;
+}
+
 /// Flattens what a program returns.
 inline void flatten(const Tensor &t, std::vector<Tensor> &out) {
   out.push_back(t);
@@ -76,18 +143,23 @@ void expect_same_with(F &fn, C &compiled, const Tensor (&inputs)[N],
                       int calls = 2) {
   for (int c = 0; c < calls; ++c) {
     std::array<Tensor, N> a, b;
+    std::vector<Tensor> copies;
     for (size_t i = 0; i < N; ++i) {
       a[i] = inputs[i].clone();
-      b[i] = inputs[i].clone();
+      copies.push_back(inputs[i].clone());
     }
+    copies = compiled_args(copies);
+    std::copy(copies.begin(), copies.end(), b.begin());
     std::vector<Tensor> ra, rb;
     flatten(std::apply(fn, a), ra);
     flatten(std::apply(compiled, b), rb);
     ASSERT_EQ(ra.size(), rb.size());
     for (size_t i = 0; i < ra.size(); ++i)
-      EXPECT_TRUE(same(rb[i], ra[i])) << "output " << i << " of call " << c;
+      EXPECT_TRUE(same(on_cpu(rb[i]), ra[i]))
+          << "output " << i << " of call " << c;
     for (size_t i = 0; i < N; ++i)
-      EXPECT_TRUE(same(b[i], a[i])) << "input " << i << " after call " << c;
+      EXPECT_TRUE(same(on_cpu(b[i]), a[i]))
+          << "input " << i << " after call " << c;
   }
 }
 
@@ -116,7 +188,7 @@ void expect_same_fresh(F fn, M make, int calls = 2,
     o.opt_level(level);
     auto compiled = compile(fn, o);
     for (int c = 0; c < calls; ++c) {
-      std::vector<Tensor> a = make(), b = make();
+      std::vector<Tensor> a = make(), b = compiled_args(make());
       std::vector<Tensor> ra, rb;
       flatten(fn(a), ra);
       flatten(compiled(b), rb);
@@ -124,7 +196,8 @@ void expect_same_fresh(F fn, M make, int calls = 2,
       std::string where =
           "level " + std::to_string(level) + " call " + std::to_string(c);
       for (size_t i = 0; i < ra.size(); ++i) {
-        EXPECT_TRUE(same(rb[i], ra[i])) << "output " << i << ", " << where;
+        EXPECT_TRUE(same(on_cpu(rb[i]), ra[i]))
+            << "output " << i << ", " << where;
         EXPECT_TRUE(same_layout(rb[i], ra[i]))
             << "output " << i << " strides " << rb[i].strides() << ", eager "
             << ra[i].strides() << ", " << where;
@@ -136,8 +209,9 @@ void expect_same_fresh(F fn, M make, int calls = 2,
               << "outputs " << i << " and " << j << " aliasing, " << where;
       }
       for (size_t j = 0; j < a.size(); ++j) {
-        EXPECT_TRUE(same(b[j], a[j])) << "argument " << j << ", " << where;
-        EXPECT_TRUE(same(storage_of(b[j]), storage_of(a[j])))
+        EXPECT_TRUE(same(on_cpu(b[j]), a[j]))
+            << "argument " << j << ", " << where;
+        EXPECT_TRUE(same(on_cpu(storage_of(b[j])), storage_of(a[j])))
             << "storage of argument " << j << ", " << where;
       }
     }

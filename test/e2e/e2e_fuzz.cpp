@@ -266,7 +266,7 @@ int fuzz(uint64_t seed, int first, int n) {
     auto f = compile(fn);
     std::vector<Tensor> got;
     try {
-      got = f(p.inputs);
+      got = f(ember::test::compiled_args(p.inputs));
     } catch (const Error &e) {
       ADD_FAILURE() << "program " << i << " (seed " << s
                     << ") raised when compiled: " << e.what() << "\n"
@@ -276,7 +276,8 @@ int fuzz(uint64_t seed, int first, int n) {
     EXPECT_EQ(got.size(), want.size());
     for (size_t k = 0; k < got.size() && k < want.size() && !unstable; ++k)
       EXPECT_TRUE(ember::test::same_where(
-          got[k], want[k], ember::test::stable_mask(want[k], up[k], down[k])))
+          ember::test::on_cpu(got[k]), want[k],
+          ember::test::stable_mask(want[k], up[k], down[k])))
           << "output " << k << " of program " << i << " (seed " << s << "):\n"
           << p.str() << "\n"
           << f.explain();
@@ -322,7 +323,7 @@ int fuzz_training(uint64_t seed, int first, int n) {
                         : t);
       return l;
     };
-    std::vector<Tensor> a = leaves(), b = leaves();
+    std::vector<Tensor> a = leaves(), b = ember::test::compiled_args(leaves());
     Tensor le;
     try {
       le = loss_of(a);
@@ -350,7 +351,8 @@ int fuzz_training(uint64_t seed, int first, int n) {
                     << p.str();
       continue;
     }
-    EXPECT_TRUE(same(lc, le)) << "program " << i << ":\n" << p.str();
+    EXPECT_TRUE(same(ember::test::on_cpu(lc), le)) << "program " << i << ":\n"
+                                                   << p.str();
     for (size_t k = 0; k < a.size(); ++k) {
       if (!a[k].requires_grad())
         continue;
@@ -359,7 +361,9 @@ int fuzz_training(uint64_t seed, int first, int n) {
           << p.str();
       if (a[k].grad().defined() && b[k].grad().defined()) {
         EXPECT_TRUE(
-            ember::test::agree(b[k].grad(), a[k].grad()).all().item<bool>())
+            ember::test::agree(ember::test::on_cpu(b[k].grad()), a[k].grad())
+                .all()
+                .item<bool>())
             << "gradient of input " << k << " of program " << i << " (seed "
             << s << ", budget " << budget << "):\n"
             << p.str() << "\neager " << a[k].grad() << "\ncompiled "
