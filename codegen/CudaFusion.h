@@ -17,6 +17,12 @@ namespace ember::codegen {
 /// their eager CUDA kernels.
 FusionCompile compile_cuda_fusion(mlir::Operation *fusion);
 
+/// Compiles the kernels of `fusions` (a graph's CUDA fusions) in parallel
+/// ahead of compile_cuda_fusion, which then finds them compiled (Note [The
+/// kernels of a graph compile in parallel] in runtime/Nvrtc.h). Fusions
+/// without a kernel are skipped; compile_cuda_fusion says why.
+void precompile_cuda_fusions(const std::vector<mlir::Operation *> &fusions);
+
 /// Why a fusion of fusions (Note [Combined kernels]) is not a CUDA kernel
 /// (compile() and ember-translate say the same).
 extern const char kCombinedNotOnCuda[];

@@ -137,6 +137,11 @@ ir::Trace compile_func(mlir::func::FuncOp func, const LowerOptions &options,
   auto t0 = Clock::now();
   std::vector<codegen::FusionCompile> compiled;
   std::vector<std::string> unsupported; // per op, in the importer's order
+  std::vector<mlir::Operation *> cuda_fusions;
+  for (mlir::Operation &op : func.getBody().front())
+    if (llvm::isa<ir::FusionOp>(op) && codegen::on_cuda(&op))
+      cuda_fusions.push_back(&op);
+  codegen::precompile_cuda_fusions(cuda_fusions);
   for (mlir::Operation &op : func.getBody().front()) {
     if (llvm::isa<ir::ConstantOp, mlir::func::ReturnOp>(op))
       continue;

@@ -5,11 +5,15 @@
 #include "runtime/Logging.h"
 #include "runtime/Profiler.h"
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <dlfcn.h>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <thread>
 #include <vector>
 
 namespace ember::cuda {
@@ -159,6 +163,9 @@ namespace {
 struct KernelCache {
   std::mutex mu;
   std::map<std::pair<int, std::string>, CUfunction> kernels;
+  /// What precompile_kernels compiled and no get_kernel loaded yet, by
+  /// disk key; with the NVRTC seconds each took.
+  std::map<std::string, std::pair<std::string, double>> binaries;
   /// The profiler's names of the kernels: the entry, or what name_kernel
   /// gave.
   std::map<void *, std::string> names;
@@ -183,7 +190,86 @@ CUfunction load(int device, const std::string &binary, const std::string &entry,
         "cuModuleGetFunction");
   return f;
 }
+
+/// The disk cache's key of a kernel for sm_<arch>, and its file's name.
+std::string disk_key_of(int arch, const std::string &source,
+                        const std::string &entry) {
+  return "cuda kernel " + entry + " for sm_" + std::to_string(arch) +
+         ", NVRTC " + std::to_string(nvrtc::version()) + "\n" + source;
+}
+std::string disk_name_of(const std::string &disk_key) {
+  return "cuda-" + disk_cache::hex(disk_cache::fnv1a(disk_key));
+}
+
+/// NVRTC's binary of a kernel, as the driver loads it (PTX NUL-ended), and
+/// the seconds it took.
+std::pair<std::string, double>
+compile_binary(int arch, const std::string &source, const std::string &entry) {
+  auto t0 = std::chrono::steady_clock::now();
+  nvrtc::Compiled k = nvrtc::compile(source, entry + ".cu", arch, true);
+  if (!k.cubin)
+    k.binary.push_back('\0');
+  if (logging::enabled(logging::Topic::kernels))
+    logging::log(logging::Topic::kernels,
+                 "cuda kernel " + entry + " compiled by NVRTC (" +
+                     (k.cubin ? "cubin" : "PTX") + " for sm_" +
+                     std::to_string(arch) + ")");
+  return {std::move(k.binary),
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+              .count()};
+}
 } // namespace
+
+int precompile_kernels(int arch, const std::vector<KernelSource> &kernels,
+                       int device) {
+  KernelCache &c = kernel_cache();
+  // The kernels no cache holds, each once.
+  std::vector<std::pair<const KernelSource *, std::string>> todo;
+  {
+    std::lock_guard<std::mutex> g(c.mu);
+    std::set<std::string> seen;
+    std::string why;
+    for (const KernelSource &k : kernels) {
+      if (device >= 0 &&
+          c.kernels.count(std::make_pair(device, k.entry + '\n' + k.source)))
+        continue;
+      std::string key = disk_key_of(arch, k.source, k.entry);
+      if (c.binaries.count(key) || !seen.insert(key).second ||
+          disk_cache::load(disk_name_of(key), key, &why))
+        continue;
+      todo.emplace_back(&k, std::move(key));
+    }
+  }
+  if (todo.empty())
+    return 0;
+  std::atomic<size_t> next{0};
+  std::atomic<int> compiled{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < todo.size();) {
+      const KernelSource &k = *todo[i].first;
+      const std::string &key = todo[i].second;
+      std::pair<std::string, double> b;
+      try {
+        b = compile_binary(arch, k.source, k.entry);
+      } catch (const Error &) {
+        continue; // (get_kernel compiles it again and raises with the log)
+      }
+      disk_cache::store(disk_name_of(key), key, b.first.data(), b.first.size());
+      std::lock_guard<std::mutex> g(c.mu);
+      c.binaries.emplace(key, std::move(b));
+      ++compiled;
+    }
+  };
+  size_t threads = std::min<size_t>(
+      todo.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t)
+    pool.emplace_back(work);
+  work();
+  for (std::thread &t : pool)
+    t.join();
+  return compiled;
+}
 
 void *get_kernel(int device, const std::string &source,
                  const std::string &entry) {
@@ -195,32 +281,35 @@ void *get_kernel(int device, const std::string &source,
     return it->second;
   }
   int arch = compute_capability(device);
-  std::string disk_key = "cuda kernel " + entry + " for sm_" +
-                         std::to_string(arch) + ", NVRTC " +
-                         std::to_string(nvrtc::version()) + "\n" + source;
-  std::string name = "cuda-" + disk_cache::hex(disk_cache::fnv1a(disk_key));
+  std::string disk_key = disk_key_of(arch, source, entry);
+  std::string name = disk_name_of(disk_key);
   std::string why;
   CUfunction f = nullptr;
-  if (std::optional<std::string> bin = disk_cache::load(name, disk_key, &why)) {
-    f = load(device, *bin, entry, &why);
-    if (f)
-      ++c.stats.from_disk;
+  if (auto it = c.binaries.find(disk_key); it != c.binaries.end()) {
+    // Compiled by precompile_kernels.
+    f = load(device, it->second.first, entry, &why);
+    if (f) {
+      ++c.stats.compiled;
+      ++c.stats.precompiled;
+      c.stats.nvrtc_seconds += it->second.second;
+    }
+    c.binaries.erase(it);
   }
+  if (!f)
+    if (std::optional<std::string> bin =
+            disk_cache::load(name, disk_key, &why)) {
+      f = load(device, *bin, entry, &why);
+      if (f)
+        ++c.stats.from_disk;
+    }
   if (!f) {
     // A miss, or an entry the driver would not load: compile, store, load.
-    nvrtc::Compiled k = nvrtc::compile(source, entry + ".cu", arch, true);
-    std::string binary = k.binary;
-    if (!k.cubin)
-      binary.push_back('\0');
+    auto [binary, seconds] = compile_binary(arch, source, entry);
     f = load(device, binary, entry, &why);
     EMBER_CHECK(f, "CUDA kernel ", entry, ": ", why);
     disk_cache::store(name, disk_key, binary.data(), binary.size());
     ++c.stats.compiled;
-    if (logging::enabled(logging::Topic::kernels))
-      logging::log(logging::Topic::kernels,
-                   "cuda kernel " + entry + " compiled by NVRTC (" +
-                       (k.cubin ? "cubin" : "PTX") + " for sm_" +
-                       std::to_string(arch) + ")");
+    c.stats.nvrtc_seconds += seconds;
   }
   c.kernels.emplace(std::move(key), f);
   c.names.emplace(f, entry);

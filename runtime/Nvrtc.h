@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace ember::cuda {
 
@@ -36,6 +37,26 @@ Compiled compile(const std::string &source, const std::string &name, int arch,
 void *get_kernel(int device, const std::string &source,
                  const std::string &entry);
 
+/// A kernel to compile: an extern "C" __global__ function `entry` of
+/// `source`.
+struct KernelSource {
+  std::string source, entry;
+};
+
+/// Note [The kernels of a graph compile in parallel]
+/// compile() knows every kernel of a graph before it launches one: it
+/// renders them all and hands them to precompile_kernels, which compiles
+/// those that no cache holds for architecture `arch` (sm_<arch>: the
+/// device's compute capability) on up to hardware_concurrency threads at
+/// once (NVRTC compiles separate programs in parallel), into the disk
+/// cache and a table of binaries in memory, where get_kernel then finds
+/// them (with the disk cache off too). A kernel NVRTC rejects is left for
+/// get_kernel, which raises with its log. Needs NVRTC, not a GPU; with
+/// `device` >= 0, kernels already loaded on that device are skipped.
+/// Returns how many it compiled.
+int precompile_kernels(int arch, const std::vector<KernelSource> &kernels,
+                       int device = -1);
+
 /// Names kernel `fn` in the profiler's tables (its entry until then).
 void name_kernel(void *fn, const std::string &name);
 
@@ -44,10 +65,13 @@ void name_kernel(void *fn, const std::string &name);
 void launch_kernel(int device, void *fn, unsigned grid, unsigned block,
                    void **args, size_t shared_bytes = 0);
 
-/// Counters of get_kernel, for tests: NVRTC compilations, loads from the
-/// disk cache, and hits in memory.
+/// Counters of get_kernel, for tests: NVRTC compilations (by get_kernel,
+/// or by precompile_kernels and then loaded: `precompiled` of them), loads
+/// from the disk cache, and hits in memory; and the seconds NVRTC took for
+/// the compiled ones (each its own time, parallel or not).
 struct KernelCacheStats {
-  long compiled = 0, from_disk = 0, from_memory = 0;
+  long compiled = 0, from_disk = 0, from_memory = 0, precompiled = 0;
+  double nvrtc_seconds = 0;
 };
 KernelCacheStats kernel_cache_stats();
 

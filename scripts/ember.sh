@@ -260,7 +260,7 @@ run_gpu_bundle() {
   local out=build-gpu/gpu-bundle
   rm -rf "$out"
   mkdir -p "$out"
-  cp build-gpu/libember.so build-gpu/test/bench_cuda_bundle \
+  cp build-gpu/libember.so build-gpu/test/bench_cuda build-gpu/test/bench_cuda_compile \
     build-gpu/test/unit/test_cuda build-gpu/test/unit/test_cuda_ops \
     build-gpu/test/unit/test_cuda_codegen build-gpu/test/e2e/e2e_* "$out"/
   # The libraries a machine without ember's packages lacks: BLAS and its

@@ -9,7 +9,11 @@
 #   run.sh e2e [ARGS]   every e2e test with EMBER_E2E_DEVICE=cuda: compiled
 #                       CUDA against eager CPU (Note [The e2e suite on CUDA]
 #                       in test/e2e/E2EUtil.h)
-#   run.sh bench        the GPU benchmark (bench/bench_cuda.cpp)
+#   run.sh bench        the GPU benchmarks (bench/bench_cuda.cpp, eager;
+#                       bench/bench_cuda_compile.cpp, compile()), each
+#                       followed by PyTorch's run of the same cases
+#                       (bench/cuda_torch.py, bench/cuda_compile_torch.py)
+#                       where python3 has torch
 #
 # Each binary's full log goes to $OUT/gpu-logs (or /tmp/gpu-logs); the end
 # of the output is one line per binary and the tests that failed.
@@ -54,7 +58,15 @@ e2e() {
 }
 
 case "${1:-all}" in
-bench) exec "$dir/bench_cuda_bundle" ;;
+bench)
+  for b in cuda cuda_compile; do
+    "$dir/bench_$b"
+    if python3 -c 'import torch' 2>/dev/null; then
+      python3 "bench/${b}_torch.py"
+    fi
+  done
+  exit 0
+  ;;
 unit)
   shift
   unit "$@"

@@ -19,6 +19,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -733,6 +734,46 @@ TEST(CudaCodegen, SplitReductionRunsOnTheHostAsTheCpuKernels) {
   }
 }
 
+// Note [The kernels of a graph compile in parallel]: precompile_kernels
+// compiles the kernels no cache holds, each once, on several threads, into
+// the disk cache (and a table in memory, with the disk cache off); a second
+// call finds them all; a kernel NVRTC rejects is left for get_kernel,
+// without an exception. Needs NVRTC only.
+TEST(CudaCodegen, KernelsOfAGraphCompileInParallel) {
+  REQUIRE_NVRTC();
+  std::vector<cuda::KernelSource> kernels;
+  for (int i = 0; i < 4; ++i) {
+    KernelSpec k;
+    k.shape = {100 + i};
+    int x = k.input(kFloat, {1});
+    k.outputs = {k.step(op("ember::exp"), {x}, {}, kFloat, kFloat)};
+    CudaKernel c = codegen::render_cuda(k);
+    kernels.push_back({c.source(), c.entry});
+  }
+  kernels.push_back(kernels[0]);
+  kernels.push_back(
+      {"extern \"C\" __global__ void broken() { nothing(); }", "broken"});
+  const char *was = std::getenv("EMBER_CACHE_DIR");
+  std::string saved = was ? was : "";
+  std::string dir = make_temp_dir();
+  setenv("EMBER_CACHE_DIR", dir.c_str(), 1);
+  EXPECT_EQ(cuda::precompile_kernels(80, kernels), 4);
+  EXPECT_EQ(cuda::precompile_kernels(80, kernels), 0);
+  int files = 0;
+  for (const auto &e : std::filesystem::directory_iterator(dir))
+    files += e.path().filename().string().rfind("cuda-", 0) == 0;
+  EXPECT_EQ(files, 4);
+  // The disk cache off: compiled into memory, found there the second time.
+  setenv("EMBER_CACHE_DIR", "", 1);
+  EXPECT_EQ(cuda::precompile_kernels(90, kernels), 4);
+  EXPECT_EQ(cuda::precompile_kernels(90, kernels), 0);
+  if (was)
+    setenv("EMBER_CACHE_DIR", saved.c_str(), 1);
+  else
+    unsetenv("EMBER_CACHE_DIR");
+  std::filesystem::remove_all(dir);
+}
+
 // --- with a GPU
 // ----------------------------------------------------------------
 
@@ -744,6 +785,9 @@ TEST(CudaCodegen, SplitReductionRunsOnTheHostAsTheCpuKernels) {
 TEST(Cuda, CompiledFusionsAreCudaKernels) {
   REQUIRE_GPU();
   NoGradGuard guard;
+  // (a fresh disk cache: the graph's kernels compile, in parallel)
+  std::string dir = make_temp_dir();
+  setenv("EMBER_CACHE_DIR", dir.c_str(), 1);
   namespace F = nn::functional;
   Tensor x = random({64, 1000}, kFloat, 1).cuda(),
          w = random({1000}, kFloat, 2).cuda(),
@@ -771,11 +815,15 @@ TEST(Cuda, CompiledFusionsAreCudaKernels) {
   }
   ExplainOutput e = compiled.explain();
   ASSERT_FALSE(e.graphs.empty());
-  int cuda_kernels = 0;
+  int cuda_kernels = 0, parallel = 0;
   for (const GraphInfo &g : e.graphs)
-    for (const KernelSummary &k : g.kernel_list)
+    for (const KernelSummary &k : g.kernel_list) {
       cuda_kernels += k.name.rfind("cuda ember_cuda_", 0) == 0;
+      parallel += k.origin.find("in parallel") != std::string::npos;
+    }
   EXPECT_GE(cuda_kernels, 4) << e;
+  EXPECT_GE(parallel, 4) << e;
+  unsetenv("EMBER_CACHE_DIR");
   std::printf("[ INFO     ] %s\n", e.str().c_str());
 }
 

@@ -1,0 +1,101 @@
+"""PyTorch eager and torch.compile (Inductor, Triton) on the cases of
+bench/bench_cuda_compile.cpp, timed the same way (5 warm-ups, the first
+compiling; 30 repetitions each timed with CUDA events; median, range,
+bandwidth of the bytes each case must move at least). Run on the GPU
+machine beside gpu-bundle/run.sh bench."""
+import torch
+import torch.nn.functional as F
+
+
+def time_ms(run):
+    for _ in range(5):
+        run()
+    torch.cuda.synchronize()
+    ms = []
+    for _ in range(30):
+        a = torch.cuda.Event(enable_timing=True)
+        e = torch.cuda.Event(enable_timing=True)
+        a.record()
+        run()
+        e.record()
+        e.synchronize()
+        ms.append(a.elapsed_time(e))
+    ms.sort()
+    return ms[len(ms) // 2], ms[0], ms[-1]
+
+
+def row(name, how, nbytes, run):
+    try:
+        med, lo, hi = time_ms(run)
+        print(f"| {name:30} | {how:8} | {med:9.3f} | {lo:7.3f}-{hi:<7.3f} | "
+              f"{nbytes / (med * 1e-3) / 1e9:8.1f} |", flush=True)
+    except Exception as e:  # a case that fails prints why; the run goes on
+        print(f"| {name:30} | {how:8} | error: {str(e)[:300]} |", flush=True)
+
+
+def gelu(x, w, b):
+    return F.gelu(x * w + b)
+
+
+def chain(x):
+    y = x * 1.5 + 0.5
+    y = y.sin() * y
+    y = y.tanh() - 0.25
+    y = y.sigmoid() * x
+    return y.exp()
+
+
+def softmax(x):
+    return x.softmax(-1)
+
+
+def layer_norm(x, w, b):
+    return F.layer_norm(x, (x.shape[-1],), w, b)
+
+
+print(f"device: {torch.cuda.get_device_name(0)} (torch {torch.__version__})\n")
+print(f"| {'case (float32)':30} | {'how':8} | {'median ms':>9} | {'range ms':>15} | {'GB/s':>8} |")
+print(f"|{'-' * 32}|{'-' * 10}|{'-' * 11}|{'-' * 17}|{'-' * 10}|")
+torch.manual_seed(0)
+R = C = 16384
+f = 4.0 * R * C
+x = torch.randn(R, C, device="cuda")
+w = torch.randn(C, device="cuda")
+b = torch.randn(C, device="cuda")
+out = torch.empty(R, C, device="cuda")
+row("copy_ 2^28", "eager", 2 * f, lambda: out.copy_(x))
+cgelu, cchain = torch.compile(gelu), torch.compile(chain)
+row("gelu(x*w+b) 2^28", "eager", 2 * f, lambda: gelu(x, w, b))
+row("gelu(x*w+b) 2^28", "compiled", 2 * f, lambda: cgelu(x, w, b))
+row("8-op chain 2^28", "eager", 2 * f, lambda: chain(x))
+row("8-op chain 2^28", "compiled", 2 * f, lambda: cchain(x))
+del x, w, b, out
+
+R = C = 8192
+f = 4.0 * R * C
+x = torch.randn(R, C, device="cuda")
+g = torch.randn(R, C, device="cuda")
+w = torch.randn(C, device="cuda")
+b = torch.randn(C, device="cuda")
+csoftmax, clayer_norm = torch.compile(softmax), torch.compile(layer_norm)
+with torch.no_grad():
+    row("softmax 8192^2", "eager", 2 * f, lambda: softmax(x))
+    row("softmax 8192^2", "compiled", 2 * f, lambda: csoftmax(x))
+    row("layer_norm 8192^2", "eager", 2 * f, lambda: layer_norm(x, w, b))
+    row("layer_norm 8192^2", "compiled", 2 * f, lambda: clayer_norm(x, w, b))
+xg = x.detach().requires_grad_()
+wg = w.detach().requires_grad_()
+bg = b.detach().requires_grad_()
+tsoftmax, tlayer_norm = torch.compile(softmax), torch.compile(layer_norm)
+
+
+def step(fn, ln):
+    y = fn(xg, wg, bg) if ln else fn(xg)
+    y.backward(g)
+    xg.grad = wg.grad = bg.grad = None
+
+
+row("softmax fwd+bwd 8192^2", "eager", 5 * f, lambda: step(softmax, False))
+row("softmax fwd+bwd 8192^2", "compiled", 5 * f, lambda: step(tsoftmax, False))
+row("layer_norm fwd+bwd 8192^2", "eager", 5 * f, lambda: step(layer_norm, True))
+row("layer_norm fwd+bwd 8192^2", "compiled", 5 * f, lambda: step(tlayer_norm, True))
