@@ -507,8 +507,28 @@ std::vector<Tensor> Session::wrap_arguments(const std::vector<Tensor> &reals) {
   for (size_t i = 0; i < out.size(); ++i) {
     arg_wrappers_.emplace(out[i].unsafeGetTensorImpl(), int(i));
     arg_pairs_.emplace_back(out[i], reals[i]);
+    // Note [An argument's grad]
+    // The function reads `.grad` of its arguments as eagerly (an update
+    // w.data().sub_(w.grad() * lr), clip_grad_norm_): the capture tensor
+    // standing for an argument holds the real tensor's grad, a real tensor
+    // that the graph lifts when an op reads it, and writes in place go to
+    // it. A grad the function replaces or clears (mutable_grad() = ...,
+    // zero_grad) is handed on to the real tensor when the call ends.
+    const Tensor &g = reals[i].grad();
+    if (g.defined() && !out[i].grad().defined())
+      out[i].mutable_grad() = g;
+    arg_grads_.push_back(out[i].grad().unsafeGetTensorImpl());
   }
   return out;
+}
+
+void Session::give_back_grads() {
+  for (size_t i = 0; i < arg_pairs_.size(); ++i) {
+    const auto &[wrapper, real] = arg_pairs_[i];
+    const Tensor &g = wrapper.grad();
+    if (g.unsafeGetTensorImpl() != arg_grads_[i] && !real.grad().is_same(g))
+      real.mutable_grad() = g;
+  }
 }
 
 void Session::check_requires_grad() {
@@ -790,11 +810,27 @@ void Session::record(const OperatorHandle &op, Stack &stack) {
   if (inplace) {
     EMBER_INTERNAL_ASSERT(self_meta && r.outputs.size() == 1);
     // A real leaf that requires grad may not be written in place under
-    // grad mode, as eagerly (its capture tensor is not a leaf: Note [The
-    // joint graph]).
-    if (GradMode::is_enabled() && self_meta->root()->real.defined())
-      autograd::check_inplace(self_meta->root()->real,
-                              self_meta->root()->real.requires_grad());
+    // grad mode, directly or through a view, as eagerly (its capture tensor
+    // is not a leaf: Note [The joint graph]); as eagerly, only a write that
+    // takes part in autograd: one through a detached alias
+    // (x.detach().mul_(2), w.data().sub_(...)) is allowed.
+    const Tensor &root_real = self_meta->root()->real;
+    bool takes_part = false;
+    for (const IValue &v : stack)
+      if (v.isTensor())
+        takes_part = takes_part || v.toTensor().requires_grad();
+    // (the root's real tensor itself, or a differentiable view of it: a
+    // detached alias does not require grad)
+    const bool aliases_leaf =
+        !self_meta->is_view() || stack[0].toTensor().requires_grad();
+    if (GradMode::is_enabled() && takes_part && aliases_leaf &&
+        root_real.defined() && root_real.requires_grad() && root_real.is_leaf())
+      EMBER_CHECK(false,
+                  self_meta->is_view() || root_real.is_view()
+                      ? "a view of a leaf Variable that requires grad is being "
+                        "used in an in-place operation."
+                      : "a leaf Variable that requires grad is being used in "
+                        "an in-place operation.");
     int nv = add_node(op, std::move(args), r.outputs[0]);
     // Autograd's saved tensors check the version, as eagerly: the capture
     // tensor's and the real tensor's (end_graph keeps the count the
@@ -899,6 +935,7 @@ void Session::graph_break(const std::string &reason, const std::string &where) {
 
 std::vector<OutputRecipe> Session::finish(const std::vector<Tensor> &outs) {
   check_requires_grad();
+  give_back_grads();
   std::vector<OutputRecipe> recipes(outs.size());
   std::vector<int> values(outs.size(), -1);
   for (size_t i = 0; i < outs.size(); ++i) {
@@ -1268,10 +1305,16 @@ void Session::end_graph() {
   for (CaptureMeta *m : views) {
     finish_impl(m, replay_views(Tensor(m->base), m->chain));
     // A view of its root's base, as eagerly (the boxed view ops replay_views
-    // calls do not record it).
-    if (!m->self->view_base())
-      m->self->set_view_base(m->base->view_base() ? m->base->view_base()
-                                                  : m->base);
+    // calls do not record it): for a view of an argument, the caller's
+    // tensor (or its base), so that autograd's checks see it (an in-place
+    // write to a returned view of a leaf that requires grad raises).
+    if (!m->self->view_base()) {
+      CaptureMeta *root = m->root();
+      intrusive_ptr<TensorImpl> base = m->base;
+      if (root->real.defined() && !root->storage_root)
+        base = intrusive_ptr<TensorImpl>(root->real.unsafeGetTensorImpl());
+      m->self->set_view_base(base->view_base() ? base->view_base() : base);
+    }
     // A view's history: through its base's (the node's, or an input's).
     Tensor v = capture_tensor(m);
     if (!tangent_outs.empty())

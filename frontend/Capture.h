@@ -219,7 +219,10 @@ public:
   /// The function raised: runs the graph captured so far (its writes), as
   /// eagerly the ops before the raise have run (Note [A raising call keeps
   /// what ran before] in frontend/Frontend.cpp).
-  void finish_raised() { end_graph(); }
+  void finish_raised() {
+    end_graph();
+    give_back_grads();
+  }
   /// The inputs of the last graph run (replay mode keeps them).
   const std::vector<ir::Input> &last_inputs() const { return last_inputs_; }
   const std::vector<Tensor> &last_input_tensors() const {
@@ -332,6 +335,11 @@ private:
   std::unordered_map<TensorImpl *, int> arg_wrappers_;
   /// Each argument's capture tensor and real tensor.
   std::vector<std::pair<Tensor, Tensor>> arg_pairs_;
+  /// Note [An argument's grad]: each argument's `.grad` when the call began
+  /// (its capture tensor's too); give_back_grads() hands a grad the function
+  /// replaced (or cleared) on to the real tensor.
+  std::vector<TensorImpl *> arg_grads_;
+  void give_back_grads();
   /// Raises when requires_grad_() was called on an argument's capture
   /// tensor (Note [What compile() may change]).
   void check_requires_grad();

@@ -60,6 +60,13 @@ namespace ember {
 ///   the first (eagerly, independent outputs have independent graphs).
 /// - create_graph=true through a compiled graph raises.
 /// - A returned view of a graph output gets an AsStridedBackward0 grad_fn.
+/// - The outputs of one graph are siblings: a gradient with respect to one
+///   of them does not see what flows through another output computed from
+///   it in the same graph. For `h = x.exp(); return {h, (h * h).sum()}`,
+///   autograd::grad({loss}, {h}) raises that h was not used and
+///   h.retain_grad() leaves h.grad() undefined (x's gradient is right).
+///   Compute the loss outside the compiled function to differentiate with
+///   respect to h.
 /// And one thing compile() refuses: requires_grad_() on a tensor argument
 /// inside the function raises (the function sees a stand-in for the
 /// caller's tensor, whose autograd identity it cannot take over); call it

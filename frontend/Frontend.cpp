@@ -218,6 +218,10 @@ public:
     EMBER_CHECK_VALUE(options.opt_level() >= 0 && options.opt_level() <= 2,
                       "compile: opt_level must be 0, 1 or 2, got ",
                       options.opt_level());
+    EMBER_CHECK_VALUE(options.memory_budget() >= -1,
+                      "compile: memory_budget must be a number of bytes (0 "
+                      "or more), or -1 for no budget; got ",
+                      options.memory_budget());
   }
 
   CompileOptions options;

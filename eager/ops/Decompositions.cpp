@@ -111,7 +111,10 @@ native_layer_norm(const Tensor &input, IntArrayRef normalized_shape,
 }
 
 Tensor logsumexp(const Tensor &self, IntArrayRef dim, bool keepdim) {
-  Tensor x = self.to(meta::logsumexp_dtype(self.dtype()));
+  // In the compute type, rounded once at the end, as the kernel (a probe
+  // found float16 and bfloat16 results rounded at every step).
+  const ScalarType out_t = meta::logsumexp_dtype(self.dtype());
+  Tensor x = self.to(compute_type(out_t));
   reduce::ReduceDims rd = reduce::reduce_dims(x, dim, keepdim);
   EMBER_CHECK_VALUE(rd.nreduce > 0 && rd.nout > 0,
                     "logsumexp: no decomposition for an empty reduction");
@@ -120,7 +123,7 @@ Tensor logsumexp(const Tensor &self, IntArrayRef dim, bool keepdim) {
   Tensor m = x.amax(dim, true);
   m = ember::where(m.abs() == std::numeric_limits<double>::infinity(),
                    wrapped_scalar_tensor(Scalar(0.0)), m);
-  Tensor r = (x - m).exp().sum(dim, true).log() + m;
+  Tensor r = ((x - m).exp().sum(dim, true).log() + m).to(out_t);
   return keepdim ? r : r.reshape(IntArrayRef(rd.out_sizes));
 }
 

@@ -366,6 +366,12 @@ std::vector<Misuse> cases() {
                  CompileOptions().recompile_limit(0));
        },
        "recompile_limit"},
+      {"compile", "a negative memory_budget",
+       [] {
+         compile([](const Tensor &t) { return t; },
+                 CompileOptions().memory_budget(-5));
+       },
+       "memory_budget must be a number of bytes"},
       {"compile", "an op's error inside a compiled function",
        [] {
          NoGradGuard g;
