@@ -262,19 +262,22 @@ run_gpu_bundle() {
   mkdir -p "$out"
   cp build-gpu/libember.so build-gpu/test/bench_cuda build-gpu/test/bench_cuda_compile \
     build-gpu/test/unit/test_cuda build-gpu/test/unit/test_cuda_ops \
-    build-gpu/test/unit/test_cuda_codegen build-gpu/test/e2e/e2e_* "$out"/
+    build-gpu/test/unit/test_cuda_codegen "$out"/
+  find build-gpu/test/e2e -maxdepth 1 -name 'e2e_*' -type f -perm -u+x \
+    -exec cp {} "$out"/ \;
   # The libraries a machine without ember's packages lacks: BLAS and its
-  # Fortran runtime (glibc, libstdc++, zlib, zstd and the CUDA driver are
+  # Fortran runtime, zlib and zstd (glibc, libstdc++ and the CUDA driver are
   # there). Nothing may need LLVM's shared library.
   if ldd "$out"/libember.so | grep -q libLLVM; then
     echo "error: the bundle's libember.so links libLLVM (EMBER_STATIC_LLVM is off?)" >&2
     return 1
   fi
   ldd "$out"/libember.so |
-    awk '/openblas|gfortran|quadmath/ {print $3}' |
+    awk '/openblas|gfortran|quadmath|libz\.so|libzstd/ {print $3}' |
     while read -r lib; do cp -L "$lib" "$out"/; done
   strip --strip-unneeded "$out"/*.so* "$out"/test_* "$out"/e2e_* "$out"/bench_*
   cp scripts/gpu-bundle-run.sh "$out"/run.sh
+  chmod +x "$out"/run.sh
   # xz: the GPU machine may lack zstd; tar and python3 read xz everywhere.
   XZ_OPT="-9 -T$JOBS" tar -C build-gpu -cJf build-gpu/gpu-bundle.tar.xz gpu-bundle
   echo "== build-gpu/gpu-bundle.tar.xz: $(du -h build-gpu/gpu-bundle.tar.xz | cut -f1)"
