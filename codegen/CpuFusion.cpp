@@ -61,28 +61,10 @@ public:
     const size_t n_in = which.empty() ? all.size() : which.size();
     EMBER_CHECK(n_in == spec_.inputs.size(), "kernel ", name(), " takes ",
                 spec_.inputs.size(), " inputs, got ", n_in);
-    // Results written in place: the planned input, when nothing but the
-    // caller's list holds it (no view of it, no other reference) and it is
-    // contiguous with the result's shape and dtype. An entry -(k + 2) is an
-    // input the graph overwrites with the result (ir::Node::reuse): other
-    // references do not matter, only its layout.
-    std::vector<int> in_place(outputs_.size(), -1);
-    for (size_t o = 0; o < reuse.size() && o < outputs_.size(); ++o) {
-      bool overwrite = reuse[o] <= -2;
-      int k = overwrite ? -reuse[o] - 2 : reuse[o];
-      if (k < 0 || size_t(k) >= n_in)
-        continue;
-      const Tensor &t = input(size_t(k));
-      bool layout = t.is_contiguous() && t.dtype() == outputs_[o].dtype &&
-                    t.sizes() == IntArrayRef(outputs_[o].sizes);
-      // (and the whole of its storage: a result is a new tensor, Note
-      // [Outputs are new tensors] in frontend/Executor.cpp)
-      if (layout &&
-          (overwrite ||
-           (t.use_count() == 1 && t.storage().use_count() == 1 &&
-            t.storage_offset() == 0 && t.nbytes() == t.storage().nbytes())))
-        in_place[o] = k;
-    }
+    std::vector<const Tensor *> ins(n_in);
+    for (size_t j = 0; j < n_in; ++j)
+      ins[j] = &input(j);
+    std::vector<int> in_place = results_in_place(ins, outputs_, reuse);
     // The kernel was compiled for contiguous inputs and separate results;
     // other strides (an input that is a view) and results in place get a
     // variant, compiled once and kept here (no spec copy or cache-key
@@ -238,6 +220,33 @@ private:
   size_t results_;
   std::string name_;
 };
+
+} // namespace
+
+std::vector<int> results_in_place(const std::vector<const Tensor *> &inputs,
+                                  const std::vector<ir::ValueType> &results,
+                                  const std::vector<int> &reuse) {
+  std::vector<int> in_place(results.size(), -1);
+  for (size_t o = 0; o < reuse.size() && o < results.size(); ++o) {
+    bool overwrite = reuse[o] <= -2;
+    int k = overwrite ? -reuse[o] - 2 : reuse[o];
+    if (k < 0 || size_t(k) >= inputs.size())
+      continue;
+    const Tensor &t = *inputs[size_t(k)];
+    bool layout = t.is_contiguous() && t.dtype() == results[o].dtype &&
+                  t.sizes() == IntArrayRef(results[o].sizes);
+    // (and the whole of its storage: a result is a new tensor, Note
+    // [Outputs are new tensors] in frontend/Executor.cpp)
+    if (layout &&
+        (overwrite ||
+         (t.use_count() == 1 && t.storage().use_count() == 1 &&
+          t.storage_offset() == 0 && t.nbytes() == t.storage().nbytes())))
+      in_place[o] = k;
+  }
+  return in_place;
+}
+
+namespace {
 
 /// A fusion of one kernel (`plan`: its ember.reuse, or none).
 std::shared_ptr<const CpuFusionKernel>

@@ -13,8 +13,11 @@
 
 #include "mlir/IR/Operation.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 
 namespace ember::codegen {
@@ -60,8 +63,37 @@ public:
         parts_(std::move(parts)), split_(std::move(split)) {}
 
   std::vector<Tensor> run(const std::vector<Tensor> &inputs) const override {
+    return run_reusing(inputs, {});
+  }
+
+  /// The buffer plan (ember.reuse): results written into inputs that die
+  /// here (results_in_place, as on the CPU), by a variant of the kernel
+  /// rendered with KernelSpec::output_inputs (never split), compiled on
+  /// first use and kept.
+  std::vector<Tensor>
+  run_reusing(const std::vector<Tensor> &inputs,
+              const std::vector<int> &reuse) const override {
     EMBER_CHECK(inputs.size() == spec_.inputs.size(), "kernel ", name(),
                 " takes ", spec_.inputs.size(), " inputs, got ", inputs.size());
+    std::vector<const Tensor *> ptrs;
+    for (const Tensor &t : inputs)
+      ptrs.push_back(&t);
+    std::vector<int> in_place = results_in_place(ptrs, outputs_, reuse);
+    if (std::count(in_place.begin(), in_place.end(), -1) !=
+        std::ptrdiff_t(in_place.size())) {
+      std::vector<Tensor> outs;
+      for (size_t o = 0; o < outputs_.size(); ++o)
+        outs.push_back(
+            in_place[o] >= 0
+                ? inputs[size_t(in_place[o])]
+                : empty(outputs_[o].sizes,
+                        TensorOptions(outputs_[o].dtype).device(device_)));
+      std::vector<Tensor> ins;
+      for (const Tensor &t : inputs)
+        ins.push_back(t.is_contiguous() ? t : t.contiguous());
+      launch(variant(in_place), outs, ins);
+      return outs;
+    }
     // The kernel reads its inputs contiguous (as compiled: the graph's
     // guards fix their shapes); a view is copied first.
     std::vector<Tensor> ins;
@@ -121,11 +153,27 @@ private:
                         unsigned(k.block), args.data());
   }
 
+  /// The kernel writing results in place of inputs as `in_place` says.
+  const Launchable &variant(const std::vector<int> &in_place) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto &[key, l] : variants_)
+      if (key == in_place)
+        return *l;
+    KernelSpec s = spec_;
+    s.output_inputs = in_place;
+    variants_.emplace_back(
+        in_place, std::make_unique<Launchable>(make(s, device_.index())));
+    return *variants_.back().second;
+  }
+
   KernelSpec spec_;
   std::vector<ir::ValueType> outputs_;
   Device device_;
   std::vector<Launchable> parts_;
   std::optional<SplitSpecs> split_;
+  mutable std::mutex mu_;
+  mutable std::vector<std::pair<std::vector<int>, std::unique_ptr<Launchable>>>
+      variants_;
 };
 
 } // namespace
@@ -183,8 +231,7 @@ FusionCompile compile_cuda_fusion(mlir::Operation *fusion) {
     r.why_not = describe(fusion, spec);
     if (!r.why_not.empty())
       return r;
-    // The buffer plan (ember.reuse) is not used yet: results are fresh
-    // tensors from the caching allocator.
+    // (the buffer plan, ember.reuse, is decided per call: run_reusing)
     Device device = ir::value_type(fusion->getResult(0).getType()).device;
     std::vector<ir::ValueType> outs;
     for (mlir::Value v : fusion->getResults())

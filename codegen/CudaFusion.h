@@ -3,8 +3,9 @@
 /// kernel description (codegen/Lower.h), rendered as CUDA C (codegen/
 /// CudaRender.h), compiled by NVRTC for its device (the memory and disk
 /// caches of runtime/Nvrtc.h) and launched on the device's current stream,
-/// its results from the caching allocator. A reduction with few output
-/// points runs as the two kernels of Note [Split reductions].
+/// its results from the caching allocator or, as the buffer plan
+/// (ember.reuse) says, written into inputs that die there. A reduction with
+/// few output points runs as the two kernels of Note [Split reductions].
 
 #include "codegen/CpuFusion.h"
 

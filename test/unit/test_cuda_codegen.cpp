@@ -827,6 +827,30 @@ TEST(Cuda, CompiledFusionsAreCudaKernels) {
   std::printf("[ INFO     ] %s\n", e.str().c_str());
 }
 
+// The buffer plan on CUDA (CudaFusionKernel::run_reusing): a fusion after a
+// matmul writes into the matmul's result, which dies there; the results
+// equal eager's and the plan's off switch's, and the step's peak is lower.
+TEST(Cuda, CompiledFusionsWriteIntoDyingBuffers) {
+  REQUIRE_GPU();
+  NoGradGuard guard;
+  auto fn = [](const Tensor &x) { return (x.exp().mm(x) * 2).tanh().neg(); };
+  Tensor x = random({512, 512}, kFloat, 5).cuda();
+  Tensor want = fn(x);
+  int64_t peak[2];
+  for (bool inplace : {false, true}) {
+    auto f = compile(fn, CompileOptions().inplace_buffers(inplace));
+    f(x); // (compiles)
+    cuda::synchronize();
+    cuda::reset_peak_memory_stats();
+    int64_t before = cuda::memory_allocated();
+    Tensor got = f(x);
+    cuda::synchronize();
+    peak[inplace] = cuda::max_memory_allocated() - before;
+    EXPECT_TRUE(allclose(got.cpu(), want.cpu(), 1e-5, 1e-6)) << inplace;
+  }
+  EXPECT_LT(peak[1], peak[0]);
+}
+
 // Random kernel descriptions -- 1 to 3 dims with size-1 dims, transposed
 // and broadcast inputs, float32/float64/float16/bfloat16 chains of unary
 // and binary ops, folds over any subset of dims feeding pointwise steps,
