@@ -1025,6 +1025,18 @@ std::string Session::joint_blocker(const std::vector<CaptureMeta *> &outs) {
   std::vector<Tensor> roots;
   for (CaptureMeta *m : outs)
     roots.push_back(capture_tensor(m));
+  // The graph's nodes reach what came before it only through the cut (its
+  // inputs' edges). A node made by other code during capture (a custom
+  // autograd Function whose forward has a graph break: its input is an
+  // earlier graph's output, never read by an op of this graph) can lead
+  // past it; tracing would run that earlier backward on stand-ins.
+  std::unordered_set<autograd::Node *> cut;
+  for (const Tensor &real : grad_reals_)
+    cut.insert(autograd::gradient_edge(real).function.get());
+  const char *escapes =
+      "an autograd node of the graph leads to a tensor from before it that "
+      "no op of the graph reads (a custom autograd Function whose forward "
+      "has a graph break)";
   std::string why;
   visit_graph_nodes(roots, [&](autograd::Node *n) {
     if (n->has_grad_hooks())
@@ -1032,11 +1044,17 @@ std::string Session::joint_blocker(const std::vector<CaptureMeta *> &outs) {
             "or retain_grad)";
     else if (dynamic_cast<autograd::NotImplemented *>(n))
       why = "an op of the graph has no derivative formula";
-    else if (auto *acc = dynamic_cast<autograd::AccumulateGrad *>(n);
-             acc && acc->variable.unsafeGetTensorImpl()->key_set().has(
-                        DispatchKey::Capture))
-      why = "a tensor made inside the function requires grad (a leaf of "
-            "the graph)";
+    else if (auto *acc = dynamic_cast<autograd::AccumulateGrad *>(n))
+      why = acc->variable.unsafeGetTensorImpl()->key_set().has(
+                DispatchKey::Capture)
+                ? "a tensor made inside the function requires grad (a leaf "
+                  "of the graph)"
+                : escapes;
+    else if (!dynamic_cast<CaptureInput *>(n))
+      for (const autograd::Edge &e : n->next_edges())
+        if (e.function && !cut.count(e.function.get()) &&
+            e.function->sequence_nr() < graph_seq_)
+          why = escapes;
     return why.empty();
   });
   return why;

@@ -84,9 +84,18 @@ struct CompileOptions {
   /// only on its arguments' metadata and its non-tensor arguments): after the
   /// first capture of a guard set, calls run the cached program without
   /// running the function (the lowest overhead, like CUDA graphs). Tensors
-  /// the function creates itself are then constants.
+  /// the function creates itself are then constants, and so are the tensors
+  /// it reads from outside its arguments (captured tensors, parameters): a
+  /// write into them is seen, a captured variable reassigned to another
+  /// tensor is not (make a new compiled function then). A module switched
+  /// between train() and eval() makes every call capture again.
   EMBER_ARG(bool, replay) = false;
-  /// A graph break raises instead of splitting the graph.
+  /// A graph break raises instead of splitting the graph. As any error
+  /// raised while the function is captured, the graph captured before the
+  /// break runs first (its writes to arguments happen, as eagerly the ops
+  /// before the break would have run: Note [A raising call keeps what ran
+  /// before] in frontend/Frontend.cpp), unlike torch.compile, which raises
+  /// before running anything.
   EMBER_ARG(bool, fullgraph) = false;
   /// The name used in logs, dumps and explain(); default "fn<N>".
   EMBER_ARG(std::string, name) = "";

@@ -9,6 +9,7 @@
 #include "eager/amp/Autocast.h"
 #include "eager/autograd/GradMode.h"
 #include "eager/autograd/ThreadLocalState.h"
+#include "eager/nn/Module.h"
 #include "runtime/Allocator.h"
 #include "runtime/Env.h"
 #include "runtime/Logging.h"
@@ -234,6 +235,8 @@ public:
   std::vector<std::unique_ptr<Entry>> entries;
   std::unordered_multimap<uint64_t, Entry *> by_hash;
   std::unordered_map<ReplayKey, ReplayEntry, ReplayKey::Hash> replays;
+  /// nn::Module::mode_changes() when `replays` was last valid.
+  uint64_t replay_modes = 0;
   bool over_limit = false;
   std::string limit_reason; ///< why over_limit was set
   ExplainOutput stats;
@@ -706,6 +709,13 @@ FlatOutputs run_compiled(
 
   std::optional<ReplayKey> rkey;
   if (st.options.replay()) {
+    // A module switched between train() and eval() since the calls were
+    // captured: what they read (dropout, batch statistics) changed, so none
+    // is replayed (a probe found eval calls replaying the training graph).
+    if (uint64_t modes = nn::Module::mode_changes(); modes != st.replay_modes) {
+      st.replays.clear();
+      st.replay_modes = modes;
+    }
     rkey.emplace(tensors, guards);
     auto it = st.replays.find(*rkey);
     if (it != st.replays.end()) {

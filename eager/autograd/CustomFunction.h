@@ -137,16 +137,25 @@ template <class T> struct Function {
     variable_list inputs;
     (detail::collect(inputs, node->is_tensor_arg_, args), ...);
     bool is_executable = any_requires_grad(inputs);
-    edge_list edges;
-    for (const Tensor &t : inputs)
-      edges.push_back(gradient_edge(t));
-    node->set_next_edges(std::move(edges));
+    auto edges_of_inputs = [&] {
+      edge_list edges;
+      for (const Tensor &t : inputs)
+        edges.push_back(gradient_edge(t));
+      return edges;
+    };
+    // (set before forward too: ctx->needs_input_grad() reads them)
+    node->set_next_edges(edges_of_inputs());
     node->ctx_.grad_fn_ = node;
     using Out = decltype(X::forward(&node->ctx_, std::forward<Args>(args)...));
     Out out = [&] {
       AutoGradMode no_grad(false);
       return X::forward(&node->ctx_, std::forward<Args>(args)...);
     }();
+    // The inputs' edges as they are after forward (which, without grad
+    // mode, changes no input's history, unless a graph break of a compiled
+    // function inside it made a captured input real: its history is then
+    // the compiled graph's node, not the stand-in's).
+    node->set_next_edges(edges_of_inputs());
     variable_list outs;
     if constexpr (std::is_same_v<std::decay_t<Out>, Tensor>)
       outs.push_back(out);

@@ -5,6 +5,7 @@
 
 #include <cxxabi.h>
 
+#include <atomic>
 #include <cstdlib>
 
 namespace ember {
@@ -197,11 +198,19 @@ Module::named_children() const {
 
 // --- modes and conversion ----------------------------------------------------
 
+namespace {
+std::atomic<uint64_t> g_mode_changes{0};
+} // namespace
+
 void Module::train(bool on) {
   for (auto &child : children_)
     child.value()->train(on);
+  if (is_training_ != on)
+    ++g_mode_changes;
   is_training_ = on;
 }
+
+uint64_t Module::mode_changes() noexcept { return g_mode_changes.load(); }
 
 void Module::eval() { train(false); }
 

@@ -112,6 +112,9 @@ public:
   /// train(false).
   void eval();
   virtual bool is_training() const noexcept;
+  /// How many times any module's training flag changed in this process
+  /// (compile()'s replay mode replays nothing captured before a change).
+  static uint64_t mode_changes() noexcept;
 
   /// Moves and converts every parameter and buffer in place: the tensors
   /// keep their identity (members such as `weight` still alias the

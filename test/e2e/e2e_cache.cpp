@@ -296,6 +296,30 @@ TEST(E2ECache, ReplayWithMutationOfInputAndBuffer) {
   EXPECT_EQ(runs, 1);
 }
 
+// A module switched between train() and eval() makes replay capture again:
+// BatchNorm in eval mode normalizes with its running statistics and leaves
+// them alone. Found by a probe: the training graph was replayed.
+TEST(E2ECache, ReplayCapturesAgainAfterTrainOrEval) {
+  manual_seed(3);
+  nn::BatchNorm1d bn(3);
+  auto f = compile([&](const Tensor &x) { return bn->forward(x); },
+                   CompileOptions().replay(true));
+  NoGradGuard ng;
+  Tensor x = random({6, 3}, kFloat, 171);
+  bn->train();
+  f(x);
+  for (bool training : {false, true, false}) {
+    bn->train(training);
+    Tensor mean = bn->running_mean.clone();
+    Tensor got = f(x);
+    Tensor after = bn->running_mean.clone();
+    bn->running_mean.copy_(mean);
+    Tensor want = bn->forward(x);
+    EXPECT_TRUE(same(got, want)) << training;
+    EXPECT_TRUE(same(after, bn->running_mean)) << training;
+  }
+}
+
 TEST(E2ECache, ReplayWithBreakCapturesEveryCall) {
   int runs = 0;
   auto fn = [&](const Tensor &x) {

@@ -261,6 +261,36 @@ TEST(E2ETraining, CustomFunctionBackwardIsCaptured) {
   EXPECT_TRUE(e.eager_reasons.empty()) << e;
 }
 
+// A graph break inside a custom Function's forward (its input an
+// intermediate of the earlier graph, saved and unsaved): the node's edges
+// are taken after forward, when the input is real (the earlier graph's
+// output); the later graph's backward, which reaches that node, runs
+// eagerly and says why. Found by a probe: backward raised "a second time".
+TEST(E2ETraining, CustomFunctionWithABreakInItsForward) {
+  struct Normalize : autograd::Function<Normalize> {
+    static Tensor forward(autograd::AutogradContext *ctx, const Tensor &x) {
+      double m = x.max().item<double>(); // (a graph break)
+      ctx->saved_data["m"] = m;
+      ctx->save_for_backward({x});
+      return x / m;
+    }
+    static autograd::variable_list backward(autograd::AutogradContext *ctx,
+                                            autograd::variable_list g) {
+      Tensor x = ctx->get_saved_variables()[0];
+      return {g[0] / ctx->saved_data["m"].toDouble() + 0 * x};
+    }
+  };
+  Fn fn = [](const std::vector<Tensor> &a) {
+    return (Normalize::apply(a[0].exp()) * a[1]).sum();
+  };
+  ExplainOutput e = expect_same_training(
+      fn, {random({5}, kDouble, 95), random({5}, kDouble, 96)}, {true, true});
+  bool said = false;
+  for (const std::string &r : e.eager_reasons)
+    said = said || contains(r, "custom autograd Function whose forward has");
+  EXPECT_TRUE(said) << e;
+}
+
 TEST(E2ETraining, DataDependentOpInAutogradKernelKeepsEagerBackward) {
   Fn fn = [](const std::vector<Tensor> &a) {
     Tensor h = a[0] * 2;

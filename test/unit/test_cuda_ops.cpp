@@ -992,8 +992,9 @@ void nn_matches_the_cpu(Device dev, double tol) {
     Tensor g = random(yc.sizes().vec(), kFloat, ++seed);
     (yc * g).sum().backward();
     (yd * g.to(dev)).sum().backward();
-    if (!c.integer_input)
+    if (!c.integer_input) {
       EXPECT_TRUE(near(xd.grad(), xc.grad())) << "input gradient";
+    }
     auto pc = cpu->named_parameters(), pd = other->named_parameters();
     for (const auto &item : pc) {
       SCOPED_TRACE(item.key());
