@@ -833,7 +833,7 @@ public:
   }
 
 private:
-  static constexpr int64_t kRun = 64; ///< kept points a block holds at most
+  static constexpr int64_t kRun = 256; ///< kept points a block holds at most
 
   /// Drops size-1 dims, merges adjacent reduced dims that every operand
   /// walks contiguously, and picks the block shape.

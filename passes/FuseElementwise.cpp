@@ -10,7 +10,10 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SetVector.h"
+
+#include <functional>
 
 namespace ember::passes {
 
@@ -131,6 +134,176 @@ struct Group {
 
 struct FuseElementwise : impl::FuseElementwiseBase<FuseElementwise> {
   using FuseElementwiseBase::FuseElementwiseBase;
+
+  using Find = std::function<int(int)>;
+
+  // Note [Recomputing pointwise values in reductions]
+  // A pointwise value that only a reduction of another domain reads joins
+  // the group of its producers, which that reduction cannot join: the
+  // value is written as a full tensor and read back. layer_norm's backward
+  // is the case: g * xhat, summed over the batch for the weight's gradient,
+  // is computed beside the rows that fold the normalized dim for the
+  // input's gradient. So, once the groups are formed: a value of group A
+  // that only ops of reduction group B read, computed in A by pointwise ops
+  // and conversions from values outside A (its *cone*, at most 16 ops), is
+  // recomputed in B (clones of the cone join B; the originals go when
+  // nothing else reads them), if B's kernel reads the cone's inputs as
+  // indexed and stays within the fusion size. B then reads A's inputs (x,
+  // the saved statistics) instead of a tensor A wrote: one pass over memory
+  // fewer. Then reduction groups over the same domain that read a common
+  // value from outside and do not depend on each other become one group
+  // (merge_reductions): the weight's and the bias's gradients fold the
+  // gradient in one pass.
+  void recompute_into_reductions(std::vector<Group> &groups,
+                                 llvm::DenseMap<Operation *, int> &group_of,
+                                 const Find &find,
+                                 const passes::FusionTarget &t) {
+    auto group = [&](Operation *op) {
+      auto it = op ? group_of.find(op) : group_of.end();
+      return it == group_of.end() ? -1 : find(it->second);
+    };
+    for (size_t bi = 0; bi < groups.size(); ++bi) {
+      if (groups[bi].merged_into >= 0 || groups[bi].ops.empty() ||
+          !groups[bi].domain.has_reduction())
+        continue;
+      const int b = int(bi);
+      std::vector<Operation *> reading = groups[bi].ops;
+      for (Operation *op : reading) {
+        for (Value v : op->getOperands()) {
+          Operation *p = v.getDefiningOp();
+          int a = group(p);
+          if (a < 0 || a == b || !llvm::all_of(v.getUsers(), [&](Operation *u) {
+                return group(u) == b;
+              }))
+            continue;
+          // The cone of v in A, operands first.
+          std::vector<Operation *> cone;
+          llvm::SmallPtrSet<Operation *, 16> seen;
+          bool ok = true;
+          std::function<void(Operation *)> visit = [&](Operation *o) {
+            if (!ok || !seen.insert(o).second)
+              return;
+            if (!o->hasTrait<ir::OpTrait::Pointwise>() &&
+                !o->hasTrait<ir::OpTrait::Conversion>()) {
+              ok = false;
+              return;
+            }
+            for (Value x : o->getOperands())
+              if (Operation *d = x.getDefiningOp();
+                  d && !wrapped_number(d) && group(d) == a)
+                visit(d);
+            cone.push_back(o);
+            ok = ok && cone.size() <= 16;
+          };
+          visit(p);
+          int64_t weight = 0;
+          for (Operation *o : cone)
+            weight += t.weight(o);
+          if (!ok || groups[bi].weight + weight > maxOps)
+            continue;
+          OpBuilder builder(p->getContext());
+          builder.setInsertionPointAfter(p);
+          IRMapping map;
+          std::vector<Operation *> clones;
+          for (Operation *o : cone)
+            clones.push_back(builder.clone(*o, map));
+          Value copy = map.lookup(v);
+          v.replaceUsesWithIf(
+              copy, [&](OpOperand &u) { return group(u.getOwner()) == b; });
+          std::vector<Operation *> with(groups[bi].ops);
+          with.insert(with.end(), clones.begin(), clones.end());
+          if (!reads_as_indexed(groups[bi].domain, with)) {
+            copy.replaceAllUsesWith(v);
+            for (Operation *c : llvm::reverse(clones))
+              c->erase();
+            continue;
+          }
+          for (Operation *c : clones)
+            group_of[c] = b;
+          groups[bi].ops = std::move(with);
+          groups[bi].weight += weight;
+          // The originals nothing reads any more.
+          Group &ga = groups[size_t(a)];
+          for (Operation *o : llvm::reverse(cone)) {
+            if (!o->use_empty())
+              continue;
+            ga.weight -= t.weight(o);
+            ga.ops.erase(std::remove(ga.ops.begin(), ga.ops.end(), o),
+                         ga.ops.end());
+            group_of.erase(o);
+            o->erase();
+          }
+        }
+      }
+    }
+  }
+
+  /// Merges reduction groups over one domain that read a common value from
+  /// outside, when every value either reads from outside comes before both
+  /// and nothing outside them reads their results before both have run
+  /// (Note [Recomputing pointwise values in reductions]).
+  void merge_reductions(std::vector<Group> &groups,
+                        llvm::DenseMap<Operation *, int> &group_of,
+                        const Find &find,
+                        llvm::DenseMap<Operation *, unsigned> &position) {
+    auto group = [&](Operation *op) {
+      auto it = op ? group_of.find(op) : group_of.end();
+      return it == group_of.end() ? -1 : find(it->second);
+    };
+    struct Span {
+      unsigned first = ~0u, last = 0;
+      llvm::SetVector<Value> reads; // from outside
+    };
+    auto span_of = [&](int g) {
+      Span s;
+      for (Operation *op : groups[size_t(g)].ops) {
+        s.first = std::min(s.first, position[op]);
+        s.last = std::max(s.last, position[op]);
+        for (Value v : op->getOperands())
+          if (Operation *d = v.getDefiningOp();
+              group(d) != g && !wrapped_number(d))
+            s.reads.insert(v);
+      }
+      return s;
+    };
+    for (size_t ci = 0; ci < groups.size(); ++ci) {
+      for (size_t di = ci + 1; di < groups.size(); ++di) {
+        Group &c = groups[ci], &d = groups[di];
+        if (c.merged_into >= 0 || d.merged_into >= 0 || c.ops.empty() ||
+            d.ops.empty() || !c.domain.has_reduction() ||
+            c.domain.full != d.domain.full ||
+            c.domain.reduced != d.domain.reduced ||
+            c.weight + d.weight > maxOps)
+          continue;
+        Span sc = span_of(int(ci)), sd = span_of(int(di));
+        unsigned first = std::min(sc.first, sd.first),
+                 last = std::max(sc.last, sd.last);
+        bool shared = llvm::any_of(
+            sc.reads, [&](Value v) { return sd.reads.contains(v); });
+        auto before = [&](Value v) {
+          Operation *def = v.getDefiningOp();
+          return !def || position[def] < first;
+        };
+        auto read_after = [&](size_t g) {
+          for (Operation *op : groups[g].ops)
+            for (Operation *u : op->getUsers())
+              if (int ug = group(u);
+                  ug != int(ci) && ug != int(di) && position[u] <= last)
+                return false;
+          return true;
+        };
+        if (!shared || !llvm::all_of(sc.reads, before) ||
+            !llvm::all_of(sd.reads, before) || !read_after(ci) ||
+            !read_after(di))
+          continue;
+        c.ops.insert(c.ops.end(), d.ops.begin(), d.ops.end());
+        c.weight += d.weight;
+        d.ops.clear();
+        d.weight = 0;
+        d.merged_into = int(ci);
+      }
+    }
+  }
 
   void runOnOperation() override {
     std::shared_ptr<const passes::FusionTarget> t =
@@ -279,10 +452,12 @@ struct FuseElementwise : impl::FuseElementwiseBase<FuseElementwise> {
         if (find(g) != mine)
           groups[size_t(find(g))].sealed = true;
     }
+    recompute_into_reductions(groups, group_of, find, *t);
     llvm::DenseMap<Operation *, unsigned> position;
     unsigned n = 0;
     for (Operation &op : block)
       position[&op] = n++;
+    merge_reductions(groups, group_of, find, position);
     for (Group &g : groups) {
       if (g.merged_into >= 0 || g.ops.empty())
         continue;
