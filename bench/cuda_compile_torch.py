@@ -6,22 +6,7 @@ machine beside gpu-bundle/run.sh bench."""
 import torch
 import torch.nn.functional as F
 
-
-def time_ms(run):
-    for _ in range(5):
-        run()
-    torch.cuda.synchronize()
-    ms = []
-    for _ in range(30):
-        a = torch.cuda.Event(enable_timing=True)
-        e = torch.cuda.Event(enable_timing=True)
-        a.record()
-        run()
-        e.record()
-        e.synchronize()
-        ms.append(a.elapsed_time(e))
-    ms.sort()
-    return ms[len(ms) // 2], ms[0], ms[-1]
+from cuda_torch import time_ms
 
 
 def row(name, how, nbytes, run):
