@@ -1300,15 +1300,36 @@ void clear_kernel_cache() {
 ///
 /// When to split is each generator's SplitPolicy. The CPU's: at most 64
 /// output points (more already fill two threads), parts of at least 16384
-/// points, at most 64 parts. The GPU has thousands of threads to fill:
+/// points, at most 64 parts; and a large column layout (the innermost dim
+/// kept, 2^20 points or more: layer_norm's weight gradient, a bias
+/// gradient over a batch) into parts of at least 64 rows. Its threads then
+/// take a few rows each, whose pages stay in the TLB while a thread's runs
+/// of kept points sweep across them, instead of every run walking all the
+/// rows (the weight and bias gradients of layer_norm over 4096x4096: 17.8
+/// ms -> 12.2 ms on the 2-core VM). The partial sums are at most 2^22
+/// accumulators. The GPU has thousands of threads to fill:
 /// kernels of at most 8192 output points and 2^18 points folded in all
 /// split, into parts of at least 256 points, at most 256 parts, and at
 /// most 65536 parts times output points (a column sum over a batch, [8192,
 /// 1024] to [1024], runs as 32768 threads folding 256 points each, then
 /// 1024 folding 32, instead of 1024 threads folding 8192).
 std::optional<SplitSpecs> split_reduction(const KernelSpec &k,
-                                          const SplitPolicy &policy) {
-  if (!k.has_reduction() || k.output_numel() > policy.max_outputs ||
+                                          SplitPolicy policy) {
+  if (!k.has_reduction())
+    return std::nullopt;
+  // A column layout (the innermost dim that moves is kept).
+  bool column = false;
+  for (size_t d = k.shape.size(); d-- > 0;)
+    if (k.shape[d] > 1) {
+      column = !k.reduced[d];
+      break;
+    }
+  if (column && policy.column_outputs > policy.max_outputs &&
+      k.numel() >= policy.column_total) {
+    policy.max_outputs = policy.column_outputs;
+    policy.min_part = policy.column_part;
+  }
+  if (k.output_numel() > policy.max_outputs ||
       k.reduced_numel() < 2 * policy.min_part ||
       k.reduced_numel() * k.output_numel() < policy.min_total)
     return std::nullopt;

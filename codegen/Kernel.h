@@ -183,13 +183,18 @@ struct SplitPolicy {
   int64_t min_part;    ///< into parts of at least this many points,
   int64_t max_parts;   ///< at most this many parts,
   int64_t max_items;   ///< and at most this many parts times output points
+  /// A column layout (the innermost dim kept) of at most this many output
+  /// points and `column_total` points in all splits too, into parts of at
+  /// least `column_part` points (0: as any other kernel).
+  int64_t column_outputs = 0, column_part = 0, column_total = 0;
 };
-inline constexpr SplitPolicy kCpuSplit{64, 0, 16384, 64, INT64_MAX};
+inline constexpr SplitPolicy kCpuSplit{
+    64, 0, 16384, 64, int64_t(1) << 22, int64_t(1) << 20, 64, int64_t(1) << 20};
 inline constexpr SplitPolicy kCudaSplit{8192, int64_t(1) << 18, 256, 256,
                                         65536};
 /// The split of `k` under `policy`, or nullopt when it runs as one kernel.
 std::optional<SplitSpecs> split_reduction(const KernelSpec &k,
-                                          const SplitPolicy &policy);
+                                          SplitPolicy policy);
 
 /// A compiled kernel: `fn(ptrs, begin, end)` computes the points
 /// [begin, end) of the output space (row-major order); `ptrs` holds the

@@ -307,6 +307,36 @@ TEST(Codegen, FullReductionsSplitAcrossThreads) {
   EXPECT_FALSE(compile_kernel(p).combine);
 }
 
+TEST(Codegen, LargeColumnReductionsSplitIntoRowBlocks) {
+  // Note [Split reductions]: the CPU splits a large column layout (the
+  // innermost dim kept: a weight gradient over a batch) into parts of 64
+  // rows; the results are eager's. A small one runs as one kernel.
+  KernelSpec k;
+  k.shape = {1024, 1024};
+  k.reduced = {true, false};
+  Tensor x = random({1024, 1024}, kFloat, 7), g = random({1024}, kFloat, 8);
+  int vx = k.input(kFloat, {1024, 1}), vg = k.input(kFloat, {0, 1});
+  int p = k.step(op("ember::mul.Tensor"), {vx, vg}, {}, kFloat, kFloat);
+  k.outputs = {k.reduce(ReductionInfo::Sum, p, kFloat, kDouble, kFloat),
+               k.reduce(ReductionInfo::Amax, vx, kFloat, kFloat, kFloat)};
+  std::optional<codegen::SplitSpecs> split =
+      codegen::split_reduction(k, codegen::kCpuSplit);
+  ASSERT_TRUE(split.has_value());
+  EXPECT_EQ(split->parts, 16);
+  CompiledKernel c = compile_kernel(k);
+  ASSERT_TRUE(c.combine) << "not split";
+  Tensor sum = full({1024}, -1.0f), amax = full({1024}, -1.0f);
+  std::vector<char *> ptrs{
+      static_cast<char *>(sum.data_ptr()), static_cast<char *>(amax.data_ptr()),
+      static_cast<char *>(x.data_ptr()), static_cast<char *>(g.data_ptr())};
+  c.run(ptrs.data());
+  EXPECT_TRUE(allclose(sum, (x * g).sum(0), 1e-5, 1e-5));
+  EXPECT_TRUE(bit_equal(amax, x.amax(0)));
+  k.shape = {200, 100};
+  k.inputs[0].strides = {100, 1};
+  EXPECT_FALSE(codegen::split_reduction(k, codegen::kCpuSplit).has_value());
+}
+
 // Note [Fusion size]: an op weighs its library function's size relative to
 // add's; an opaque call (libm's sin behind llvm.sin) counts as much as a
 // polynomial. A chain of expensive ops is cut into more kernels than one
@@ -385,8 +415,8 @@ TEST(Codegen, RowCacheLivesInTheOutputWhenItCan) {
 // 0 where eager gives 251).
 TEST(Codegen, NarrowIntegerConversionsOfFloatsAsEager) {
   NoGradGuard g;
-  Tensor base = tensor({-5.09, 300.5, 1e5, -70000.2, 3.0, 255.9, -1.0,
-                        40000.7, -129.5, 127.9});
+  Tensor base = tensor(
+      {-5.09, 300.5, 1e5, -70000.2, 3.0, 255.9, -1.0, 40000.7, -129.5, 127.9});
   for (ScalarType from : {kDouble, kFloat, kHalf})
     for (ScalarType to : {kByte, kChar, kShort}) {
       Tensor x = base.repeat({13}).to(from);
