@@ -13,6 +13,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 
+#include <algorithm>
 #include <mutex>
 
 namespace ember::codegen {
@@ -276,11 +277,22 @@ std::string lower_fusion(Operation *fusion_op, KernelSpec &k, Generator g) {
       break;
     }
   if (!k.has_reduction()) {
+    // The results' one shape. Shapes that differ only in size-1 dims ([]
+    // and [1, 1, 1]) lay their elements out alike: the space is the one
+    // of most dims.
     k.reduced.clear();
+    auto squeezed = [](std::vector<int64_t> s) {
+      s.erase(std::remove(s.begin(), s.end(), int64_t(1)), s.end());
+      return s;
+    };
     k.shape = type_of(yield.getValues()[0]).sizes;
-    for (Value v : yield.getValues())
-      if (type_of(v).sizes != k.shape)
+    for (Value v : yield.getValues()) {
+      const std::vector<int64_t> &s = type_of(v).sizes;
+      if (squeezed(s) != squeezed(k.shape))
         return "its results have different shapes";
+      if (s.size() > k.shape.size())
+        k.shape = s;
+    }
   }
   ir::Domain domain{k.shape, k.reduced};
   llvm::DenseMap<Value, int> id;

@@ -34,6 +34,26 @@ TEST(E2EFusion, SoftmaxIsOneKernel) {
   EXPECT_EQ(c.fallbacks, 0);
 }
 
+// Results whose shapes differ only in size-1 dims (a 0-dim value and its
+// [1, 1, 1] sum with another; [5] and [1, 5] values of one input) fuse:
+// their elements lie alike. They ran eagerly ("its results have different
+// shapes").
+TEST(E2EFusion, ResultsDifferingInSizeOneDimsFuse) {
+  auto fn = [](const Tensor &x, const Tensor &y, const Tensor &r,
+               const Tensor &q) {
+    Tensor e = x.exp();
+    return std::make_tuple(e, y.neg() + e, (r * 2).sigmoid(), (r * q).tanh());
+  };
+  // (each group its own kernel: not combined)
+  Counts c =
+      counts(expect_same(fn,
+                         {random({}, kFloat, 40), random({1, 1, 1}, kFloat, 41),
+                          random({5}, kFloat, 42), random({1, 5}, kFloat, 43)},
+                         2, CompileOptions().combo_kernels(false)));
+  EXPECT_EQ(c.kernels, 2);
+  EXPECT_EQ(c.fallbacks, 0);
+}
+
 TEST(E2EFusion, SoftmaxOverOuterAndMiddleDims) {
   auto fn = [](const Tensor &x) {
     return std::make_tuple(x.softmax(0), x.log_softmax(1), x.softmax(2));
