@@ -1,4 +1,5 @@
 #include "eager/Factory.h"
+#include "eager/Capturing.h"
 #include "eager/Dtype.h"
 #include "eager/cuda/Random.h"
 #include "eager/generated/Functions.h"
@@ -258,12 +259,6 @@ struct DeviceDraw {
   int64_t low = 0;
   uint64_t range = 1;
 };
-/// Whether ember::compile is recording ops (its Capture key is on).
-bool capturing() {
-  const LocalDispatchKeySet &ks = tls_local_dispatch_key_set();
-  return ks.included.has(DispatchKey::Capture) &&
-         !ks.excluded.has(DispatchKey::Capture);
-}
 /// Runs the draw op `op` of `name` on the state of a draw of numel(size)
 /// numbers from `gen` (a (seed, offset) tensor), after the checks that must
 /// come before the generator moves; a draw that fails (out of memory) gives
@@ -276,7 +271,7 @@ Tensor drawn(const char *name, DtypeGroup group, IntArrayRef size,
   // The same numbers on every device (Note [Counter-based random
   // numbers]): drawn on the device, or, inside ember::compile (where the
   // draw must stay the recorded op), on the host, then copied.
-  if (o.device().is_cuda() && capturing())
+  if (o.device().is_cuda() && is_capturing())
     if (auto t = viaHost(o, [&](const TensorOptions &h) {
           return drawn(name, group, size, gen, h, on_device, op);
         }))

@@ -1,4 +1,5 @@
 #include "eager/amp/Autocast.h"
+#include "eager/Capturing.h"
 
 #include "eager/autograd/GradMode.h"
 #include "runtime/Cuda.h"
@@ -42,13 +43,6 @@ void check_device(DeviceType device_type) {
 }
 
 std::string device_name(DeviceType d) { return d == kCUDA ? "cuda" : "cpu"; }
-
-bool capturing() {
-  // Under compile() capture a cast is recorded into the graph, never
-  // served from (or stored into) the cache: a cached tensor would be baked
-  // into the graph as a constant input.
-  return tls_local_dispatch_key_set().included.has(DispatchKey::Capture);
-}
 
 ScalarType widen(std::optional<ScalarType> a, ScalarType b) {
   if (!a || *a == b)
@@ -251,9 +245,12 @@ Tensor cached_cast(const Plan &p, const Tensor &t) {
       !isFloatingType(t.dtype()) || t.dtype() == kDouble || t.dtype() == p.to)
     return t;
   Tls &s = tls();
+  // (under compile() capture a cast is recorded into the graph, never
+  // served from or stored into the cache: a cached tensor would be baked
+  // into the graph as a constant input)
   bool can_cache = s.state.cache_enabled && t.dtype() == kFloat &&
                    p.to == get_autocast_dtype(p.device) && t.requires_grad() &&
-                   t.is_leaf() && !t.is_view() && !capturing();
+                   t.is_leaf() && !t.is_view() && !is_capturing();
   if (!can_cache)
     return t.to(p.to);
   TensorImpl *key = t.unsafeGetTensorImpl();

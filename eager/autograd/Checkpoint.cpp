@@ -1,4 +1,5 @@
 #include "eager/autograd/Checkpoint.h"
+#include "eager/Capturing.h"
 #include "eager/amp/Autocast.h"
 #include "eager/autograd/GradMode.h"
 #include "eager/autograd/SavedVariable.h"
@@ -151,7 +152,7 @@ checkpoint(const std::function<variable_list(const variable_list &)> &fn,
   // recomputed dropout draws the forward's mask; ops with effects (a custom
   // op with a Generator, an eager_call) are the exception: their results
   // are saved, as recomputing them would draw new numbers.
-  if (tls_local_dispatch_key_set().included.has(DispatchKey::Capture)) {
+  if (is_capturing()) {
     if (tls_checkpoint_depth++ == 0)
       tls_checkpoint_region = ++tls_checkpoint_regions;
     struct Leave {

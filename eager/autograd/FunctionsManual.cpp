@@ -1,4 +1,5 @@
 #include "eager/autograd/FunctionsManual.h"
+#include "eager/Capturing.h"
 #include "eager/Factory.h"
 #include "eager/TensorIterator.h"
 #include "eager/WrapDim.h"
@@ -239,8 +240,7 @@ layer_norm_backward(const Tensor &grad, const Tensor &input,
   // Traced into a compiled backward (Note [The joint graph] in
   // frontend/Capture.cpp), the formula in ember ops fuses, and a gradient
   // not asked for is no undefined result of a graph op.
-  bool capturing =
-      tls_local_dispatch_key_set().included.has(DispatchKey::Capture);
+  bool capturing = is_capturing();
   if (!graph && !capturing) {
     std::vector<int64_t> mask = {grad_input_mask[0], grad_input_mask[1],
                                  grad_input_mask[2]};

@@ -1,4 +1,5 @@
 #include "eager/optim/Adam.h"
+#include "eager/Capturing.h"
 #include "eager/optim/AdamW.h"
 
 #include "eager/Factory.h"
@@ -71,8 +72,7 @@ void adam_step(std::vector<OptimizerParamGroup> &groups,
       // compiled graph serves every step, instead of a recompile per step
       // (PyTorch's capturable Adam keeps its step in a tensor for the same
       // reason).
-      const bool capturing =
-          tls_local_dispatch_key_set().included.has(DispatchKey::Capture);
+      const bool capturing = is_capturing();
       Tensor denom;
       if (o.amsgrad()) {
         // torch.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
