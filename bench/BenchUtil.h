@@ -3,8 +3,10 @@
 
 #include <ember/ember.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 namespace ember::bench {
@@ -20,6 +22,30 @@ inline void parallel_copy(const Tensor &dst, const Tensor &src) {
                [&](int64_t lo, int64_t hi) {
                  std::memcpy(d + lo, s + lo, size_t(hi - lo));
                });
+}
+
+/// A GPU case's times: 5 warm-up runs, then 30 each timed with CUDA events
+/// on the current stream; the median, the fastest and the slowest, in ms
+/// (bench_cuda and bench_cuda_compile; bench/cuda_torch.py times
+/// PyTorch's the same way).
+struct CudaTiming {
+  double median = 0, lo = 0, hi = 0;
+};
+inline CudaTiming cuda_time_ms(const std::function<void()> &run) {
+  for (int i = 0; i < 5; ++i)
+    run();
+  cuda::synchronize();
+  std::vector<float> ms;
+  for (int i = 0; i < 30; ++i) {
+    cuda::CUDAEvent a(true), b(true);
+    a.record();
+    run();
+    b.record();
+    b.synchronize();
+    ms.push_back(a.elapsed_time(b));
+  }
+  std::sort(ms.begin(), ms.end());
+  return {ms[ms.size() / 2], ms.front(), ms.back()};
 }
 
 /// Prints `ms` as the JSON array of a result line: `"ms": [1.2345, ...]}`

@@ -4,7 +4,9 @@
 // events; the table gives the median, the range and the bandwidth of the
 // bytes the op must move (each input read once, the output written once).
 // Built into the GPU bundle (Note [The GPU bundle] in test/CMakeLists.txt):
-//   gpu-bundle/run.sh --bench
+//   gpu-bundle/run.sh bench
+#include "BenchUtil.h"
+
 #include <ember/ember.h>
 
 #include <algorithm>
@@ -24,22 +26,9 @@ struct Case {
 };
 
 void time_case(const Case &c) {
-  for (int i = 0; i < 5; ++i)
-    c.run();
-  cuda::synchronize();
-  std::vector<float> ms;
-  for (int i = 0; i < 30; ++i) {
-    cuda::CUDAEvent a(true), b(true);
-    a.record();
-    c.run();
-    b.record();
-    b.synchronize();
-    ms.push_back(a.elapsed_time(b));
-  }
-  std::sort(ms.begin(), ms.end());
-  double med = ms[ms.size() / 2];
-  std::printf("| %-34s | %9.3f | %7.3f-%-7.3f | %8.1f |\n", c.name.c_str(), med,
-              ms.front(), ms.back(), c.bytes / (med * 1e-3) / 1e9);
+  bench::CudaTiming t = bench::cuda_time_ms(c.run);
+  std::printf("| %-34s | %9.3f | %7.3f-%-7.3f | %8.1f |\n", c.name.c_str(),
+              t.median, t.lo, t.hi, c.bytes / (t.median * 1e-3) / 1e9);
 }
 
 } // namespace

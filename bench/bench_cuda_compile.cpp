@@ -13,6 +13,8 @@
 //
 // Built into the GPU bundle (Note [The GPU bundle] in test/CMakeLists.txt):
 //   gpu-bundle/run.sh bench
+#include "BenchUtil.h"
+
 #include <ember/ember.h>
 
 #include <algorithm>
@@ -26,31 +28,10 @@ using namespace ember;
 
 namespace {
 
-/// Median and range in ms of `run`, timed with CUDA events.
-struct Timing {
-  double median = 0, lo = 0, hi = 0;
-};
-Timing time_ms(const std::function<void()> &run) {
-  for (int i = 0; i < 5; ++i)
-    run();
-  cuda::synchronize();
-  std::vector<float> ms;
-  for (int i = 0; i < 30; ++i) {
-    cuda::CUDAEvent a(true), b(true);
-    a.record();
-    run();
-    b.record();
-    b.synchronize();
-    ms.push_back(a.elapsed_time(b));
-  }
-  std::sort(ms.begin(), ms.end());
-  return {ms[ms.size() / 2], ms.front(), ms.back()};
-}
-
 void row(const std::string &name, const std::string &how, double bytes,
          const std::function<void()> &run) {
   try {
-    Timing t = time_ms(run);
+    bench::CudaTiming t = bench::cuda_time_ms(run);
     std::printf("| %-30s | %-8s | %9.3f | %7.3f-%-7.3f | %8.1f |\n",
                 name.c_str(), how.c_str(), t.median, t.lo, t.hi,
                 bytes / (t.median * 1e-3) / 1e9);

@@ -14,6 +14,7 @@
 #include "llvm/ADT/SetVector.h"
 
 #include <functional>
+#include <optional>
 
 namespace ember::passes {
 
@@ -137,6 +138,14 @@ struct FuseElementwise : impl::FuseElementwiseBase<FuseElementwise> {
 
   using Find = std::function<int(int)>;
 
+  /// The open group of `op` (-1: none, or not an op).
+  static int group_of_op(Operation *op,
+                         const llvm::DenseMap<Operation *, int> &group_of,
+                         const Find &find) {
+    auto it = op ? group_of.find(op) : group_of.end();
+    return it == group_of.end() ? -1 : find(it->second);
+  }
+
   // Note [Recomputing pointwise values in reductions]
   // A pointwise value that only a reduction of another domain reads joins
   // the group of its producers, which that reduction cannot join: the
@@ -158,10 +167,7 @@ struct FuseElementwise : impl::FuseElementwiseBase<FuseElementwise> {
                                  llvm::DenseMap<Operation *, int> &group_of,
                                  const Find &find,
                                  const passes::FusionTarget &t) {
-    auto group = [&](Operation *op) {
-      auto it = op ? group_of.find(op) : group_of.end();
-      return it == group_of.end() ? -1 : find(it->second);
-    };
+    auto group = [&](Operation *op) { return group_of_op(op, group_of, find); };
     for (size_t bi = 0; bi < groups.size(); ++bi) {
       if (groups[bi].merged_into >= 0 || groups[bi].ops.empty() ||
           !groups[bi].domain.has_reduction())
@@ -246,10 +252,7 @@ struct FuseElementwise : impl::FuseElementwiseBase<FuseElementwise> {
                         llvm::DenseMap<Operation *, int> &group_of,
                         const Find &find,
                         llvm::DenseMap<Operation *, unsigned> &position) {
-    auto group = [&](Operation *op) {
-      auto it = op ? group_of.find(op) : group_of.end();
-      return it == group_of.end() ? -1 : find(it->second);
-    };
+    auto group = [&](Operation *op) { return group_of_op(op, group_of, find); };
     struct Span {
       unsigned first = ~0u, last = 0;
       llvm::SetVector<Value> reads; // from outside
@@ -266,16 +269,22 @@ struct FuseElementwise : impl::FuseElementwiseBase<FuseElementwise> {
       }
       return s;
     };
+    // (each reduction group's span once; a group's again when one merges
+    // into it)
+    std::vector<std::optional<Span>> spans(groups.size());
+    for (size_t g = 0; g < groups.size(); ++g)
+      if (groups[g].merged_into < 0 && !groups[g].ops.empty() &&
+          groups[g].domain.has_reduction())
+        spans[g] = span_of(int(g));
     for (size_t ci = 0; ci < groups.size(); ++ci) {
       for (size_t di = ci + 1; di < groups.size(); ++di) {
         Group &c = groups[ci], &d = groups[di];
-        if (c.merged_into >= 0 || d.merged_into >= 0 || c.ops.empty() ||
-            d.ops.empty() || !c.domain.has_reduction() ||
-            c.domain.full != d.domain.full ||
+        if (!spans[ci] || !spans[di] || c.merged_into >= 0 ||
+            d.merged_into >= 0 || c.domain.full != d.domain.full ||
             c.domain.reduced != d.domain.reduced ||
             c.weight + d.weight > maxOps)
           continue;
-        Span sc = span_of(int(ci)), sd = span_of(int(di));
+        const Span &sc = *spans[ci], &sd = *spans[di];
         unsigned first = std::min(sc.first, sd.first),
                  last = std::max(sc.last, sd.last);
         bool shared = llvm::any_of(
@@ -301,6 +310,8 @@ struct FuseElementwise : impl::FuseElementwiseBase<FuseElementwise> {
         d.ops.clear();
         d.weight = 0;
         d.merged_into = int(ci);
+        spans[di].reset();
+        spans[ci] = span_of(int(ci));
       }
     }
   }

@@ -163,8 +163,9 @@ namespace {
 struct KernelCache {
   std::mutex mu;
   std::map<std::pair<int, std::string>, CUfunction> kernels;
-  /// What precompile_kernels compiled and no get_kernel loaded yet, by
-  /// disk key; with the NVRTC seconds each took.
+  /// What precompile_kernels compiled or read from the disk cache and no
+  /// get_kernel loaded yet, by disk key; with the NVRTC seconds each took
+  /// (-1: read from the disk cache, which get_kernel then need not read).
   std::map<std::string, std::pair<std::string, double>> binaries;
   /// The profiler's names of the kernels: the entry, or what name_kernel
   /// gave.
@@ -234,9 +235,13 @@ int precompile_kernels(int arch, const std::vector<KernelSource> &kernels,
           c.kernels.count(std::make_pair(device, k.entry + '\n' + k.source)))
         continue;
       std::string key = disk_key_of(arch, k.source, k.entry);
-      if (c.binaries.count(key) || !seen.insert(key).second ||
-          disk_cache::load(disk_name_of(key), key, &why))
+      if (c.binaries.count(key) || !seen.insert(key).second)
         continue;
+      if (std::optional<std::string> bin =
+              disk_cache::load(disk_name_of(key), key, &why)) {
+        c.binaries.emplace(key, std::make_pair(std::move(*bin), -1.0));
+        continue;
+      }
       todo.emplace_back(&k, std::move(key));
     }
   }
@@ -286,9 +291,11 @@ void *get_kernel(int device, const std::string &source,
   std::string why;
   CUfunction f = nullptr;
   if (auto it = c.binaries.find(disk_key); it != c.binaries.end()) {
-    // Compiled by precompile_kernels.
+    // Compiled, or read from the disk cache, by precompile_kernels.
     f = load(device, it->second.first, entry, &why);
-    if (f) {
+    if (f && it->second.second < 0) {
+      ++c.stats.from_disk;
+    } else if (f) {
       ++c.stats.compiled;
       ++c.stats.precompiled;
       c.stats.nvrtc_seconds += it->second.second;

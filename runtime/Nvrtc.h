@@ -50,10 +50,11 @@ struct KernelSource {
 /// device's compute capability) on up to hardware_concurrency threads at
 /// once (NVRTC compiles separate programs in parallel), into the disk
 /// cache and a table of binaries in memory, where get_kernel then finds
-/// them (with the disk cache off too). A kernel NVRTC rejects is left for
-/// get_kernel, which raises with its log. Needs NVRTC, not a GPU; with
-/// `device` >= 0, kernels already loaded on that device are skipped.
-/// Returns how many it compiled.
+/// them (with the disk cache off too); the disk cache's entries it read
+/// go to that table as well, so get_kernel does not read them again. A kernel
+/// NVRTC rejects is left for get_kernel, which raises with its log. Needs
+/// NVRTC, not a GPU; with `device` >= 0, kernels already loaded on that device
+/// are skipped. Returns how many it compiled.
 int precompile_kernels(int arch, const std::vector<KernelSource> &kernels,
                        int device = -1);
 

@@ -106,11 +106,9 @@ inline std::vector<Tensor> compiled_args(const std::vector<Tensor> &args) {
     }
     const void *key = t.storage().unsafeGetStorageImpl();
     auto it = storages.find(key);
-    if (it == storages.end()) {
-      Tensor whole = t.detach().as_strided(
-          {int64_t(t.storage().nbytes() / t.itemsize())}, {1}, 0);
-      it = storages.emplace(key, whole.to(*compiled_device())).first;
-    }
+    if (it == storages.end())
+      it = storages.emplace(key, storage_of(t.detach()).to(*compiled_device()))
+               .first;
     Tensor c =
         it->second.as_strided(t.sizes(), t.strides(), t.storage_offset());
     out.push_back(t.requires_grad() ? c.requires_grad_(true) : c);
