@@ -88,23 +88,10 @@ public:
                 ? inputs[size_t(in_place[o])]
                 : empty(outputs_[o].sizes,
                         TensorOptions(outputs_[o].dtype).device(device_)));
-      std::vector<Tensor> ins;
-      for (const Tensor &t : inputs)
-        ins.push_back(t.is_contiguous() ? t : t.contiguous());
-      launch(variant(in_place), outs, ins);
+      launch(variant(in_place), outs, prepared(inputs));
       return outs;
     }
-    // The kernel reads its inputs contiguous (as compiled: the graph's
-    // guards fix their shapes); a view is copied first.
-    std::vector<Tensor> ins;
-    ins.reserve(inputs.size());
-    for (const Tensor &t : inputs) {
-      EMBER_CHECK(t.device() == device_,
-                  "Expected all tensors to be on the same device, but found "
-                  "at least two devices, ",
-                  device_, " and ", t.device(), "!");
-      ins.push_back(t.is_contiguous() ? t : t.contiguous());
-    }
+    std::vector<Tensor> ins = prepared(inputs);
     std::vector<Tensor> outs;
     for (const ir::ValueType &t : outputs_)
       outs.push_back(empty(t.sizes, TensorOptions(t.dtype).device(device_)));
@@ -133,6 +120,26 @@ public:
   }
 
 private:
+  /// The kernel reads its inputs contiguous (as compiled: the graph's
+  /// guards fix their shapes) and on its device: a view is copied first,
+  /// a CPU 0-dim tensor (as eager reads one with CUDA tensors) too.
+  std::vector<Tensor> prepared(const std::vector<Tensor> &inputs) const {
+    std::vector<Tensor> ins;
+    ins.reserve(inputs.size());
+    for (const Tensor &t : inputs) {
+      if (t.device() != device_ && t.is_cpu() && t.dim() == 0) {
+        ins.push_back(t.to(device_));
+        continue;
+      }
+      EMBER_CHECK(t.device() == device_,
+                  "Expected all tensors to be on the same device, but found "
+                  "at least two devices, ",
+                  device_, " and ", t.device(), "!");
+      ins.push_back(t.is_contiguous() ? t : t.contiguous());
+    }
+    return ins;
+  }
+
   void launch(const Launchable &l, const std::vector<Tensor> &outs,
               const std::vector<Tensor> &ins) const {
     if (l.items == 0)

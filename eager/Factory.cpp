@@ -42,7 +42,9 @@ std::optional<Tensor> viaHost(const TensorOptions &o, Make make) {
   if (!o.device().is_cuda())
     return std::nullopt;
   Device d = checkDevice(o);
-  return finish(make(o.device(Device(kCPU)).requires_grad(false)).to(d), o);
+  Tensor host = make(o.device(Device(kCPU)).requires_grad(false));
+  ExcludeDispatchKeyGuard no_capture(DispatchKey::Capture); // as full()
+  return finish(host.to(d), o);
 }
 } // namespace
 

@@ -3,6 +3,7 @@
 #include "eager/Print.h"
 
 #include "eager/Dtype.h"
+#include "eager/HostCopy.h"
 #include "eager/Tensor.h"
 
 #include <climits>
@@ -393,7 +394,7 @@ std::string repr(const Tensor &t) {
   } else {
     if (dtype != get_default_dtype() && dtype != kLong && dtype != kBool)
       suffixes.push_back(dtype_suffix);
-    Tensor c = t.is_cpu() ? t : t.to(Device(kCPU));
+    Tensor c = host_copy(t);
     Summary s{c.sizes(), c.strides(), double(c.numel()) > o.threshold,
               o.edgeitems};
     Shown shown = read_shown(c, s);

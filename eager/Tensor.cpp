@@ -1,8 +1,10 @@
 #include "eager/Tensor.h"
 #include "eager/Dtype.h"
 #include "eager/Factory.h"
+#include "eager/HostCopy.h"
 #include "eager/Indexing.h"
 #include "eager/WrapDim.h"
+#include "eager/autograd/GradMode.h"
 #include "eager/generated/Functions.h"
 #include "runtime/CudaAllocator.h"
 
@@ -26,7 +28,7 @@ Scalar Tensor::item(std::source_location loc) const {
   EMBER_CHECK_VALUE(numel() == 1, "a Tensor with ", numel(),
                     " elements cannot be converted to Scalar");
   if (!is_cpu())
-    return to(Device(kCPU)).item();
+    return host_copy(*this).item();
   return dispatch_dtype(dtype(), "item", [&]<class T>() -> Scalar {
     T v = *static_cast<const T *>(impl()->data());
     if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
@@ -34,6 +36,14 @@ Scalar Tensor::item(std::source_location loc) const {
     else
       return Scalar(v);
   });
+}
+
+Tensor host_copy(const Tensor &t) {
+  if (t.is_cpu())
+    return t;
+  ExcludeDispatchKeyGuard no_capture(DispatchKey::Capture);
+  NoGradGuard no_grad;
+  return t.to(Device(kCPU));
 }
 
 std::string Tensor::toString() const {

@@ -731,15 +731,30 @@ void Session::record(const OperatorHandle &op, Stack &stack) {
         if (!o.defined() && needs_data.empty())
           needs_data = op.name() + " returns an undefined tensor";
     }
-    // Compiled graphs run on the CPU only, for now: an op on CUDA tensors
-    // breaks the graph and runs its eager CUDA kernel.
-    auto on_cuda = [](const Tensor &t) { return t.defined() && t.is_cuda(); };
-    if (needs_data.empty() &&
-        (any_tensor(stack, on_cuda) ||
-         std::any_of(r.outputs.begin(), r.outputs.end(), on_cuda)))
-      needs_data = op.name() + " works on CUDA tensors, which compile() "
-                               "does not compile yet (it runs the eager "
-                               "CUDA kernels)";
+    // Note [Devices in a compiled graph]
+    // A graph value lives on one device, and each fusion is compiled by the
+    // generator of its device (the CPU's LLVM one, the CUDA C one for NVRTC;
+    // an op a generator does not take runs its eager kernel there). A fused
+    // kernel reads and writes one device's memory, so an op between devices
+    // (.to(kCUDA), .cpu(), a CPU tensor with CUDA ones) breaks the graph and
+    // runs eagerly, which copies. A wrapped number (a Scalar as a tensor)
+    // belongs to no device.
+    if (needs_data.empty()) {
+      std::optional<Device> seen;
+      bool mixed = false;
+      auto note = [&](const Tensor &t) {
+        if (!t.defined() || t.unsafeGetTensorImpl()->is_wrapped_number())
+          return false;
+        mixed = mixed || (seen && *seen != t.device());
+        seen = t.device();
+        return false;
+      };
+      any_tensor(stack, note);
+      std::for_each(r.outputs.begin(), r.outputs.end(), note);
+      if (mixed)
+        needs_data = op.name() + " works on tensors of two devices (a copy "
+                                 "between devices runs eagerly)";
+    }
   }
   if (!needs_data.empty()) {
     // Called from the op's autograd kernel, whose node (being built) holds

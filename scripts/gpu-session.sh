@@ -2,7 +2,8 @@
 # On the lent GPU machine (the device tool runs commands in the repository
 # root): unpacks the bundle that `scripts/ember.sh gpu-bundle` built here
 # (carry build-gpu/gpu-bundle.tar.xz) and runs it; arguments go to its
-# run.sh (unit, e2e, bench; none: unit then e2e). Logs go to $OUT/gpu-logs.
+# run.sh (all, tests, unit, e2e, bench; none: all). Logs come back packed
+# in $OUT/gpu-logs.tar.gz.
 #   run(command="scripts/gpu-session.sh unit", carry=["build-gpu/gpu-bundle.tar.xz"])
 set -e
 bundle=build-gpu/gpu-bundle.tar.xz

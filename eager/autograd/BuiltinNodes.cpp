@@ -99,12 +99,12 @@ int64_t storage_end(const Geometry &g, int64_t origin) {
 }
 
 /// The storage position (from `origin`) of every element of g, flattened:
-/// an int64 tensor built with ember ops.
-Tensor storage_positions(const Geometry &g, int64_t origin) {
-  Tensor pos = scalar_tensor(g.offset - origin, TensorOptions(kLong));
+/// an int64 tensor on `device` built with ember ops.
+Tensor storage_positions(const Geometry &g, int64_t origin, Device device) {
+  TensorOptions o = TensorOptions(kLong).device(device);
+  Tensor pos = scalar_tensor(g.offset - origin, o);
   for (size_t d = 0; d < g.sizes.size(); ++d)
-    pos = pos.unsqueeze(-1) +
-          arange(g.sizes[d], TensorOptions(kLong)) * Scalar(g.strides[d]);
+    pos = pos.unsqueeze(-1) + arange(g.sizes[d], o) * Scalar(g.strides[d]);
   return pos.reshape({-1});
 }
 
@@ -137,8 +137,9 @@ Tensor as_strided_backward(const Tensor &grad, const Geometry &base,
     return zeros(base.sizes, grad.options());
   Tensor storage =
       zeros({n}, grad.options())
-          .index_add(0, storage_positions(view, origin), grad.reshape({-1}));
-  return storage.index_select(0, storage_positions(base, origin))
+          .index_add(0, storage_positions(view, origin, grad.device()),
+                     grad.reshape({-1}));
+  return storage.index_select(0, storage_positions(base, origin, grad.device()))
       .reshape(base.sizes);
 }
 
@@ -175,8 +176,8 @@ variable_list CopySlices::apply(variable_list &&grads) {
     // constants, and as_strided saves its input, which a write invalidates).
     int64_t n = std::max(storage_end(base_, base_.offset),
                          storage_end(view_, base_.offset));
-    Tensor base_pos = storage_positions(base_, base_.offset);
-    Tensor view_pos = storage_positions(view_, base_.offset);
+    Tensor base_pos = storage_positions(base_, base_.offset, g.device());
+    Tensor view_pos = storage_positions(view_, base_.offset, g.device());
     Tensor storage =
         zeros({n}, g.options()).index_add(0, base_pos, g.reshape({-1}));
     r = (*fn_)({storage.index_select(0, view_pos).reshape(view_.sizes)});

@@ -157,7 +157,9 @@ Tensor dropout(const Tensor &input, const DropoutFuncOptions &options) {
   if (p == 1) {
     noise = zeros({}, input.options());
   } else {
-    Tensor keep = rand(input.sizes(), TensorOptions(kFloat)) < (1.0 - p);
+    Tensor keep =
+        rand(input.sizes(), TensorOptions(kFloat).device(input.device())) <
+        (1.0 - p);
     noise = keep.to(input.dtype()) / (1.0 - p);
   }
   if (options.inplace())
@@ -429,8 +431,7 @@ static Tensor padIndexed(const Tensor &input, const PadFuncOptions &options) {
       EMBER_CHECK_VALUE(c > 0 || m == 0, "circular padding of dimension ", d,
                         " wraps around an empty dimension (size ", n,
                         " cropped by ", lo, " and ", hi, ")");
-    Tensor idx = empty({m}, TensorOptions(kLong));
-    int64_t *ip = idx.data_ptr<int64_t>();
+    std::vector<int64_t> ip(size_t(m), 0);
     for (int64_t k = 0; k < m; ++k) {
       int64_t q = k - a;
       switch (mode.kind()) {
@@ -446,9 +447,11 @@ static Tensor padIndexed(const Tensor &input, const PadFuncOptions &options) {
         break;
       }
       }
-      ip[k] = q;
+      ip[size_t(k)] = q;
     }
-    out = out.index_select(d, idx);
+    // (a factory: compile() takes the index as a constant on the device)
+    out = out.index_select(
+        d, tensor(ip, TensorOptions(kLong).device(out.device())));
   }
   return out;
 }
@@ -498,7 +501,7 @@ static Tensor attention(const Tensor &query, const Tensor &key,
   Tensor scores = ember::matmul(query, key.transpose(-2, -1)) * s;
   Tensor mask = attn_mask;
   if (is_causal)
-    mask = ones({L, S}, TensorOptions(kBool)).tril(0);
+    mask = ones({L, S}, TensorOptions(kBool).device(query.device())).tril(0);
   if (mask.defined()) {
     if (mask.dtype() == kBool)
       scores = scores.masked_fill(mask.logical_not(),

@@ -322,7 +322,8 @@ std::tuple<Tensor, Tensor> maxPoolNd(const char *name, const Tensor &input,
   } else {
     {
       NoGradGuard no_grad;
-      Tensor plane = ones({1, 1, x.size(2), x.size(3)}, TensorOptions(kByte));
+      Tensor plane = ones({1, 1, x.size(2), x.size(3)},
+                          TensorOptions(kByte).device(x.device()));
       Tensor real = ember::_im2col(extendForWindows(plane, g, os, 0), g.kernel,
                                    g.dilation, g.padding, g.stride, 0)
                         .view({1, 1, K, L}) > 0;
@@ -341,7 +342,7 @@ std::tuple<Tensor, Tensor> maxPoolNd(const char *name, const Tensor &input,
   int64_t W = x.size(3);
   Tensor i = ember::div(arg, Scalar(g.kernel[1]), "floor");
   Tensor j = arg - i * g.kernel[1];
-  Tensor l = arange(L, TensorOptions(kLong));
+  Tensor l = arange(L, TensorOptions(kLong).device(x.device()));
   Tensor oh = ember::div(l, Scalar(os[1]), "floor");
   Tensor ow = l - oh * os[1];
   Tensor y = oh * g.stride[0] - g.padding[0] + i * g.dilation[0];

@@ -82,10 +82,12 @@ void adam_step(std::vector<OptimizerParamGroup> &groups,
       const Tensor &sq = o.amsgrad() ? st.max_exp_avg_sq() : st.exp_avg_sq();
       if (capturing) {
         denom = sq.sqrt() /
-                scalar_tensor(bias_correction2_sqrt, TensorOptions(kDouble));
+                scalar_tensor(bias_correction2_sqrt,
+                              TensorOptions(kDouble).device(p.device()));
         denom.add_(o.eps());
         p.add_(st.exp_avg() / denom *
-               scalar_tensor(-step_size, TensorOptions(kDouble)));
+               scalar_tensor(-step_size,
+                             TensorOptions(kDouble).device(p.device())));
         continue;
       }
       denom = sq.sqrt() / bias_correction2_sqrt;

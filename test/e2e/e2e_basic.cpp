@@ -24,7 +24,7 @@ TEST(E2EBasic, ItemBreaks) {
     return x - 1;
   };
   auto e = expect_same(fn, {random({5})});
-  EXPECT_EQ(e.graph_break_count, 2);
+  EXPECT_EQ(e.graph_break_count, 2) << e;
   EXPECT_NE(e.break_reasons.at(0).reason.find("item"), std::string::npos);
   EXPECT_NE(e.break_reasons.at(0).where.find("e2e_basic.cpp"),
             std::string::npos);
@@ -122,8 +122,7 @@ TEST(E2EBasic, FoldedOutputsAreNewTensors) {
     a.fill_(8);
     EXPECT_TRUE(ember::test::identical(x, keep)) << "level " << level;
     EXPECT_TRUE(ember::test::identical(e, keep.neg())) << "level " << level;
-    EXPECT_TRUE(ember::test::identical(b, keep.neg() * 2))
-        << "level " << level;
+    EXPECT_TRUE(ember::test::identical(b, keep.neg() * 2)) << "level " << level;
     if (level >= 1) { // the folding and the CSE did happen
       std::string ir = f.explain().graphs.at(0).ir_optimized;
       size_t muls = 0;

@@ -88,6 +88,7 @@ std::tuple<Tensor, Tensor> call_minmax(const Tensor &x, int64_t dim) {
 } // namespace
 
 TEST(E2ECustom, FakeImplementationIsCaptured) {
+  ember::test::StayOnCpu cpu("the custom op has a CPU kernel only");
   register_ops();
   auto fn = [](const Tensor &x) {
     Tensor y = call_softsign(x * 2, 1.5);
@@ -102,6 +103,7 @@ TEST(E2ECustom, FakeImplementationIsCaptured) {
 }
 
 TEST(E2ECustom, MultiOutputCustomOpWithFake) {
+  ember::test::StayOnCpu cpu("the custom op has a CPU kernel only");
   register_ops();
   auto fn = [](const Tensor &x) {
     auto [lo, hi] = call_minmax(x.tanh(), 1);
@@ -114,6 +116,7 @@ TEST(E2ECustom, MultiOutputCustomOpWithFake) {
 }
 
 TEST(E2ECustom, NoFakeImplementationIsAGraphBreak) {
+  ember::test::StayOnCpu cpu("the custom op has a CPU kernel only");
   register_ops();
   auto fn = [](const Tensor &x) {
     Tensor h = x.relu() + 1;

@@ -309,7 +309,7 @@ int fuzz_training(uint64_t seed, int first, int n) {
     if (!any)
       continue;
     auto loss_of = [&p](const std::vector<Tensor> &x) {
-      Tensor loss = zeros({}, TensorOptions(kDouble));
+      Tensor loss = zeros({}, TensorOptions(kDouble).device(x.at(0).device()));
       for (const Tensor &o : p.run(x))
         if (isFloatingType(o.dtype()) && o.requires_grad())
           loss = loss + (o.to(kDouble) * 0.5).tanh().sum();
@@ -335,6 +335,26 @@ int fuzz_training(uint64_t seed, int first, int n) {
     }
     if (!std::isfinite(le.item<double>()))
       continue;
+    // Compiled on another device (Note [The e2e suite on CUDA]), the math
+    // library's last bits differ from the CPU's: a program that amplifies
+    // them (the sine of a sinh of 1e97) has no answer to compare with.
+    // Such a program's eager gradients change under a nudge of its inputs
+    // by 1e-13 of their values; it is skipped there.
+    if (ember::test::compiled_device()) {
+      std::vector<Tensor> n = leaves();
+      for (Tensor &t : n)
+        if (t.requires_grad())
+          t = (t.detach() * (1 + 1e-13)).requires_grad_();
+      Tensor ln = loss_of(n);
+      ln.backward();
+      bool stable = same(ln, le);
+      for (size_t k = 0; k < a.size() && stable; ++k)
+        if (a[k].grad().defined() && n[k].grad().defined())
+          stable =
+              ember::test::agree(n[k].grad(), a[k].grad()).all().item<bool>();
+      if (!stable)
+        continue;
+    }
     // (each program under one of four memory budgets in turn: none, 0,
     // one that fits a little, one that fits everything)
     constexpr int64_t kBudgets[] = {-1, 0, 256, int64_t(1) << 40};

@@ -14,6 +14,8 @@ using ember::test::same;
 namespace F = ember::nn::functional;
 
 TEST(E2EModels, MLPInference) {
+  ember::test::StayOnCpu cpu(
+      "the function closes over modules whose parameters are CPU tensors");
   manual_seed(1);
   nn::Sequential mlp(nn::Linear(8, 16), nn::ReLU(), nn::Linear(16, 16),
                      nn::GELU(), nn::Linear(16, 4));
@@ -30,6 +32,8 @@ TEST(E2EModels, MLPInference) {
 }
 
 TEST(E2EModels, SmallCNNInference) {
+  ember::test::StayOnCpu cpu(
+      "the function closes over modules whose parameters are CPU tensors");
   manual_seed(2);
   nn::Conv2d c1(nn::Conv2dOptions(3, 6, 3).padding(1));
   nn::BatchNorm2d bn(6);
@@ -87,6 +91,8 @@ TEST(E2EModels, FunctionalConvPool1dAnd2d) {
 }
 
 TEST(E2EModels, NormsEmbeddingDropoutEval) {
+  ember::test::StayOnCpu cpu(
+      "the function closes over modules whose parameters are CPU tensors");
   manual_seed(3);
   nn::Embedding emb(nn::EmbeddingOptions(10, 6).padding_idx(0));
   nn::LayerNorm ln(nn::LayerNormOptions({6}));
@@ -119,6 +125,8 @@ TEST(E2EModels, NormsEmbeddingDropoutEval) {
 }
 
 TEST(E2EModels, AttentionBlock) {
+  ember::test::StayOnCpu cpu(
+      "the function closes over modules whose parameters are CPU tensors");
   manual_seed(4);
   const int64_t E = 16, H = 4;
   nn::MultiheadAttention mha(

@@ -152,8 +152,8 @@ TEST(E2EPointwise, TernaryWhereClampLerpAddcmul) {
     Tensor r4 = ember::lerp(x, y, 0.3) + ember::lerp(x, y, w.sigmoid());
     Tensor r5 =
         ember::addcmul(x, y, w, 0.5) + ember::addcdiv(x, y, w.abs() + 1, -2);
-    Tensor r6 =
-        x.masked_fill(w > 0, -7.0) + ember::where(w < 0, scalar_tensor(1.5), x);
+    Tensor r6 = x.masked_fill(w > 0, -7.0) +
+                ember::where(w < 0, scalar_tensor(1.5, x.options()), x);
     return std::make_tuple(r1, r2, r3, r4, r5, r6);
   };
   auto e = expect_same(fn, {random({3, 8}, kFloat, 6), random({8}, kFloat, 7),

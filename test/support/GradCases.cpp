@@ -422,24 +422,24 @@ std::map<std::string, std::vector<Case>> build_cases() {
           [](auto &x) {
             return ember::index_select(x, -1, ix({2, 2}));
           })};
-  c["gather"] = {unary(
-                     "dim 1 repeated",
-                     [] {
-                       return rnd({3, 4}, 1);
-                     },
-                     [](auto &x) {
-                       return ember::gather(
-                           x, 1, tensor({{0, 0, 3}, {1, 2, 1}, {3, 3, 3}}));
-                     },
-                     true),
-                 unary(
-                     "dim 0",
-                     [] {
-                       return rnd({3, 2}, 2);
-                     },
-                     [](auto &x) {
-                       return ember::gather(x, 0, tensor({{2, 0}, {2, 2}}));
-                     })};
+  c["gather"] = {
+      unary(
+          "dim 1 repeated",
+          [] {
+            return rnd({3, 4}, 1);
+          },
+          [](auto &x) {
+            return ember::gather(x, 1, ix2({{0, 0, 3}, {1, 2, 1}, {3, 3, 3}}));
+          },
+          true),
+      unary(
+          "dim 0",
+          [] {
+            return rnd({3, 2}, 2);
+          },
+          [](auto &x) {
+            return ember::gather(x, 0, ix2({{2, 0}, {2, 2}}));
+          })};
   c["scatter__src"] = {
       inplace(
           "dim 1 distinct indices",
@@ -448,7 +448,7 @@ std::map<std::string, std::vector<Case>> build_cases() {
           },
           [](const variable_list &v) {
             Tensor z = v[0].clone();
-            z.scatter_(1, tensor({{3, 0}, {1, 2}, {0, 1}}), v[1]);
+            z.scatter_(1, ix2({{3, 0}, {1, 2}, {0, 1}}), v[1]);
             return z;
           },
           true),
@@ -459,7 +459,7 @@ std::map<std::string, std::vector<Case>> build_cases() {
           },
           [](const variable_list &v) {
             Tensor z = v[0].clone();
-            z.scatter_(0, tensor({{2, 0}, {0, 1}}), v[1]);
+            z.scatter_(0, ix2({{2, 0}, {0, 1}}), v[1]);
             return z;
           })};
   c["scatter_add_"] = {
@@ -470,7 +470,7 @@ std::map<std::string, std::vector<Case>> build_cases() {
           },
           [](const variable_list &v) {
             Tensor z = v[0].clone();
-            z.scatter_add_(1, tensor({{1, 1, 3}, {0, 0, 0}, {2, 3, 2}}), v[1]);
+            z.scatter_add_(1, ix2({{1, 1, 3}, {0, 0, 0}, {2, 3, 2}}), v[1]);
             return z;
           },
           true),
@@ -483,7 +483,7 @@ std::map<std::string, std::vector<Case>> build_cases() {
           },
           [](const variable_list &v) {
             Tensor z = v[0].clone();
-            z.scatter_add_(1, tensor({{0, 0}, {3, 1}, {2, 2}}), v[1]);
+            z.scatter_add_(1, ix2({{0, 0}, {3, 1}, {2, 2}}), v[1]);
             return z;
           })};
   c["index_add_"] = {inplace(
@@ -565,7 +565,7 @@ std::map<std::string, std::vector<Case>> build_cases() {
             return rnd({3, 4}, 2);
           },
           [](auto &x) {
-            return ember::index(x, {tensor({{0}, {2}, {0}}), ix({1, 3, 1})});
+            return ember::index(x, {ix2({{0}, {2}, {0}}), ix({1, 3, 1})});
           },
           true),
       unary(

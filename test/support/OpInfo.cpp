@@ -878,7 +878,9 @@ void other_pointwise_ops(Builder &b) {
                  },
                  [](auto &x) {
                    return ember::masked_fill(
-                       x, tensor({false, true, true, false}), -1.0);
+                       x,
+                       tensor({false, true, true, false}).to(sample_device()),
+                       -1.0);
                  }),
              inplace(
                  "in-place masked_fill_",
@@ -903,30 +905,31 @@ void other_pointwise_ops(Builder &b) {
        "where.self",
        [](auto &c, auto &a, auto &b) { return where(c > 0, a, b); },
        [](double c, double a, double b) { return c > 0 ? a : b; })
-      .grad(
-          {1, 2},
-          {binary(
-               "same shape",
-               [] {
-                 return variable_list{rnd({3, 4}, 1), rnd({3, 4}, 2)};
-               },
-               [](auto &a, auto &b) { return ember::where(mask34(), a, b); },
-               true),
-           binary(
-               "broadcast (3,1)x(1,4)",
-               [] {
-                 return variable_list{rnd({3, 1}, 3), rnd({1, 4}, 4)};
-               },
-               [](auto &a, auto &b) { return ember::where(mask34(), a, b); },
-               true),
-           binary(
-               "broadcast condition",
-               [] {
-                 return variable_list{rnd({3, 4}, 5), rnd({}, 6)};
-               },
-               [](auto &a, auto &b) {
-                 return ember::where(tensor({true, false, true, false}), a, b);
-               })})
+      .grad({1, 2},
+            {binary(
+                 "same shape",
+                 [] {
+                   return variable_list{rnd({3, 4}, 1), rnd({3, 4}, 2)};
+                 },
+                 [](auto &a, auto &b) { return ember::where(mask34(), a, b); },
+                 true),
+             binary(
+                 "broadcast (3,1)x(1,4)",
+                 [] {
+                   return variable_list{rnd({3, 1}, 3), rnd({1, 4}, 4)};
+                 },
+                 [](auto &a, auto &b) { return ember::where(mask34(), a, b); },
+                 true),
+             binary(
+                 "broadcast condition",
+                 [] {
+                   return variable_list{rnd({3, 4}, 5), rnd({}, 6)};
+                 },
+                 [](auto &a, auto &b) {
+                   return ember::where(
+                       tensor({true, false, true, false}).to(sample_device()),
+                       a, b);
+                 })})
       .meta({{[] {
                return Stack{R({3, 1}, kBool), R({4}), R({3, 4}, kDouble)};
              }},

@@ -86,7 +86,21 @@ inline variable_list distinct_pair(IntArrayRef a, IntArrayRef b,
           leaf(all.narrow(0, na, nb).reshape(b))};
 }
 
-inline Tensor ix(std::vector<int64_t> v) { return tensor(v); }
+/// The device a sample's function makes its index and mask tensors on:
+/// the CPU, or the device the CUDA harness runs the samples on
+/// (every_gradient_on in test/unit/test_cuda_ops.cpp).
+inline Device &sample_device() {
+  static thread_local Device d(kCPU);
+  return d;
+}
+
+/// An int64 index tensor on sample_device(): ix({0, 2}); ix2({{0}, {2}}).
+inline Tensor ix(std::vector<int64_t> v) {
+  return tensor(v).to(sample_device());
+}
+inline Tensor ix2(detail::TensorDataContainer v) {
+  return tensor(v).to(sample_device());
+}
 
 /// A float64 leaf with the given values.
 inline Tensor vals(std::vector<double> v, IntArrayRef shape) {
@@ -97,7 +111,8 @@ inline Tensor vals(std::vector<double> v, IntArrayRef shape) {
 inline Tensor mask34() {
   return tensor({true, false, false, true, true, false, true, false, false,
                  true, false, true})
-      .reshape({3, 4});
+      .reshape({3, 4})
+      .to(sample_device());
 }
 
 /// Generators of gradcheck inputs by shape and seed.

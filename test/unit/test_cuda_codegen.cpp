@@ -815,14 +815,19 @@ TEST(Cuda, CompiledFusionsAreCudaKernels) {
   }
   ExplainOutput e = compiled.explain();
   ASSERT_FALSE(e.graphs.empty());
-  int cuda_kernels = 0, parallel = 0;
-  for (const GraphInfo &g : e.graphs)
+  // (on an H200: two kernels a graph, the pointwise chain, softmax and
+  // layer_norm one row-persistent kernel, the sum the other; the strided
+  // call's graph finds them in the memory cache)
+  for (const GraphInfo &g : e.graphs) {
+    EXPECT_GE(g.kernel_list.size(), 2u) << e;
+    EXPECT_EQ(g.fallbacks, 0) << e;
     for (const KernelSummary &k : g.kernel_list) {
-      cuda_kernels += k.name.rfind("cuda ember_cuda_", 0) == 0;
-      parallel += k.origin.find("in parallel") != std::string::npos;
+      EXPECT_EQ(k.name.rfind("cuda ember_cuda_", 0), 0u) << e;
+      if (&g == &e.graphs[0]) {
+        EXPECT_NE(k.origin.find("in parallel"), std::string::npos) << e;
+      }
     }
-  EXPECT_GE(cuda_kernels, 4) << e;
-  EXPECT_GE(parallel, 4) << e;
+  }
   unsetenv("EMBER_CACHE_DIR");
   std::printf("[ INFO     ] %s\n", e.str().c_str());
 }
@@ -833,7 +838,9 @@ TEST(Cuda, CompiledFusionsAreCudaKernels) {
 TEST(Cuda, CompiledFusionsWriteIntoDyingBuffers) {
   REQUIRE_GPU();
   NoGradGuard guard;
-  auto fn = [](const Tensor &x) { return (x.exp().mm(x) * 2).tanh().neg(); };
+  // (the product's result and the fusion's are the only buffers: the
+  // peak is one 1 MiB buffer with the plan, two without it)
+  auto fn = [](const Tensor &x) { return (x.mm(x) * 2).tanh().neg(); };
   Tensor x = random({512, 512}, kFloat, 5).cuda();
   Tensor want = fn(x);
   int64_t peak[2];
