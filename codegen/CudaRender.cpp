@@ -485,13 +485,30 @@ private:
     // Points per thread: a 16-byte vector of the widest dtype read or
     // written with stride 1, at most 4 (Note [CUDA kernels from the kernel
     // description]).
+    // Several dims take vectors along the innermost (Note [Vectors along
+    // the innermost dim]) when every operand steps it by 1 or 0.
+    const size_t inner = l.sizes.empty() ? 0 : l.sizes.size() - 1;
+    bool rows = !flat && !l.sizes.empty();
+    for (size_t op = 0; op < nops && rows; ++op)
+      rows = l.strides[op][inner] == 0 || l.strides[op][inner] == 1;
     int vec = 1;
-    if (flat) {
+    if (flat || rows) {
       size_t widest = 0;
       for (size_t op = 0; op < nops; ++op)
-        if (l.strides[op][0] == 1)
+        if (l.strides[op][inner] == 1)
           widest = std::max(widest, elementSize(operand_dtype(op)));
       vec = widest ? int(std::min<size_t>(4, 16 / widest)) : 1;
+    }
+    if (rows) {
+      // A thread's vector lies in one row, at offsets a multiple of `vec`
+      // in every operand it is a vector of.
+      bool fits = vec > 1 && l.sizes[inner] % vec == 0;
+      for (size_t op = 0; op < nops && fits; ++op)
+        if (l.strides[op][inner] == 1)
+          for (size_t d = 0; d < inner; ++d)
+            fits = fits && l.strides[op][d] % vec == 0;
+      if (!fits)
+        rows = false, vec = 1;
     }
     r.vector = vec;
     r.block = kBlock;
@@ -503,6 +520,10 @@ private:
     std::vector<int> needed = closure(k_.outputs, [](int) { return true; });
 
     os << "  const index_t n = (index_t)" << n << "LL;\n";
+    if (rows) {
+      vectors_along_rows(l, vec, needed, os);
+      return;
+    }
     if (!flat) {
       os << "  for (index_t i = (index_t)blockIdx.x * blockDim.x + "
             "threadIdx.x; i < n;\n"
@@ -593,6 +614,81 @@ private:
     os << "    }\n  }\n";
   }
 
+  /// Note [Vectors along the innermost dim]
+  /// A pointwise kernel over several dims (x * w + b: a row broadcast over
+  /// a matrix) whose operands each step the innermost dim by 1 or 0, and
+  /// whose innermost size and unit-stride operands' other strides are
+  /// multiples of `vec`, takes `vec` consecutive points of one row a
+  /// thread: the thread splits its first point's index into coordinates
+  /// once, loads each unit-stride operand as one aligned vector (when every
+  /// such pointer is aligned, checked once per launch) and each operand of
+  /// innermost stride 0 once, and stores each output as one vector. A
+  /// misaligned launch takes the points one by one. The one-point-a-thread
+  /// path divides the index by every size at every point: a quarter of the
+  /// divisions, and 16-byte memory transactions, here.
+  void vectors_along_rows(const Loops &l, int vec,
+                          const std::vector<int> &needed,
+                          std::ostringstream &os) const {
+    const size_t nops = noperands(), inner = l.sizes.size() - 1;
+    const std::string sv = std::to_string(vec);
+    std::string vecs;
+    for (size_t op = 0; op < nops; ++op)
+      if (l.strides[op][inner] == 1)
+        vecs += std::string(vecs.empty() ? "" : " &&\n      ") +
+                "(unsigned long long)" + operand(op) + " % sizeof(Vec<" +
+                ctype(operand_dtype(op)) + ", " + sv + ">) == 0";
+    os << "  const bool aligned =\n      " << vecs << ";\n";
+    os << "  for (index_t base = ((index_t)blockIdx.x * blockDim.x + "
+          "threadIdx.x) * "
+       << vec
+       << ";\n       base < n; base += (index_t)gridDim.x * blockDim.x * "
+       << vec << ") {\n";
+    std::vector<std::string> coords;
+    for (size_t d = 0; d < l.sizes.size(); ++d)
+      coords.push_back("c" + std::to_string(d));
+    os << split("base", l.sizes, "c", "    ");
+    auto at = [&](size_t op) { return offset(coords, l.strides[op]); };
+    os << "    if (aligned) {\n";
+    for (size_t i = 0; i < k_.inputs.size(); ++i) {
+      size_t op = nouts_ + i;
+      std::string t = ctype(k_.inputs[i].dtype);
+      if (l.strides[op][inner] == 1)
+        os << "      const Vec<" << t << ", " << sv << "> a" << i
+           << " = *(const Vec<" << t << ", " << sv << "> *)(in" << i << " + "
+           << at(op) << ");\n";
+      else
+        os << "      const " << t << " a" << i << " = in" << i << "[" << at(op)
+           << "];\n";
+    }
+    for (size_t o = 0; o < nouts_; ++o)
+      os << "      Vec<" << ctype(operand_dtype(o)) << ", " << sv << "> r" << o
+         << ";\n";
+    os << "#pragma unroll\n      for (int j = 0; j < " << vec << "; ++j) {\n";
+    auto vload = [&](int input) {
+      bool unit = l.strides[nouts_ + size_t(input)][inner] == 1;
+      return "a" + std::to_string(input) + (unit ? ".v[j]" : "");
+    };
+    os << compute(needed, vload, "        ");
+    for (size_t o = 0; o < nouts_; ++o)
+      os << "        r" << o << ".v[j] = " << store(o) << ";\n";
+    os << "      }\n";
+    for (size_t o = 0; o < nouts_; ++o)
+      os << "      *(Vec<" << ctype(operand_dtype(o)) << ", " << sv
+         << "> *)(out" << o << " + base) = r" << o << ";\n";
+    os << "      continue;\n    }\n";
+    // (misaligned: the points one by one, not unrolled)
+    os << "#pragma unroll 1\n    for (int j = 0; j < " << vec << "; ++j) {\n";
+    auto sload = [&](int input) {
+      size_t op = nouts_ + size_t(input);
+      return "in" + std::to_string(input) + "[" + at(op) +
+             (l.strides[op][inner] == 1 ? " + j" : "") + "]";
+    };
+    os << compute(needed, sload, "      ");
+    for (size_t o = 0; o < nouts_; ++o)
+      os << "      out" << o << "[base + j] = " << store(o) << ";\n";
+    os << "    }\n  }\n";
+  }
+
   // --- reduction kernels
 
   void reduction(CudaKernel &r, std::ostringstream &os) {
@@ -621,12 +717,24 @@ private:
     auto round32 = [](int64_t t) { return (t + 31) / 32 * 32; };
     int64_t block =
         round32(std::min<int64_t>(kBlock, std::max<int64_t>(32, nred)));
+    // The full inputs a fold reads (layer_norm's x, not its weight and
+    // bias, which only the output loop reads): those a held row holds.
+    std::set<int> folded;
+    for (size_t x = 0; x < k_.values.size(); ++x)
+      if (!full(int(x)) && k_.is_reduce(int(x)))
+        for (int y : closure({k_.step_of(int(x)).args[0]}, full))
+          if (k_.values[size_t(y)].kind == KernelSpec::Value::Kind::Input)
+            folded.insert(k_.values[size_t(y)].index);
+    std::vector<int> held_inputs;
+    for (int i : full_inputs)
+      if (folded.count(i))
+        held_inputs.push_back(i);
     // A row that fits in registers (Note [Persistent rows]): `held` points
-    // a thread, each full input loaded once.
+    // a thread, each input a fold reads loaded once.
     int64_t held = 0;
-    if (!column && !full_inputs.empty()) {
+    if (!column && !held_inputs.empty()) {
       const int64_t most = std::min<int64_t>(
-          kMaxHeld, kHeldRegisters / int64_t(full_inputs.size()));
+          kMaxHeld, kHeldRegisters / int64_t(held_inputs.size()));
       const int64_t b =
           std::clamp<int64_t>(round32((nred + 3) / 4), 32, kPersistentBlock);
       if (most >= 1 && (nred + b - 1) / b <= most) {
@@ -701,18 +809,20 @@ private:
         s += split("j", rsizes, "r", indent + "  ");
       return s;
     };
-    // Held rows: each full input's points loaded once, in its storage type.
+    // Held rows: the points of each input a fold reads, loaded once, in
+    // its storage type; the output loop reads the other full inputs.
     if (held) {
-      for (int i : full_inputs)
+      for (int i : held_inputs)
         os << "    " << ctype(k_.inputs[size_t(i)].dtype) << " h" << i << "["
            << held << "];\n";
       os << loop_head("    ");
-      for (int i : full_inputs)
+      for (int i : held_inputs)
         os << "      h" << i << "[p] = " << full_load(i) << ";\n";
       os << "    }\n";
     }
     auto loop_load = [&](int input) {
-      return held ? "h" + std::to_string(input) + "[p]" : full_load(input);
+      return held && folded.count(input) ? "h" + std::to_string(input) + "[p]"
+                                         : full_load(input);
     };
     for (size_t x = 0; x < k_.values.size(); ++x) {
       int id = int(x);

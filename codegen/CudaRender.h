@@ -49,10 +49,13 @@
 ///
 /// Note [Persistent rows]
 /// A row layout whose row fits in registers holds it there: each thread
-/// loads its points of every full input once (`held` of them, at most 16,
-/// at most 32 registers of held values), and every fold and the output
-/// loop read those registers, unrolled, instead of re-reading the row: one
-/// pass over memory for softmax or layer_norm instead of one per fold. The
+/// loads its points of every full input a fold reads once (`held` of them,
+/// at most 16, at most 32 registers of held values), and every fold and the
+/// output loop read those registers, unrolled, instead of re-reading the
+/// row: one pass over memory for softmax or layer_norm instead of one per
+/// fold. A full input only the output loop reads (layer_norm's weight and
+/// bias) is read there, from memory: held too, it would triple layer_norm's
+/// registers and push its 8192-point rows out of the layout. The
 /// block is a quarter of the row's points (a multiple of 32, at most 512),
 /// so a thread holds about four points (more, up to 16, for long rows); a
 /// row over 8192 points of one input, or any row whose inputs would need

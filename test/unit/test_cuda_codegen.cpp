@@ -479,6 +479,38 @@ TEST(CudaCodegen, RenderedKernelsRunOnTheHostAsTheCpuKernels) {
     }
   }
   {
+    // Note [Vectors along the innermost dim]: gelu(x * w + b) with w a row
+    // and b a column over [6, 40] (vectors of 4 along each row, the column
+    // read once a vector, two outputs), from an aligned x and from a
+    // misaligned one (the points one by one); then rows of 42, not a
+    // multiple of 4: one point a thread.
+    Tensor x = random({6 * 40 + 1}, kFloat, 11), w = random({40}, kFloat, 12),
+           b = random({6, 1}, kFloat, 13);
+    for (bool misaligned : {false, true}) {
+      KernelSpec k;
+      k.shape = {6, 40};
+      int vx = k.input(kFloat, {40, 1}), vw = k.input(kFloat, {0, 1}),
+          vb = k.input(kFloat, {1, 0});
+      int m = k.step(mul, {vx, vw}, {}, kFloat, kFloat);
+      int a = k.step(addt, {m, vb}, {Scalar(1)}, kFloat, kFloat);
+      k.outputs = {k.step(op("ember::_gelu_erf"), {a}, {}, kFloat, kFloat), m};
+      CudaKernel r = codegen::render_cuda(k);
+      EXPECT_EQ(r.vector, 4);
+      EXPECT_NE(r.kernel.find("*(const Vec<float, 4> *)(in0 + "),
+                std::string::npos)
+          << r.kernel;
+      add_case(misaligned ? "misaligned row vectors" : "row vectors", k,
+               {x.narrow(0, misaligned ? 1 : 0, 240).view({6, 40}), w, b});
+    }
+    Tensor x42 = random({6, 42}, kFloat, 14), w42 = random({42}, kFloat, 15);
+    KernelSpec k;
+    k.shape = {6, 42};
+    int vx = k.input(kFloat, {42, 1}), vw = k.input(kFloat, {0, 1});
+    k.outputs = {k.step(mul, {vx, vw}, {}, kFloat, kFloat)};
+    EXPECT_EQ(codegen::render_cuda(k).vector, 1);
+    add_case("rows of 42", k, {x42, w42});
+  }
+  {
     // int32 + half -> half (rounded), exp, where over a mask into float,
     // gt into bool, a conversion to int8 and to bfloat16.
     Tensor i = random({300}, kInt, 7), h = random({300}, kHalf, 8),
@@ -660,6 +692,34 @@ TEST(CudaCodegen, RenderedKernelsRunOnTheHostAsTheCpuKernels) {
                       mx};
     EXPECT_EQ(codegen::render_cuda(looped).held, 0);
     add_case("looped rows", looped, {l});
+    // layer_norm with a weight and a bias over rows of 8192 (issue 15's
+    // benchmark): only x, which the folds read, is held (16 points a
+    // thread, a block of 512); the output loop reads the weight and the
+    // bias. Held as well, the three would not fit and the row would loop.
+    Tensor x8 = random({3, 8192}, kFloat, 36), w8 = random({8192}, kFloat, 37),
+           b8 = random({8192}, kFloat, 38);
+    KernelSpec ln;
+    ln.shape = {3, 8192};
+    ln.reduced = {false, true};
+    int lx = ln.input(kFloat, {8192, 1}), lw = ln.input(kFloat, {0, 1}),
+        lb = ln.input(kFloat, {0, 1});
+    int lm = ln.reduce(ReductionInfo::Mean, lx, kFloat, kDouble, kFloat);
+    int lc = ln.step(sub, {lx, lm}, {Scalar(1)}, kFloat, kFloat);
+    int lv = ln.reduce(ReductionInfo::Mean,
+                       ln.step(mul, {lc, lc}, {}, kFloat, kFloat), kFloat,
+                       kDouble, kFloat);
+    int scaled = ln.step(mul, {ln.step(mul, {lc, lv}, {}, kFloat, kFloat), lw},
+                         {}, kFloat, kFloat);
+    ln.outputs = {ln.step(addt, {scaled, lb}, {Scalar(1)}, kFloat, kFloat), lm,
+                  lv};
+    CudaKernel rl = codegen::render_cuda(ln);
+    EXPECT_EQ(rl.held, 16);
+    EXPECT_EQ(rl.block, 512);
+    EXPECT_NE(rl.kernel.find("float h0[16];"), std::string::npos) << rl.kernel;
+    EXPECT_EQ(rl.kernel.find("h1["), std::string::npos) << rl.kernel;
+    EXPECT_EQ(rl.kernel.find("h2["), std::string::npos) << rl.kernel;
+    add_case("persistent rows, weight and bias read by the output loop", ln,
+             {x8, w8, b8});
   }
   {
     // Folding an empty dim: sums are 0, means NaN.

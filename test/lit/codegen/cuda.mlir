@@ -39,22 +39,44 @@ func.func @chain(%x: tensor<4x8xf32, #ember.device<"cuda:0">>, %y: tensor<4x8xf3
   return %2 : tensor<4x8xf32, #ember.device<"cuda:0">>
 }
 
-// A row and a column broadcast over [4, 8]: not one dim, so each thread
-// splits its index into coordinates by literal sizes; each input is read
-// at its own strides (the zero ones left out).
+// A row and a column broadcast over [4, 8] (Note [Vectors along the
+// innermost dim]): each thread splits its first point's index once, loads x
+// and the row as vectors and the column once, and stores one vector; a
+// misaligned launch takes the points one by one.
 // CHECK-LABEL: // fusion {{[0-9]+}} of @broadcast
-// CHECK-NEXT: // kernel {{.*}}: block 256, blocks 1, 32-bit indices, vector 1;
+// CHECK-NEXT: // kernel {{.*}}: block 256, blocks 1, 32-bit indices, vector 4;
 // CHECK: const index_t c1 = cr % (index_t)8;
 // CHECK-NEXT: cr /= (index_t)8;
 // CHECK-NEXT: const index_t c0 = cr;
-// CHECK-NEXT: const float v0 = in0[c0 * (index_t)8 + c1];
-// CHECK-NEXT: const float v1 = in1[c1];
+// CHECK-NEXT: if (aligned) {
+// CHECK-NEXT: const Vec<float, 4> a0 = *(const Vec<float, 4> *)(in0 + c0 * (index_t)8 + c1);
+// CHECK-NEXT: const Vec<float, 4> a1 = *(const Vec<float, 4> *)(in1 + c1);
+// CHECK-NEXT: const float a2 = in2[c0];
+// CHECK: *(Vec<float, 4> *)(out0 + base) = r0;
+// CHECK: const float v0 = in0[c0 * (index_t)8 + c1 + j];
+// CHECK-NEXT: const float v1 = in1[c1 + j];
 // CHECK-NEXT: const float v2 = in2[c0];
-// CHECK: out0[i] = v4;
+// CHECK: out0[base + j] = v4;
 func.func @broadcast(%x: tensor<4x8xf32, #ember.device<"cuda:0">>, %row: tensor<8xf32, #ember.device<"cuda:0">>, %col: tensor<4x1xf32, #ember.device<"cuda:0">>) -> tensor<4x8xf32, #ember.device<"cuda:0">> {
   %0 = ember.mul.Tensor %x, %row : (tensor<4x8xf32, #ember.device<"cuda:0">>, tensor<8xf32, #ember.device<"cuda:0">>) -> tensor<4x8xf32, #ember.device<"cuda:0">>
   %1 = ember.sub.Tensor %0, %col : (tensor<4x8xf32, #ember.device<"cuda:0">>, tensor<4x1xf32, #ember.device<"cuda:0">>) -> tensor<4x8xf32, #ember.device<"cuda:0">>
   return %1 : tensor<4x8xf32, #ember.device<"cuda:0">>
+}
+
+// Rows of 6, not a multiple of 4: no vectors along them, so each thread
+// takes one point and splits its index into coordinates by literal sizes;
+// each input is read at its own strides (the zero ones left out).
+// CHECK-LABEL: // fusion {{[0-9]+}} of @rows_of_six
+// CHECK-NEXT: // kernel {{.*}}: block 256, blocks 1, 32-bit indices, vector 1;
+// CHECK: const index_t c1 = cr % (index_t)6;
+// CHECK-NEXT: cr /= (index_t)6;
+// CHECK-NEXT: const index_t c0 = cr;
+// CHECK-NEXT: const float v0 = in0[c0 * (index_t)6 + c1];
+// CHECK-NEXT: const float v1 = in1[c1];
+// CHECK: out0[i] = v2;
+func.func @rows_of_six(%x: tensor<4x6xf32, #ember.device<"cuda:0">>, %row: tensor<6xf32, #ember.device<"cuda:0">>) -> tensor<4x6xf32, #ember.device<"cuda:0">> {
+  %0 = ember.mul.Tensor %x, %row : (tensor<4x6xf32, #ember.device<"cuda:0">>, tensor<6xf32, #ember.device<"cuda:0">>) -> tensor<4x6xf32, #ember.device<"cuda:0">>
+  return %0 : tensor<4x6xf32, #ember.device<"cuda:0">>
 }
 
 // float16 + int32: the int32 is first rounded to float16 (eager converts
