@@ -583,23 +583,14 @@ private:
              << " = *(const Vec<" << t << ", " << sv << "> *)(in" << i
              << " + base);\n";
         }
-      for (size_t o = 0; o < nouts_; ++o)
-        os << "      Vec<" << ctype(operand_dtype(o)) << ", " << sv << "> r"
-           << o << ";\n";
-      os << "#pragma unroll\n      for (int j = 0; j < " << vec << "; ++j) {\n";
-      auto load = [&](int input) {
-        if (l.strides[nouts_ + size_t(input)][0] == 1)
-          return "a" + std::to_string(input) + ".v[j]";
-        return strided_load(input, "(base + j)");
-      };
-      os << compute(needed, load, "        ");
-      for (size_t o = 0; o < nouts_; ++o)
-        os << "        r" << o << ".v[j] = " << store(o) << ";\n";
-      os << "      }\n";
-      for (size_t o = 0; o < nouts_; ++o)
-        os << "      *(Vec<" << ctype(operand_dtype(o)) << ", " << sv
-           << "> *)(out" << o << " + base) = r" << o << ";\n";
-      os << "      continue;\n    }\n";
+      vector_body(
+          vec, needed,
+          [&](int input) {
+            if (l.strides[nouts_ + size_t(input)][0] == 1)
+              return "a" + std::to_string(input) + ".v[j]";
+            return strided_load(input, "(base + j)");
+          },
+          os);
     }
     // (the tail and misaligned launches: one copy of the body, not
     // unrolled, which keeps the kernel small for NVVM and ptxas)
@@ -612,6 +603,26 @@ private:
     for (size_t o = 0; o < nouts_; ++o)
       os << "      out" << o << "[i] = " << store(o) << ";\n";
     os << "    }\n  }\n";
+  }
+
+  /// The aligned path's body: each output's vector computed lane by lane
+  /// (`load` reads lane j of an input), stored at out<o> + base as one.
+  void vector_body(int vec, const std::vector<int> &needed,
+                   const std::function<std::string(int)> &load,
+                   std::ostringstream &os) const {
+    const std::string sv = std::to_string(vec);
+    for (size_t o = 0; o < nouts_; ++o)
+      os << "      Vec<" << ctype(operand_dtype(o)) << ", " << sv << "> r" << o
+         << ";\n";
+    os << "#pragma unroll\n      for (int j = 0; j < " << vec << "; ++j) {\n";
+    os << compute(needed, load, "        ");
+    for (size_t o = 0; o < nouts_; ++o)
+      os << "        r" << o << ".v[j] = " << store(o) << ";\n";
+    os << "      }\n";
+    for (size_t o = 0; o < nouts_; ++o)
+      os << "      *(Vec<" << ctype(operand_dtype(o)) << ", " << sv
+         << "> *)(out" << o << " + base) = r" << o << ";\n";
+    os << "      continue;\n    }\n";
   }
 
   /// Note [Vectors along the innermost dim]
@@ -660,22 +671,13 @@ private:
         os << "      const " << t << " a" << i << " = in" << i << "[" << at(op)
            << "];\n";
     }
-    for (size_t o = 0; o < nouts_; ++o)
-      os << "      Vec<" << ctype(operand_dtype(o)) << ", " << sv << "> r" << o
-         << ";\n";
-    os << "#pragma unroll\n      for (int j = 0; j < " << vec << "; ++j) {\n";
-    auto vload = [&](int input) {
-      bool unit = l.strides[nouts_ + size_t(input)][inner] == 1;
-      return "a" + std::to_string(input) + (unit ? ".v[j]" : "");
-    };
-    os << compute(needed, vload, "        ");
-    for (size_t o = 0; o < nouts_; ++o)
-      os << "        r" << o << ".v[j] = " << store(o) << ";\n";
-    os << "      }\n";
-    for (size_t o = 0; o < nouts_; ++o)
-      os << "      *(Vec<" << ctype(operand_dtype(o)) << ", " << sv
-         << "> *)(out" << o << " + base) = r" << o << ";\n";
-    os << "      continue;\n    }\n";
+    vector_body(
+        vec, needed,
+        [&](int input) {
+          bool unit = l.strides[nouts_ + size_t(input)][inner] == 1;
+          return "a" + std::to_string(input) + (unit ? ".v[j]" : "");
+        },
+        os);
     // (misaligned: the points one by one, not unrolled)
     os << "#pragma unroll 1\n    for (int j = 0; j < " << vec << "; ++j) {\n";
     auto sload = [&](int input) {
