@@ -14,4 +14,12 @@ inline bool is_capturing() {
          !ks.excluded.has(DispatchKey::Capture);
 }
 
+namespace detail {
+/// Called by the autograd engine after a backward pass run while compile()
+/// records (set by frontend/Capture.cpp): the grads that pass made for the
+/// function's arguments become visible through them (Note [An argument's
+/// grad] there).
+inline void (*capture_after_backward_fn)() = nullptr;
+} // namespace detail
+
 } // namespace ember

@@ -417,7 +417,10 @@ std::string repr(const Tensor &t) {
 std::ostream &operator<<(std::ostream &os, const Tensor &t) {
   if (!t.defined())
     return os << "[ Tensor (undefined) ]";
-  t.unsafeGetTensorImpl()->sync_capture("printing a tensor");
+  // (operator<< cannot take the caller's source_location: the break names
+  // no line rather than this one)
+  t.unsafeGetTensorImpl()->sync_capture("printing a tensor (operator<<)",
+                                        std::source_location{});
   return os << repr(t);
 }
 

@@ -1,5 +1,6 @@
 #include "frontend/Capture.h"
 
+#include "eager/Capturing.h"
 #include "eager/Factory.h"
 #include "eager/OpTraits.h"
 #include "eager/autograd/BuiltinNodes.h"
@@ -513,7 +514,9 @@ std::vector<Tensor> Session::wrap_arguments(const std::vector<Tensor> &reals) {
     // standing for an argument holds the real tensor's grad, a real tensor
     // that the graph lifts when an op reads it, and writes in place go to
     // it. A grad the function replaces or clears (mutable_grad() = ...,
-    // zero_grad) is handed on to the real tensor when the call ends.
+    // zero_grad) is handed on to the real tensor when the call ends; a grad
+    // a backward pass inside the function made for an argument without one
+    // is handed to its capture tensor when the pass ends (take_real_grads).
     const Tensor &g = reals[i].grad();
     if (g.defined() && !out[i].grad().defined())
       out[i].mutable_grad() = g;
@@ -528,6 +531,18 @@ void Session::give_back_grads() {
     const Tensor &g = wrapper.grad();
     if (g.unsafeGetTensorImpl() != arg_grads_[i] && !real.grad().is_same(g))
       real.mutable_grad() = g;
+  }
+}
+
+void Session::take_real_grads() {
+  for (size_t i = 0; i < arg_pairs_.size(); ++i) {
+    auto &[wrapper, real] = arg_pairs_[i];
+    const Tensor &g = real.grad();
+    if (!g.defined() || wrapper.grad().is_same(g) ||
+        wrapper.grad().unsafeGetTensorImpl() != arg_grads_[i])
+      continue;
+    wrapper.mutable_grad() = g;
+    arg_grads_[i] = g.unsafeGetTensorImpl();
   }
 }
 
@@ -1436,6 +1451,10 @@ void install_capture() {
                                         &capture_fallback);
     detail::capture_sync_fn = &capture_sync;
     detail::capture_save_fn = &capture_save;
+    ember::detail::capture_after_backward_fn = [] {
+      if (Session *s = Session::current())
+        s->take_real_grads();
+    };
   });
 }
 

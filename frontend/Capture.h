@@ -200,6 +200,10 @@ public:
 
   /// The session capturing on this thread, or null.
   static Session *current();
+  /// After a backward pass inside the function: a grad it made for an
+  /// argument whose capture tensor's grad the function has not replaced
+  /// becomes that capture tensor's too.
+  void take_real_grads();
 
   /// The capture tensors standing for the function's tensor arguments.
   /// Arguments that share memory stay aliased: the same tensor passed twice

@@ -698,6 +698,16 @@ FlatOutputs run_compiled(
   };
   if (st.over_limit)
     return run_eagerly(st.limit_reason);
+  // An undefined Tensor argument (libtorch's "no bias"): guards and inputs
+  // describe defined tensors, so the call runs as written (a probe found it
+  // raising instead).
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (!tensors[i].defined())
+      return run_eagerly(
+          "tensor argument " + std::to_string(i) +
+          " is undefined (a default-constructed Tensor): the call runs "
+          "eagerly; pass a std::optional<Tensor> (std::nullopt) for an "
+          "absent tensor to compile it");
   {
     // Saved-tensor hooks would see the capture's stand-ins (Note [The
     // joint graph]); with them the call runs as the user wrote it.

@@ -1,4 +1,5 @@
 #include "eager/autograd/Engine.h"
+#include "eager/Capturing.h"
 #include "eager/Factory.h"
 #include "eager/amp/Autocast.h"
 #include "eager/autograd/BuiltinNodes.h"
@@ -256,13 +257,28 @@ variable_list run_backward(const variable_list &tensors,
                            const variable_list &grad_tensors, bool keep_graph,
                            bool create_graph, const variable_list &inputs,
                            bool accumulate, bool allow_unused) {
+  // compile() records a backward pass run inside the function as ops of its
+  // graph, whose own gradients the joint graph does not take: a second
+  // derivative through them would be silently wrong. torch.compile does not
+  // support double backward either.
+  EMBER_CHECK_TYPED(
+      NotImplementedError, !(create_graph && is_capturing()),
+      "backward or autograd::grad with create_graph=true inside a compiled "
+      "function is not supported (compile() does not differentiate the "
+      "backward it records, as torch.compile does not support double "
+      "backward): take higher-order gradients outside the compiled function, "
+      "or run this function without compile()");
   if (tls_backward_depth < kMaxReentrantDepth) {
     ++tls_backward_depth;
     struct Leave {
       ~Leave() { --tls_backward_depth; }
     } leave;
-    return run_backward_here(tensors, grad_tensors, keep_graph, create_graph,
-                             inputs, accumulate, allow_unused);
+    variable_list r =
+        run_backward_here(tensors, grad_tensors, keep_graph, create_graph,
+                          inputs, accumulate, allow_unused);
+    if (accumulate && is_capturing() && detail::capture_after_backward_fn)
+      detail::capture_after_backward_fn();
+    return r;
   }
   ThreadLocalState state;
   variable_list result;

@@ -402,6 +402,12 @@ static Tensor padIndexed(const Tensor &input, const PadFuncOptions &options) {
                       " resulted in a negative output size, which is invalid. "
                       "Check dimension ",
                       d, " of your input.");
+    // (as PyTorch: reflect and replicate never crop a dimension away)
+    EMBER_CHECK_VALUE(mode.kind() == PadMode::Circular || n == 0 || m >= 1,
+                      "padding mode '", mode.name(), "': input (size ", n,
+                      " at dimension ", d,
+                      ") is too small. Calculated output size: ", m,
+                      ", which must be at least 1");
     switch (mode.kind()) {
     case PadMode::Reflect:
       EMBER_CHECK_VALUE(a < n && b < n,

@@ -7,6 +7,7 @@
 #include "E2EUtil.h"
 
 using namespace ember;
+using ember::test::contains;
 using ember::test::expect_same;
 using ember::test::expect_same_fresh;
 using ember::test::random;
@@ -360,6 +361,39 @@ TEST(E2ESoundness, AnUndefinedResultIsReturnedAsItIs) {
     ASSERT_EQ(l.size(), 1u);
     EXPECT_FALSE(l[0].defined()) << "level " << level;
   }
+}
+
+// An undefined Tensor argument (libtorch's "no bias"), found raising by a
+// probe: the call runs eagerly, says why, and a defined one compiles.
+TEST(E2ESoundness, AnUndefinedTensorArgumentRunsEagerly) {
+  auto fn = [](const Tensor &x, const Tensor &bias) {
+    return bias.defined() ? x * 2 + bias : x * 2;
+  };
+  auto f = compile(fn);
+  Tensor x = random({3}, kFloat, 90), b = random({3}, kFloat, 91);
+  EXPECT_TRUE(same(f(x, Tensor()), x * 2));
+  EXPECT_TRUE(same(f(x, b), x * 2 + b));
+  ExplainOutput e = f.explain();
+  EXPECT_EQ(e.eager_calls, 1);
+  std::ostringstream os;
+  os << e;
+  EXPECT_TRUE(contains(os.str(), "tensor argument 1 is undefined")) << e;
+}
+
+// backward or autograd::grad with create_graph inside a compiled function,
+// found silently wrong by a probe (the second derivative lost a path):
+// raises, as torch.compile's double backward does.
+TEST(E2ESoundness, CreateGraphInsideTheFunctionRaises) {
+  auto fn = [](const Tensor &x) {
+    Tensor y = (x * x * x).sum();
+    return autograd::grad({y}, {x}, {}, std::nullopt, true)[0].sum();
+  };
+  Tensor x = tensor({1.0, 2.0, 3.0}).requires_grad_();
+  fn(x).backward();
+  EXPECT_TRUE(same(x.grad(), tensor({6.0, 12.0, 18.0}))); // eager: 6x
+  auto f = compile(fn);
+  Tensor x2 = tensor({1.0, 2.0, 3.0}).requires_grad_();
+  EXPECT_THROW(f(x2), NotImplementedError);
 }
 
 TEST(E2ESoundness, AnOptimizerStepUnderNoGradInsideTheFunction) {

@@ -434,6 +434,25 @@ TEST(E2ETraining, ArgumentsGradsAsEagerly) {
   EXPECT_TRUE(same(wc.grad(), wc.detach() * 3));
 }
 
+// A backward pass inside the function makes an argument's first grad: the
+// function reads it right after (found undefined there by a probe), twice
+// (the second pass accumulates into it), and the caller sees it.
+TEST(E2ETraining, AGradMadeInsideTheFunctionIsReadThere) {
+  auto fn = [](const Tensor &x) {
+    (x * x).sum().backward();
+    Tensor first = x.grad().clone();
+    (x * x * x).sum().backward();
+    return std::make_tuple(first, x.grad().clone());
+  };
+  Tensor xe = random({3}, kDouble, 171).requires_grad_();
+  Tensor xc = xe.detach().clone().requires_grad_();
+  auto [fe, se] = fn(xe);
+  auto [fc, sc] = compile(fn)(xc);
+  EXPECT_TRUE(same(fc, fe));
+  EXPECT_TRUE(same(sc, se));
+  EXPECT_TRUE(same(xc.grad(), xe.grad()));
+}
+
 // Note [What compile() may change]: the outputs of one graph are siblings,
 // so a gradient with respect to one output does not see a loss computed
 // from it in the same graph (as torch.compile's); the input's gradient is

@@ -10,6 +10,7 @@
 #include "codegen/Kernel.h"
 #include "eager/Meta.h"
 #include "eager/cuda/Pointwise.h"
+#include "eager/cuda/Softmax.h"
 #include "runtime/Nvrtc.h"
 
 #include <ember/ember.h>
@@ -308,29 +309,57 @@ std::vector<void *> pointers(const std::vector<Tensor> &outs,
   return p;
 }
 
-/// The host build of `kernels`, loaded: `launch_<i>(grid, block, args)`.
+/// The rendered program of `kernels` with a host launcher of each:
+/// `launch_<i>(grid, block, args)`.
+std::string with_launchers(const std::vector<CudaKernel> &kernels,
+                           const std::vector<KernelSpec> &specs) {
+  std::string src = codegen::cuda_program(kernels);
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const KernelSpec &k = specs[i];
+    src += "extern \"C\" void launch_" + std::to_string(i) +
+           "(unsigned grid, unsigned block, void **p) {\n"
+           "  emu::launch(grid, block, [=] { ember::" +
+           kernels[i].entry + "(";
+    std::vector<std::string> args;
+    for (int o : k.outputs)
+      args.push_back(std::string("(") + cuda::detail::ctype(k.dtype(o)) +
+                     " *)p[" + std::to_string(args.size()) + "]");
+    for (const KernelSpec::Input &in : k.inputs)
+      args.push_back(std::string("(const ") + cuda::detail::ctype(in.dtype) +
+                     " *)p[" + std::to_string(args.size()) + "]");
+    for (size_t a = 0; a < args.size(); ++a)
+      src += (a ? ", " : "") + args[a];
+    src += "); });\n}\n";
+  }
+  return src;
+}
+
+/// The host build of CUDA source `src` after the emulation, loaded: its
+/// `extern "C"` launchers.
 class HostKernels {
 public:
+  explicit HostKernels(const std::string &src) { build(kEmulation + src); }
   HostKernels(const std::vector<CudaKernel> &kernels,
-              const std::vector<KernelSpec> &specs) {
-    std::string src = kEmulation + codegen::cuda_program(kernels);
-    for (size_t i = 0; i < kernels.size(); ++i) {
-      const KernelSpec &k = specs[i];
-      src += "extern \"C\" void launch_" + std::to_string(i) +
-             "(unsigned grid, unsigned block, void **p) {\n"
-             "  emu::launch(grid, block, [=] { ember::" +
-             kernels[i].entry + "(";
-      std::vector<std::string> args;
-      for (int o : k.outputs)
-        args.push_back(std::string("(") + cuda::detail::ctype(k.dtype(o)) +
-                       " *)p[" + std::to_string(args.size()) + "]");
-      for (const KernelSpec::Input &in : k.inputs)
-        args.push_back(std::string("(const ") + cuda::detail::ctype(in.dtype) +
-                       " *)p[" + std::to_string(args.size()) + "]");
-      for (size_t a = 0; a < args.size(); ++a)
-        src += (a ? ", " : "") + args[a];
-      src += "); });\n}\n";
-    }
+              const std::vector<KernelSpec> &specs)
+      : HostKernels(with_launchers(kernels, specs)) {}
+  ~HostKernels() {
+    if (handle_)
+      dlclose(handle_);
+    for (const char *f : {"/kernels.cpp", "/kernels.so", "/log.txt"})
+      std::remove((dir_ + f).c_str());
+    std::remove(dir_.c_str());
+  }
+  bool ok() const { return handle_ != nullptr; }
+  void launch(size_t i, unsigned grid, unsigned block, void **args) {
+    using Fn = void (*)(unsigned, unsigned, void **);
+    auto fn = reinterpret_cast<Fn>(
+        dlsym(handle_, ("launch_" + std::to_string(i)).c_str()));
+    ASSERT_TRUE(fn);
+    fn(grid, block, args);
+  }
+
+private:
+  void build(const std::string &src) {
     dir_ = make_temp_dir();
     std::string cpp = dir_ + "/kernels.cpp", so = dir_ + "/kernels.so",
                 log = dir_ + "/log.txt";
@@ -352,23 +381,7 @@ public:
     handle_ = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
     EMBER_CHECK(handle_, "dlopen: ", dlerror());
   }
-  ~HostKernels() {
-    if (handle_)
-      dlclose(handle_);
-    for (const char *f : {"/kernels.cpp", "/kernels.so", "/log.txt"})
-      std::remove((dir_ + f).c_str());
-    std::remove(dir_.c_str());
-  }
-  bool ok() const { return handle_ != nullptr; }
-  void launch(size_t i, unsigned grid, unsigned block, void **args) {
-    using Fn = void (*)(unsigned, unsigned, void **);
-    auto fn = reinterpret_cast<Fn>(
-        dlsym(handle_, ("launch_" + std::to_string(i)).c_str()));
-    ASSERT_TRUE(fn);
-    fn(grid, block, args);
-  }
 
-private:
   std::string dir_;
   void *handle_ = nullptr;
 };
@@ -792,6 +805,71 @@ TEST(CudaCodegen, SplitReductionRunsOnTheHostAsTheCpuKernels) {
     EXPECT_FALSE(codegen::split_reduction(k, codegen::kCpuSplit).has_value());
     expect_split_runs_as_the_cpu(k, {x}, 32);
   }
+}
+
+// Note [CUDA softmax kernels] (eager/cuda/Softmax.cpp): the eager CUDA
+// kernels of softmax, log_softmax and their backward kernels compile under
+// NVRTC for sm_80 and sm_90 in every stored dtype, and run on the host
+// (Note [CUDA emulation on the host]) as the CPU kernels: rows of 300 with
+// a NaN in one row and a row of -inf, two blocks of 96 threads over five
+// rows (the grid-stride loop turns).
+TEST(CudaCodegen, SoftmaxKernelsCompileUnderNvrtc) {
+  REQUIRE_NVRTC();
+  for (bool log : {false, true})
+    for (bool backward : {false, true})
+      for (ScalarType t : {kFloat, kDouble, kHalf, kBFloat16})
+        for (int arch : {80, 90}) {
+          const cuda::SoftmaxKernel k{log, backward};
+          SCOPED_TRACE(k.signature(t) + " sm_" + std::to_string(arch));
+          cuda::nvrtc::Compiled c =
+              cuda::nvrtc::compile(cuda::softmax_source({log, backward}, t),
+                                   "softmax.cu", arch, false);
+          EXPECT_NE(c.binary.find(".entry ember_softmax"), std::string::npos);
+        }
+}
+
+TEST(CudaCodegen, SoftmaxKernelsRunOnTheHostAsTheCpuKernels) {
+  const int64_t rows = 5, n = 300;
+  for (ScalarType t : {kFloat, kDouble, kHalf})
+    for (bool log : {false, true})
+      for (bool backward : {false, true}) {
+        cuda::SoftmaxKernel k{log, backward};
+        SCOPED_TRACE(k.signature(t));
+        const ScalarType c = t == kDouble ? kDouble : kFloat;
+        Tensor x = (random({rows, n}, kFloat, 40) * 3).to(t);
+        x.select(0, 1).fill_(-INFINITY);
+        x.select(0, 3).select(0, 7).fill_(NAN);
+        Tensor y = log ? x.log_softmax(1) : x.softmax(1);
+        Tensor g = random({rows, n}, c, 41);
+        Tensor want = backward ? (log ? _log_softmax_backward_data(g, y, 1, t)
+                                      : _softmax_backward_data(g, y, 1, t))
+                               : y;
+        const char *ct = cuda::detail::ctype(t);
+        const char *cc = cuda::detail::ctype(c);
+        std::string call =
+            backward
+                ? std::string("(const ") + cc + " *)p[0], (const " + ct +
+                      " *)p[1], (" + ct + " *)p[2]"
+                : std::string("(const ") + ct + " *)p[0], (" + ct + " *)p[1]";
+        HostKernels host(
+            cuda::softmax_source(k, t) +
+            "extern \"C\" void launch_0(unsigned grid, unsigned block, "
+            "void **p) {\n  emu::launch(grid, block, [=] { "
+            "ember::ember_softmax(" +
+            call + ", *(long long *)p[" + (backward ? "3" : "2") +
+            "], *(long long *)p[" + (backward ? "4" : "3") + "]); });\n}\n");
+        ASSERT_TRUE(host.ok());
+        Tensor got = full({rows, n}, 7, TensorOptions(t));
+        int64_t r = rows, nn = n;
+        std::vector<void *> p;
+        if (backward)
+          p = {g.data_ptr(), y.data_ptr(), got.data_ptr(), &r, &nn};
+        else
+          p = {x.data_ptr(), got.data_ptr(), &r, &nn};
+        host.launch(0, 2, 96, p.data());
+        const double tol = t == kHalf ? 2e-3 : t == kFloat ? 2e-6 : 1e-12;
+        EXPECT_TRUE(close(got, want, tol, tol));
+      }
 }
 
 // Note [The kernels of a graph compile in parallel]: precompile_kernels

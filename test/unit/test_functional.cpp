@@ -1238,6 +1238,12 @@ TEST(Pad, NonConstantModes) {
   EXPECT_EMBER_ERROR(
       F::pad(x3, F::PadFuncOptions({6, 0}).mode(ember::kCircular)),
       "wrapping around more than once");
+  // Cropping a dim away: PyTorch raises for reflect and replicate ("input
+  // (W: 5) is too small. Calculated output W: 0").
+  for (const char *mode : {"reflect", "replicate"})
+    EXPECT_EMBER_ERROR(F::pad(arange(10, kFloat).reshape({1, 2, 5}),
+                              F::PadFuncOptions({-3, -2}).mode(mode)),
+                       "is too small. Calculated output size: 0");
   EXPECT_EMBER_ERROR(
       F::pad(random({5}), F::PadFuncOptions({1, 1}).mode("reflect")),
       "expects a 2-D or 3-D input");

@@ -1,0 +1,272 @@
+// Note [CUDA softmax kernels]
+// softmax, log_softmax and their backward kernels on CUDA are one NVRTC
+// kernel each, a block per row (softmax_source below): the dim moved last
+// and the rows made contiguous, each block's threads stride over their
+// row, fold their share in registers, and combine across the block (warp
+// shuffles, then one shared-memory step, in a fixed order: the result does
+// not depend on timing). The forward makes three passes over the row (its
+// max, the sum of exp(x - max), the outputs), the backward two (the sum of
+// g * y, or of g; the outputs), re-reading a row of up to tens of KB from
+// L1/L2. Before, these ops ran their decompositions, five or six kernels and
+// as many passes over memory (Note [CUDA kernels from decompositions]).
+//
+// The arithmetic is the CPU kernels' (Note [Softmax kernel] and Note
+// [Softmax backward kernel] in eager/cpu/ReduceScan.cpp): in the compute
+// type (float for float16 / bfloat16), a NaN skipped by the max and then
+// making the row's sum, hence every output, NaN; a row of -inf gives NaN.
+// Sums accumulate in the compute type, as the CPU's lanes do; the order of
+// the additions differs, so the results agree within rounding, not bit for
+// bit. 0-dim and empty tensors take the CPU kernel on host copies (Note
+// [CUDA kernels from decompositions] in eager/Decompose.h).
+#include "eager/cuda/Softmax.h"
+
+#include "eager/Decompose.h"
+#include "eager/Factory.h"
+#include "eager/WrapDim.h"
+#include "eager/cuda/Pointwise.h"
+#include "eager/generated/Functions.h"
+#include "eager/generated/NativeFunctions.h"
+#include "eager/meta/Shapes.h"
+#include "runtime/Nvrtc.h"
+
+#include <algorithm>
+
+namespace ember {
+
+namespace cuda {
+
+namespace {
+
+// EMBER_T: the stored dtype; EMBER_C: the compute type; EMBER_LOG: log_softmax
+// (1) or softmax (0); EMBER_BACKWARD: the backward kernel (1).
+const char kSoftmax[] = R"(
+namespace ember {
+template <bool Max, class C>
+__device__ __forceinline__ C ember_rows_combine(C a, C b) {
+  return Max ? (b > a ? b : a) : a + b;
+}
+// One value a thread, combined over the block; every thread gets the result.
+template <bool Max, class C>
+__device__ C ember_rows_reduce(C v, const C identity, C *shared) {
+  for (int off = 16; off > 0; off /= 2)
+    v = ember_rows_combine<Max>(v, C(__shfl_down_sync(0xffffffffu, v, off)));
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0)
+    shared[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < int(blockDim.x / 32) ? shared[lane] : identity;
+    for (int off = 16; off > 0; off /= 2)
+      v = ember_rows_combine<Max>(v, C(__shfl_down_sync(0xffffffffu, v, off)));
+    if (lane == 0)
+      shared[0] = v;
+  }
+  __syncthreads();
+  v = shared[0];
+  __syncthreads();
+  return v;
+}
+using namespace ember::pw;
+#if EMBER_BACKWARD
+extern "C" __global__ void ember_softmax(const EMBER_C *g, const EMBER_T *y,
+                                         EMBER_T *out, const long long rows,
+                                         const long long n) {
+  typedef EMBER_C C;
+  __shared__ C shared[32];
+  for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+    const EMBER_C *gr = g + r * n;
+    const EMBER_T *yr = y + r * n;
+    EMBER_T *o = out + r * n;
+    C s = C(0);
+    for (long long j = threadIdx.x; j < n; j += blockDim.x)
+#if EMBER_LOG
+      s += gr[j];
+#else
+      s += gr[j] * convert<C>(yr[j]);
+#endif
+    s = ember_rows_reduce<false>(s, C(0), shared);
+    for (long long j = threadIdx.x; j < n; j += blockDim.x) {
+      const C gv = gr[j], yv = convert<C>(yr[j]);
+#if EMBER_LOG
+      o[j] = convert<EMBER_T>(gv - exp(yv) * s);
+#else
+      o[j] = convert<EMBER_T>(yv * (gv - s));
+#endif
+    }
+  }
+}
+#else
+extern "C" __global__ void ember_softmax(const EMBER_T *x, EMBER_T *y,
+                                         const long long rows,
+                                         const long long n) {
+  typedef EMBER_C C;
+  __shared__ C shared[32];
+  const C minus_inf = -C(EMBER_INF);
+  for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+    const EMBER_T *xr = x + r * n;
+    EMBER_T *yr = y + r * n;
+    C m = minus_inf;
+    for (long long j = threadIdx.x; j < n; j += blockDim.x) {
+      const C v = convert<C>(xr[j]);
+      m = v > m ? v : m;
+    }
+    m = ember_rows_reduce<true>(m, minus_inf, shared);
+    C s = C(0);
+    for (long long j = threadIdx.x; j < n; j += blockDim.x)
+      s += exp(convert<C>(xr[j]) - m);
+    s = ember_rows_reduce<false>(s, C(0), shared);
+#if EMBER_LOG
+    const C ls = log(s);
+    for (long long j = threadIdx.x; j < n; j += blockDim.x)
+      yr[j] = convert<EMBER_T>((convert<C>(xr[j]) - m) - ls);
+#else
+    const C inv = C(1) / s;
+    for (long long j = threadIdx.x; j < n; j += blockDim.x)
+      yr[j] = convert<EMBER_T>(exp(convert<C>(xr[j]) - m) * inv);
+#endif
+  }
+}
+#endif
+} // namespace ember
+)";
+
+/// `t` with dim `d` moved last, contiguous: rows of t.size(d).
+Tensor rows_of(const Tensor &t, int64_t d) {
+  return (d == t.dim() - 1 ? t : t.transpose(d, -1)).contiguous();
+}
+
+/// A result computed as rows (rows_of's layout) back in `sizes`' layout,
+/// contiguous.
+Tensor unrows(const Tensor &rows, int64_t d) {
+  return d == rows.dim() - 1 ? rows : rows.transpose(d, -1).contiguous();
+}
+
+/// The block for rows of `n`: a thread per 4 points, a multiple of 32,
+/// from 32 to 1024.
+unsigned block_for(int64_t n) {
+  return unsigned(std::clamp<int64_t>((n / 4 + 31) / 32 * 32, 32, 1024));
+}
+
+void launch_rows(const SoftmaxKernel &k, ScalarType t, int device, int64_t rows,
+                 int64_t n, void **args) {
+  void *fn = detail::cached_kernel(device, k.signature(t), "ember_softmax",
+                                   [&] { return softmax_source(k, t); });
+  launch_kernel(device, fn, unsigned(detail::grid_for(device, rows, 1)),
+                block_for(n), args);
+}
+
+} // namespace
+
+std::string SoftmaxKernel::signature(ScalarType t) const {
+  return std::string("softmax:") + (log ? "log:" : "") +
+         (backward ? "backward:" : "") + toString(t);
+}
+
+std::string softmax_source(const SoftmaxKernel &k, ScalarType t) {
+  const ScalarType c = detail::compute_of(t);
+  std::string src = prelude();
+  src += std::string("#define EMBER_T ") + detail::ctype(t) + "\n";
+  src += std::string("#define EMBER_C ") + detail::ctype(c) + "\n";
+  src += std::string("#define EMBER_INF ") +
+         (c == kDouble ? "__longlong_as_double(0x7ff0000000000000LL)"
+                       : "__int_as_float(0x7f800000)") +
+         "\n";
+  src += "#define EMBER_LOG " + std::to_string(int(k.log)) + "\n";
+  src += "#define EMBER_BACKWARD " + std::to_string(int(k.backward)) + "\n";
+  return src + kSoftmax;
+}
+
+Tensor softmax_rows(const Tensor &x, int64_t d, bool log) {
+  Tensor in = rows_of(x, d);
+  Tensor out = empty(in.sizes(), in.options());
+  const int64_t n = in.size(-1), rows = in.numel() / n;
+  const void *xp = in.data_ptr();
+  void *yp = out.data_ptr();
+  void *args[] = {&xp, &yp, const_cast<int64_t *>(&rows),
+                  const_cast<int64_t *>(&n)};
+  launch_rows({log, false}, in.dtype(), in.device().index(), rows, n, args);
+  return unrows(out, d);
+}
+
+Tensor softmax_backward_rows(const Tensor &grad, const Tensor &output,
+                             int64_t d, bool log) {
+  Tensor g = rows_of(grad, d), y = rows_of(output, d);
+  Tensor out = empty(y.sizes(), y.options());
+  const int64_t n = y.size(-1), rows = y.numel() / n;
+  const void *gp = g.data_ptr(), *yp = y.data_ptr();
+  void *op = out.data_ptr();
+  void *args[] = {&gp, &yp, &op, const_cast<int64_t *>(&rows),
+                  const_cast<int64_t *>(&n)};
+  launch_rows({log, true}, y.dtype(), y.device().index(), rows, n, args);
+  return unrows(out, d);
+}
+
+} // namespace cuda
+
+namespace native {
+
+namespace {
+
+namespace dd = ember::detail::decomposed;
+
+template <bool Log>
+Tensor softmax_cuda_op(const Tensor &self, int64_t dim,
+                       std::optional<ScalarType> dtype, const char *op) {
+  ScalarType out_t = meta::softmax_dtype(self.dtype(), dtype, op);
+  if (self.dim() == 0 || self.numel() == 0)
+    return dd::back(Log ? native::log_softmax(dd::host(self), dim, dtype)
+                        : native::softmax(dd::host(self), dim, dtype),
+                    self.device());
+  const int64_t d = maybe_wrap_dim(dim, self.dim());
+  return cuda::softmax_rows(self.to(out_t), d, Log);
+}
+
+template <bool Log>
+Tensor softmax_backward_cuda_op(const Tensor &grad_output, const Tensor &output,
+                                int64_t dim, ScalarType input_dtype,
+                                const char *op) {
+  meta::check_softmax_backward(grad_output, output, input_dtype, op);
+  if (output.dim() == 0 || output.numel() == 0)
+    return dd::back(
+        Log ? native::log_softmax_backward_data(
+                  dd::host(grad_output), dd::host(output), dim, input_dtype)
+            : native::softmax_backward_data(dd::host(grad_output),
+                                            dd::host(output), dim, input_dtype),
+        output.device());
+  const int64_t d = maybe_wrap_dim(dim, output.dim());
+  // (the gradient read in the compute type, as the CPU kernel reads it)
+  return cuda::softmax_backward_rows(
+             grad_output.to(cuda::detail::compute_of(output.dtype())), output,
+             d, Log)
+      .to(input_dtype);
+}
+
+} // namespace
+
+Tensor softmax_cuda(const Tensor &self, int64_t dim,
+                    std::optional<ScalarType> dtype) {
+  return softmax_cuda_op<false>(self, dim, dtype, "softmax");
+}
+
+Tensor log_softmax_cuda(const Tensor &self, int64_t dim,
+                        std::optional<ScalarType> dtype) {
+  return softmax_cuda_op<true>(self, dim, dtype, "log_softmax");
+}
+
+Tensor softmax_backward_data_cuda(const Tensor &grad_output,
+                                  const Tensor &output, int64_t dim,
+                                  ScalarType input_dtype) {
+  return softmax_backward_cuda_op<false>(grad_output, output, dim, input_dtype,
+                                         "_softmax_backward_data");
+}
+
+Tensor log_softmax_backward_data_cuda(const Tensor &grad_output,
+                                      const Tensor &output, int64_t dim,
+                                      ScalarType input_dtype) {
+  return softmax_backward_cuda_op<true>(grad_output, output, dim, input_dtype,
+                                        "_log_softmax_backward_data");
+}
+
+} // namespace native
+
+} // namespace ember

@@ -1,0 +1,35 @@
+#pragma once
+/// The CUDA kernels of softmax, log_softmax and their backward kernels
+/// (Note [CUDA softmax kernels] in eager/cuda/Softmax.cpp).
+
+#include "eager/Tensor.h"
+
+#include <string>
+
+namespace ember::cuda {
+
+/// Which of the four kernels.
+struct SoftmaxKernel {
+  bool log = false;      ///< log_softmax (else softmax)
+  bool backward = false; ///< the backward kernel
+  /// The in-memory cache's key of the kernel on stored dtype `t`.
+  std::string signature(ScalarType t) const;
+};
+
+/// The NVRTC source of kernel "ember_softmax" on stored dtype `t` (its
+/// compute type: float for float16 and bfloat16). The forward takes
+/// (const T *x, T *y, long long rows, long long n), the backward
+/// (const C *grad, const T *output, T *out, long long rows, long long n):
+/// rows of n contiguous points, a block per row.
+std::string softmax_source(const SoftmaxKernel &k, ScalarType t);
+
+/// softmax (or log_softmax) of CUDA tensor `x` along dim `d`, in x's dtype,
+/// contiguous.
+Tensor softmax_rows(const Tensor &x, int64_t d, bool log);
+
+/// The backward kernel: `grad` (in output's compute type) and `output`
+/// along `d`, in output's dtype, contiguous.
+Tensor softmax_backward_rows(const Tensor &grad, const Tensor &output,
+                             int64_t d, bool log);
+
+} // namespace ember::cuda
