@@ -7,8 +7,12 @@
 // not depend on timing). The forward makes three passes over the row (its
 // max, the sum of exp(x - max), the outputs), the backward two (the sum of
 // g * y, or of g; the outputs), re-reading a row of up to tens of KB from
-// L1/L2. Before, these ops ran their decompositions, five or six kernels and
-// as many passes over memory (Note [CUDA kernels from decompositions]).
+// L1/L2. native_layer_norm's forward is the same kind of kernel (the mean of
+// x - x[0] plus x[0], the mean of squared deviations, the outputs; each
+// row's mean and rstd stored by thread 0), with the CPU kernel's arithmetic
+// (Note [Native layer_norm] in eager/cpu/Normalization.cpp). Before, these
+// ops ran their decompositions, five to ten kernels and as many passes over
+// memory (Note [CUDA kernels from decompositions]).
 //
 // The arithmetic is the CPU kernels' (Note [Softmax kernel] and Note
 // [Softmax backward kernel] in eager/cpu/ReduceScan.cpp): in the compute
@@ -39,7 +43,7 @@ namespace {
 
 // EMBER_T: the stored dtype; EMBER_C: the compute type; EMBER_LOG: log_softmax
 // (1) or softmax (0); EMBER_BACKWARD: the backward kernel (1).
-const char kSoftmax[] = R"(
+const char kRowsReduce[] = R"(
 namespace ember {
 template <bool Max, class C>
 __device__ __forceinline__ C ember_rows_combine(C a, C b) {
@@ -66,6 +70,11 @@ __device__ C ember_rows_reduce(C v, const C identity, C *shared) {
   __syncthreads();
   return v;
 }
+} // namespace ember
+)";
+
+const char kSoftmax[] = R"(
+namespace ember {
 using namespace ember::pw;
 #if EMBER_BACKWARD
 extern "C" __global__ void ember_softmax(const EMBER_C *g, const EMBER_T *y,
@@ -130,6 +139,52 @@ extern "C" __global__ void ember_softmax(const EMBER_T *x, EMBER_T *y,
 } // namespace ember
 )";
 
+// EMBER_T: the input's dtype; EMBER_C: the compute type (of the weight,
+// bias, mean and rstd); EMBER_W / EMBER_B: a weight / a bias.
+const char kLayerNorm[] = R"(
+namespace ember {
+using namespace ember::pw;
+extern "C" __global__ void ember_layer_norm(
+    const EMBER_T *x, const EMBER_C *w, const EMBER_C *b, EMBER_T *y,
+    EMBER_C *mean, EMBER_C *rstd, const long long rows, const long long n,
+    const double eps) {
+  typedef EMBER_C C;
+  __shared__ C shared[32];
+  for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+    const EMBER_T *xr = x + r * n;
+    EMBER_T *yr = y + r * n;
+    // The mean of x - x[0], plus x[0]; then the mean of squared deviations.
+    const C x0 = convert<C>(xr[0]);
+    C s = C(0);
+    for (long long j = threadIdx.x; j < n; j += blockDim.x)
+      s += convert<C>(xr[j]) - x0;
+    const C m = x0 + ember_rows_reduce<false>(s, C(0), shared) / C(n);
+    C v = C(0);
+    for (long long j = threadIdx.x; j < n; j += blockDim.x) {
+      const C d = convert<C>(xr[j]) - m;
+      v += d * d;
+    }
+    v = ember_rows_reduce<false>(v, C(0), shared) / C(n);
+    const C rs = C(1) / sqrt(v + C(eps));
+    if (threadIdx.x == 0) {
+      mean[r] = m;
+      rstd[r] = rs;
+    }
+    for (long long j = threadIdx.x; j < n; j += blockDim.x) {
+      C o = (convert<C>(xr[j]) - m) * rs;
+#if EMBER_W
+      o = o * w[j];
+#endif
+#if EMBER_B
+      o = o + b[j];
+#endif
+      yr[j] = convert<EMBER_T>(o);
+    }
+  }
+}
+} // namespace ember
+)";
+
 /// `t` with dim `d` moved last, contiguous: rows of t.size(d).
 Tensor rows_of(const Tensor &t, int64_t d) {
   return (d == t.dim() - 1 ? t : t.transpose(d, -1)).contiguous();
@@ -173,7 +228,51 @@ std::string softmax_source(const SoftmaxKernel &k, ScalarType t) {
          "\n";
   src += "#define EMBER_LOG " + std::to_string(int(k.log)) + "\n";
   src += "#define EMBER_BACKWARD " + std::to_string(int(k.backward)) + "\n";
-  return src + kSoftmax;
+  return src + kRowsReduce + kSoftmax;
+}
+
+std::string layer_norm_source(ScalarType t, bool weight, bool bias) {
+  std::string src = prelude();
+  src += std::string("#define EMBER_T ") + detail::ctype(t) + "\n";
+  src += std::string("#define EMBER_C ") +
+         detail::ctype(detail::compute_of(t)) + "\n";
+  src += "#define EMBER_W " + std::to_string(int(weight)) + "\n";
+  src += "#define EMBER_B " + std::to_string(int(bias)) + "\n";
+  return src + kRowsReduce + kLayerNorm;
+}
+
+std::tuple<Tensor, Tensor, Tensor>
+layer_norm_rows(const Tensor &x, const Tensor &weight, const Tensor &bias,
+                int64_t rows, int64_t n, double eps) {
+  const ScalarType t = x.dtype(), c = detail::compute_of(t);
+  Tensor in = x.contiguous();
+  Tensor y = empty(in.sizes(), in.options());
+  TensorOptions co = TensorOptions(c).device(x.device());
+  Tensor mean = empty({rows}, co), rstd = empty({rows}, co);
+  const bool w = weight.defined(), b = bias.defined();
+  Tensor wc = w ? weight.to(c).contiguous() : Tensor();
+  Tensor bc = b ? bias.to(c).contiguous() : Tensor();
+  const int device = x.device().index();
+  void *fn = detail::cached_kernel(
+      device,
+      std::string("layer_norm:") + (w ? "w:" : "") + (b ? "b:" : "") +
+          toString(t),
+      "ember_layer_norm", [&] { return layer_norm_source(t, w, b); });
+  const void *xp = in.data_ptr(), *wp = w ? wc.data_ptr() : nullptr,
+             *bp = b ? bc.data_ptr() : nullptr;
+  void *yp = y.data_ptr(), *mp = mean.data_ptr(), *rp = rstd.data_ptr();
+  void *args[] = {&xp,
+                  &wp,
+                  &bp,
+                  &yp,
+                  &mp,
+                  &rp,
+                  const_cast<int64_t *>(&rows),
+                  const_cast<int64_t *>(&n),
+                  const_cast<double *>(&eps)};
+  launch_kernel(device, fn, unsigned(detail::grid_for(device, rows, 1)),
+                block_for(n), args);
+  return {y, mean, rstd};
 }
 
 Tensor softmax_rows(const Tensor &x, int64_t d, bool log) {
@@ -242,6 +341,24 @@ Tensor softmax_backward_cuda_op(const Tensor &grad_output, const Tensor &output,
 }
 
 } // namespace
+
+std::tuple<Tensor, Tensor, Tensor>
+native_layer_norm_cuda(const Tensor &input, IntArrayRef normalized_shape,
+                       const std::optional<Tensor> &weight,
+                       const std::optional<Tensor> &bias, double eps) {
+  meta::LayerNormShape s =
+      meta::layer_norm_shape(input, normalized_shape, weight, bias);
+  if (s.M == 0 || s.N == 0) // (no rows, or rows of nothing: the CPU's)
+    return dd::back(native::native_layer_norm(dd::host(input), normalized_shape,
+                                              dd::host(weight), dd::host(bias),
+                                              eps),
+                    input.device());
+  auto [y, mean, rstd] =
+      cuda::layer_norm_rows(input, weight ? *weight : Tensor(),
+                            bias ? *bias : Tensor(), s.M, s.N, eps);
+  return {y, mean.view(IntArrayRef(s.stat_sizes)),
+          rstd.view(IntArrayRef(s.stat_sizes))};
+}
 
 Tensor softmax_cuda(const Tensor &self, int64_t dim,
                     std::optional<ScalarType> dtype) {

@@ -1,10 +1,11 @@
 #pragma once
-/// The CUDA kernels of softmax, log_softmax and their backward kernels
-/// (Note [CUDA softmax kernels] in eager/cuda/Softmax.cpp).
+/// The CUDA kernels of softmax, log_softmax, their backward kernels and
+/// native_layer_norm (Note [CUDA softmax kernels] in eager/cuda/Softmax.cpp).
 
 #include "eager/Tensor.h"
 
 #include <string>
+#include <tuple>
 
 namespace ember::cuda {
 
@@ -26,6 +27,19 @@ std::string softmax_source(const SoftmaxKernel &k, ScalarType t);
 /// softmax (or log_softmax) of CUDA tensor `x` along dim `d`, in x's dtype,
 /// contiguous.
 Tensor softmax_rows(const Tensor &x, int64_t d, bool log);
+
+/// The NVRTC source of kernel "ember_layer_norm" on input dtype `t`, with
+/// or without a weight and a bias: (const T *x, const C *weight, const C
+/// *bias, T *y, C *mean, C *rstd, long long rows, long long n, double eps),
+/// C the compute type.
+std::string layer_norm_source(ScalarType t, bool weight, bool bias);
+
+/// native_layer_norm of CUDA tensor `x` seen as `rows` rows of `n`: the
+/// output (x's dtype) and each row's mean and rstd ([rows], the compute
+/// type). `weight` and `bias` may be undefined.
+std::tuple<Tensor, Tensor, Tensor>
+layer_norm_rows(const Tensor &x, const Tensor &weight, const Tensor &bias,
+                int64_t rows, int64_t n, double eps);
 
 /// The backward kernel: `grad` (in output's compute type) and `output`
 /// along `d`, in output's dtype, contiguous.

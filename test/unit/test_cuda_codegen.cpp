@@ -872,6 +872,66 @@ TEST(CudaCodegen, SoftmaxKernelsRunOnTheHostAsTheCpuKernels) {
       }
 }
 
+// native_layer_norm's eager CUDA kernel (Note [CUDA softmax kernels]), in
+// every input dtype with and without a weight and a bias: compiles under
+// NVRTC, and runs on the host as the CPU kernel (rows of 300, one of them
+// at a mean of 1000, two blocks of 96 threads over five rows).
+TEST(CudaCodegen, LayerNormKernelCompilesAndRunsAsTheCpuKernel) {
+  REQUIRE_NVRTC();
+  for (ScalarType t : {kFloat, kDouble, kHalf, kBFloat16})
+    for (int arch : {80, 90}) {
+      cuda::nvrtc::Compiled c = cuda::nvrtc::compile(
+          cuda::layer_norm_source(t, true, true), "ln.cu", arch, false);
+      EXPECT_NE(c.binary.find(".entry ember_layer_norm"), std::string::npos)
+          << toString(t) << " sm_" << arch;
+    }
+  const int64_t rows = 5, n = 300;
+  for (ScalarType t : {kFloat, kDouble, kHalf})
+    for (int affine = 0; affine < 4; ++affine) {
+      const bool w = affine & 1, b = affine & 2;
+      SCOPED_TRACE(std::string(toString(t)) + (w ? " weight" : "") +
+                   (b ? " bias" : ""));
+      const ScalarType c = t == kDouble ? kDouble : kFloat;
+      Tensor x = random({rows, n}, kFloat, 50);
+      x.select(0, 2).add_(1000);
+      x = x.to(t);
+      Tensor wt = random({n}, c, 51), bt = random({n}, c, 52);
+      auto [want, wmean, wrstd] = native_layer_norm(
+          x, {n}, w ? std::optional<Tensor>(wt) : std::nullopt,
+          b ? std::optional<Tensor>(bt) : std::nullopt, 1e-5);
+      const char *ct = cuda::detail::ctype(t), *cc = cuda::detail::ctype(c);
+      HostKernels host(
+          cuda::layer_norm_source(t, w, b) +
+          "extern \"C\" void launch_0(unsigned grid, unsigned block, "
+          "void **p) {\n  emu::launch(grid, block, [=] { "
+          "ember::ember_layer_norm((const " +
+          ct + " *)p[0], (const " + cc + " *)p[1], (const " + cc +
+          " *)p[2], (" + ct + " *)p[3], (" + cc + " *)p[4], (" + cc +
+          " *)p[5], *(long long *)p[6], *(long long *)p[7], *(double "
+          "*)p[8]); });\n}\n");
+      ASSERT_TRUE(host.ok());
+      Tensor y = full({rows, n}, 7, TensorOptions(t));
+      Tensor mean = full({rows}, 7, TensorOptions(c)),
+             rstd = full({rows}, 7, TensorOptions(c));
+      int64_t r = rows, nn = n;
+      double eps = 1e-5;
+      std::vector<void *> p = {x.data_ptr(),
+                               wt.data_ptr(),
+                               bt.data_ptr(),
+                               y.data_ptr(),
+                               mean.data_ptr(),
+                               rstd.data_ptr(),
+                               &r,
+                               &nn,
+                               &eps};
+      host.launch(0, 2, 96, p.data());
+      const double tol = t == kHalf ? 2e-3 : t == kFloat ? 1e-5 : 1e-12;
+      EXPECT_TRUE(close(y, want, tol, tol));
+      EXPECT_TRUE(close(mean, wmean.reshape({-1}), tol, tol));
+      EXPECT_TRUE(close(rstd, wrstd.reshape({-1}), tol, tol));
+    }
+}
+
 // Note [The kernels of a graph compile in parallel]: precompile_kernels
 // compiles the kernels no cache holds, each once, on several threads, into
 // the disk cache (and a table in memory, with the disk cache off); a second
