@@ -42,40 +42,6 @@ template <class T, int N> struct alignas(sizeof(T) * N) Vec {
 } // namespace ember
 )";
 
-const char kReduceHelper[] = R"(namespace ember {
-template <int K, class A> __device__ __forceinline__ A ember_combine(A a, A b) {
-  if constexpr (K == 0)
-    return a + b;
-  else if constexpr (K == 1)
-    return pw::maximum(a, b);
-  else
-    return pw::minimum(a, b);
-}
-// Every thread's accumulator folded over the block, in a fixed order (warp
-// shuffles, then one warp over the warps' results); every thread gets it.
-template <int K, class A>
-__device__ __forceinline__ A ember_block_reduce(A v, const A identity) {
-  __shared__ A partial[32];
-  for (int o = 16; o > 0; o /= 2)
-    v = ember_combine<K>(v, A(__shfl_down_sync(0xffffffffu, v, o)));
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  __syncthreads(); // the previous fold's result has been read
-  if (lane == 0)
-    partial[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    v = lane < int(blockDim.x / 32) ? partial[lane] : identity;
-    for (int o = 16; o > 0; o /= 2)
-      v = ember_combine<K>(v, A(__shfl_down_sync(0xffffffffu, v, o)));
-    if (lane == 0)
-      partial[0] = v;
-  }
-  __syncthreads();
-  return partial[0];
-}
-} // namespace ember
-)";
-
 } // namespace
 
 std::string CudaKernel::source() const { return cuda_program({*this}); }
@@ -95,7 +61,7 @@ std::string cuda_program(const std::vector<CudaKernel> &kernels) {
   if (vec)
     s += kVecHelper;
   if (reduce)
-    s += kReduceHelper;
+    s += cuda::block_reduce_source();
   // One definition per entry: equal descriptions render equal kernels.
   std::set<std::string> entries;
   for (const CudaKernel &k : kernels)

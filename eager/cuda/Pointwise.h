@@ -87,6 +87,11 @@ std::string pointwise_source(const Functor &f, ScalarType compute,
 /// the device math prelude, a functor's definition, and one kernel named
 /// `entry` (after its functor in the program).
 std::string prelude();
+
+/// Device code of `ember_block_reduce<K>(v, identity)` (K: 0 sum, 1 max,
+/// 2 min, NaN winning; `ember_combine<K>`), for a source after prelude()
+/// (Note [Block reductions] in eager/cuda/Pointwise.cpp).
+std::string block_reduce_source();
 std::string functor_source(const Functor &f);
 std::string pointwise_kernel(const Functor &f, ScalarType compute,
                              ArrayRef<ScalarType> dtypes, unsigned bool_args,

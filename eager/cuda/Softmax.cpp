@@ -2,13 +2,13 @@
 // softmax, log_softmax and their backward kernels on CUDA are one NVRTC
 // kernel each, a block per row (softmax_source below): the dim moved last
 // and the rows made contiguous, each block's threads stride over their
-// row, fold their share in registers, and combine across the block (warp
-// shuffles, then one shared-memory step, in a fixed order: the result does
-// not depend on timing). The forward makes three passes over the row (its
-// max, the sum of exp(x - max), the outputs), the backward two (the sum of
-// g * y, or of g; the outputs), re-reading a row of up to tens of KB from
-// L1/L2. native_layer_norm's forward is the same kind of kernel (the mean of
-// x - x[0] plus x[0], the mean of squared deviations, the outputs; each
+// row, fold their share in registers, and combine across the block (Note
+// [Block reductions] in eager/cuda/Pointwise.cpp: a fixed order, so the
+// result does not depend on timing). The forward makes three passes over the
+// row (its max, the sum of exp(x - max), the outputs), the backward two (the
+// sum of g * y, or of g; the outputs), re-reading a row of up to tens of KB
+// from L1/L2. native_layer_norm's forward is the same kind of kernel (the mean
+// of x - x[0] plus x[0], the mean of squared deviations, the outputs; each
 // row's mean and rstd stored by thread 0), with the CPU kernel's arithmetic
 // (Note [Native layer_norm] in eager/cpu/Normalization.cpp). Before, these
 // ops ran their decompositions, five to ten kernels and as many passes over
@@ -43,35 +43,6 @@ namespace {
 
 // EMBER_T: the stored dtype; EMBER_C: the compute type; EMBER_LOG: log_softmax
 // (1) or softmax (0); EMBER_BACKWARD: the backward kernel (1).
-const char kRowsReduce[] = R"(
-namespace ember {
-template <bool Max, class C>
-__device__ __forceinline__ C ember_rows_combine(C a, C b) {
-  return Max ? (b > a ? b : a) : a + b;
-}
-// One value a thread, combined over the block; every thread gets the result.
-template <bool Max, class C>
-__device__ C ember_rows_reduce(C v, const C identity, C *shared) {
-  for (int off = 16; off > 0; off /= 2)
-    v = ember_rows_combine<Max>(v, C(__shfl_down_sync(0xffffffffu, v, off)));
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  if (lane == 0)
-    shared[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    v = lane < int(blockDim.x / 32) ? shared[lane] : identity;
-    for (int off = 16; off > 0; off /= 2)
-      v = ember_rows_combine<Max>(v, C(__shfl_down_sync(0xffffffffu, v, off)));
-    if (lane == 0)
-      shared[0] = v;
-  }
-  __syncthreads();
-  v = shared[0];
-  __syncthreads();
-  return v;
-}
-} // namespace ember
-)";
 
 const char kSoftmax[] = R"(
 namespace ember {
@@ -81,7 +52,6 @@ extern "C" __global__ void ember_softmax(const EMBER_C *g, const EMBER_T *y,
                                          EMBER_T *out, const long long rows,
                                          const long long n) {
   typedef EMBER_C C;
-  __shared__ C shared[32];
   for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
     const EMBER_C *gr = g + r * n;
     const EMBER_T *yr = y + r * n;
@@ -93,7 +63,7 @@ extern "C" __global__ void ember_softmax(const EMBER_C *g, const EMBER_T *y,
 #else
       s += gr[j] * convert<C>(yr[j]);
 #endif
-    s = ember_rows_reduce<false>(s, C(0), shared);
+    s = ember_block_reduce<0>(s, C(0));
     for (long long j = threadIdx.x; j < n; j += blockDim.x) {
       const C gv = gr[j], yv = convert<C>(yr[j]);
 #if EMBER_LOG
@@ -109,7 +79,6 @@ extern "C" __global__ void ember_softmax(const EMBER_T *x, EMBER_T *y,
                                          const long long rows,
                                          const long long n) {
   typedef EMBER_C C;
-  __shared__ C shared[32];
   const C minus_inf = -C(EMBER_INF);
   for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
     const EMBER_T *xr = x + r * n;
@@ -119,11 +88,11 @@ extern "C" __global__ void ember_softmax(const EMBER_T *x, EMBER_T *y,
       const C v = convert<C>(xr[j]);
       m = v > m ? v : m;
     }
-    m = ember_rows_reduce<true>(m, minus_inf, shared);
+    m = ember_block_reduce<1>(m, minus_inf);
     C s = C(0);
     for (long long j = threadIdx.x; j < n; j += blockDim.x)
       s += exp(convert<C>(xr[j]) - m);
-    s = ember_rows_reduce<false>(s, C(0), shared);
+    s = ember_block_reduce<0>(s, C(0));
 #if EMBER_LOG
     const C ls = log(s);
     for (long long j = threadIdx.x; j < n; j += blockDim.x)
@@ -149,7 +118,6 @@ extern "C" __global__ void ember_layer_norm(
     EMBER_C *mean, EMBER_C *rstd, const long long rows, const long long n,
     const double eps) {
   typedef EMBER_C C;
-  __shared__ C shared[32];
   for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
     const EMBER_T *xr = x + r * n;
     EMBER_T *yr = y + r * n;
@@ -158,13 +126,13 @@ extern "C" __global__ void ember_layer_norm(
     C s = C(0);
     for (long long j = threadIdx.x; j < n; j += blockDim.x)
       s += convert<C>(xr[j]) - x0;
-    const C m = x0 + ember_rows_reduce<false>(s, C(0), shared) / C(n);
+    const C m = x0 + ember_block_reduce<0>(s, C(0)) / C(n);
     C v = C(0);
     for (long long j = threadIdx.x; j < n; j += blockDim.x) {
       const C d = convert<C>(xr[j]) - m;
       v += d * d;
     }
-    v = ember_rows_reduce<false>(v, C(0), shared) / C(n);
+    v = ember_block_reduce<0>(v, C(0)) / C(n);
     const C rs = C(1) / sqrt(v + C(eps));
     if (threadIdx.x == 0) {
       mean[r] = m;
@@ -228,7 +196,7 @@ std::string softmax_source(const SoftmaxKernel &k, ScalarType t) {
          "\n";
   src += "#define EMBER_LOG " + std::to_string(int(k.log)) + "\n";
   src += "#define EMBER_BACKWARD " + std::to_string(int(k.backward)) + "\n";
-  return src + kRowsReduce + kSoftmax;
+  return src + block_reduce_source() + kSoftmax;
 }
 
 std::string layer_norm_source(ScalarType t, bool weight, bool bias) {
@@ -238,7 +206,7 @@ std::string layer_norm_source(ScalarType t, bool weight, bool bias) {
          detail::ctype(detail::compute_of(t)) + "\n";
   src += "#define EMBER_W " + std::to_string(int(weight)) + "\n";
   src += "#define EMBER_B " + std::to_string(int(bias)) + "\n";
-  return src + kRowsReduce + kLayerNorm;
+  return src + block_reduce_source() + kLayerNorm;
 }
 
 std::tuple<Tensor, Tensor, Tensor>
