@@ -225,11 +225,12 @@ void same_device_copy(const Tensor &dst, const Tensor &src) {
 std::string prelude() { return with_prelude(); }
 
 namespace {
-// Note [Block reductions]: the fold of one value a thread over a block (the
-// compiled reduction kernels, codegen/CudaRender.cpp, and the eager row
-// kernels, eager/cuda/Softmax.cpp): warp shuffles, then one warp over the
-// warps' results, in a fixed order, so the result does not depend on
-// timing; every thread gets it.
+// Note [Block reductions]
+// The fold of one value a thread over a block (the compiled reduction
+// kernels, codegen/CudaRender.cpp, and the eager row kernels,
+// eager/cuda/Softmax.cpp): warp shuffles, then one warp over the warps'
+// results, in a fixed order, so the result does not depend on timing;
+// every thread gets it.
 const char kBlockReduce[] = R"(namespace ember {
 template <int K, class A> __device__ __forceinline__ A ember_combine(A a, A b) {
   if constexpr (K == 0)
