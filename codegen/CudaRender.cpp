@@ -511,17 +511,8 @@ private:
 
     // One dim: vector loads and stores where every unit-stride operand is
     // aligned for them, a broadcast operand read once.
-    std::string vecs; // unit-stride operands
-    for (size_t op = 0; op < nops; ++op)
-      if (l.strides[op][0] == 1 && vec > 1) {
-        std::string t = ctype(operand_dtype(op));
-        vecs += std::string(vecs.empty() ? "" : " &&\n      ") +
-                "(unsigned long long)" + operand(op) + " % sizeof(Vec<" + t +
-                ", " + std::to_string(vec) + ">) == 0";
-      }
-    if (vec > 1) {
-      os << "  const bool aligned =\n      " << vecs << ";\n";
-    }
+    if (vec > 1)
+      os << aligned(l, 0, vec);
     for (size_t i = 0; i < k_.inputs.size(); ++i)
       if (l.strides[nouts_ + i][0] == 0)
         os << "  const " << ctype(k_.inputs[i].dtype) << " b" << i << " = in"
@@ -571,6 +562,23 @@ private:
     os << "    }\n  }\n";
   }
 
+  /// The line defining `aligned`: every operand of stride 1 along dim `d`
+  /// is aligned for vectors of `vec` (checked once per launch: a view's
+  /// offset may misalign it).
+  std::string aligned(const Loops &l, size_t d, int vec) const {
+    std::ostringstream all;
+    all << "  const bool aligned =";
+    const char *sep = "\n      ";
+    for (size_t op = 0; op < noperands(); ++op)
+      if (l.strides[op][d] == 1) {
+        all << sep << "(unsigned long long)" << operand(op) << " % sizeof(Vec<"
+            << ctype(operand_dtype(op)) << ", " << vec << ">) == 0";
+        sep = " &&\n      ";
+      }
+    all << ";\n";
+    return all.str();
+  }
+
   /// The aligned path's body: each output's vector computed lane by lane
   /// (`load` reads lane j of an input), stored at out<o> + base as one.
   void vector_body(int vec, const std::vector<int> &needed,
@@ -606,15 +614,9 @@ private:
   void vectors_along_rows(const Loops &l, int vec,
                           const std::vector<int> &needed,
                           std::ostringstream &os) const {
-    const size_t nops = noperands(), inner = l.sizes.size() - 1;
+    const size_t inner = l.sizes.size() - 1;
     const std::string sv = std::to_string(vec);
-    std::string vecs;
-    for (size_t op = 0; op < nops; ++op)
-      if (l.strides[op][inner] == 1)
-        vecs += std::string(vecs.empty() ? "" : " &&\n      ") +
-                "(unsigned long long)" + operand(op) + " % sizeof(Vec<" +
-                ctype(operand_dtype(op)) + ", " + sv + ">) == 0";
-    os << "  const bool aligned =\n      " << vecs << ";\n";
+    os << aligned(l, inner, vec);
     os << "  for (index_t base = ((index_t)blockIdx.x * blockDim.x + "
           "threadIdx.x) * "
        << vec

@@ -755,18 +755,16 @@ void Session::record(const OperatorHandle &op, Stack &stack) {
     // runs eagerly, which copies. A wrapped number (a Scalar as a tensor)
     // belongs to no device.
     if (needs_data.empty()) {
-      std::optional<Device> seen;
-      bool mixed = false;
-      auto note = [&](const Tensor &t) {
+      std::optional<Device> first;
+      auto another_device = [&](const Tensor &t) {
         if (!t.defined() || t.unsafeGetTensorImpl()->is_wrapped_number())
           return false;
-        mixed = mixed || (seen && *seen != t.device());
-        seen = t.device();
-        return false;
+        if (!first)
+          first = t.device();
+        return *first != t.device();
       };
-      any_tensor(stack, note);
-      std::for_each(r.outputs.begin(), r.outputs.end(), note);
-      if (mixed)
+      if (any_tensor(stack, another_device) ||
+          std::any_of(r.outputs.begin(), r.outputs.end(), another_device))
         needs_data = op.name() + " works on tensors of two devices (a copy "
                                  "between devices runs eagerly)";
     }

@@ -158,8 +158,8 @@ Tensor rows_of(const Tensor &t, int64_t d) {
   return (d == t.dim() - 1 ? t : t.transpose(d, -1)).contiguous();
 }
 
-/// A result computed as rows (rows_of's layout) back in `sizes`' layout,
-/// contiguous.
+/// A result computed as rows (rows_of's layout for dim `d`) back in the
+/// input's layout, contiguous.
 Tensor unrows(const Tensor &rows, int64_t d) {
   return d == rows.dim() - 1 ? rows : rows.transpose(d, -1).contiguous();
 }
