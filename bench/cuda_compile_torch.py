@@ -84,3 +84,24 @@ row("softmax fwd+bwd 8192^2", "eager", 5 * f, lambda: step(softmax, False))
 row("softmax fwd+bwd 8192^2", "compiled", 5 * f, lambda: step(tsoftmax, False))
 row("layer_norm fwd+bwd 8192^2", "eager", 5 * f, lambda: step(layer_norm, True))
 row("layer_norm fwd+bwd 8192^2", "compiled", 5 * f, lambda: step(tlayer_norm, True))
+del x, g, w, b, xg, wg, bg
+
+
+def chain64(x):
+    y = x
+    for _ in range(32):
+        y = y * 0.999 + 0.001
+    return y
+
+
+# CUDA graphs: torch.compile's mode="reduce-overhead" (Inductor's fused
+# kernel in a CUDA graph; its outputs are overwritten by the next replay,
+# so each is cloned, as a caller keeping them must).
+s = torch.randn(1024, device="cuda")
+f = 4.0 * 1024
+cc = torch.compile(chain64)
+cg = torch.compile(chain64, mode="reduce-overhead")
+with torch.no_grad():
+    row("64-op chain 1024 floats", "eager", 2 * f, lambda: chain64(s))
+    row("64-op chain 1024 floats", "compiled", 2 * f, lambda: cc(s))
+    row("64-op chain 1024 floats", "O2 graph", 2 * f, lambda: cg(s).clone())

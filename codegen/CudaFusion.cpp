@@ -128,7 +128,7 @@ private:
     ins.reserve(inputs.size());
     for (const Tensor &t : inputs) {
       if (t.device() != device_ && t.is_cpu() && t.dim() == 0) {
-        ins.push_back(t.to(device_));
+        ins.push_back(cuda::scalar_to_device(t, device_));
         continue;
       }
       EMBER_CHECK(t.device() == device_,

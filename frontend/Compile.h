@@ -90,6 +90,12 @@ struct CompileOptions {
   /// tensor is not (make a new compiled function then). A module switched
   /// between train() and eval() makes every call capture again.
   EMBER_ARG(bool, replay) = false;
+  /// In replay mode on CUDA, replays launch the program as one CUDA graph
+  /// (torch.compile's mode="reduce-overhead"), captured at the first
+  /// replay, with each call's input and output addresses patched in (Note
+  /// [CUDA graphs in replay mode] in frontend/CudaGraphs.cpp); explain()
+  /// says on each graph's line whether it is used, and if not, why.
+  EMBER_ARG(bool, cuda_graphs) = true;
   /// A graph break raises instead of splitting the graph. As any error
   /// raised while the function is captured, the graph captured before the
   /// break runs first (its writes to arguments happen, as eagerly the ops
@@ -187,6 +193,9 @@ struct GraphInfo {
   /// (memory_allocated, all tensors of the process) while the forward
   /// program ran, and while the backward program ran; -1 until one ran.
   int64_t forward_peak = -1, backward_peak = -1;
+  /// Replay mode on CUDA: "a CUDA graph of 3 nodes, 2 patched at each
+  /// call", or "not used: <why>"; empty until a replay ran on CUDA.
+  std::string cuda_graph;
 };
 
 /// What explain() reports (torch._dynamo.explain's ExplainOutput, plus the

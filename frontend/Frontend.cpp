@@ -3,6 +3,7 @@
 // and the debug directory.
 #include "frontend/Capture.h"
 #include "frontend/Compile.h"
+#include "frontend/CudaGraphs.h"
 #include "frontend/Executor.h"
 #include "frontend/Lowering.h"
 
@@ -13,6 +14,7 @@
 #include "runtime/Allocator.h"
 #include "runtime/Env.h"
 #include "runtime/Logging.h"
+#include "runtime/Profiler.h"
 
 #include <algorithm>
 #include <atomic>
@@ -128,10 +130,16 @@ struct Entry {
     std::string trace, dot, ir, ir_optimized;
   };
   mutable std::optional<Texts> texts;
+  std::string cuda_graph; ///< GraphInfo::cuda_graph
 };
 
 struct ReplayEntry {
   Entry *entry = nullptr;
+  /// Note [CUDA graphs in replay mode]: the program as a CUDA graph once a
+  /// replay captured it; `graph_tried` once one tried (or it is a CPU
+  /// program).
+  std::shared_ptr<frontend::GraphReplay> graph;
+  bool graph_tried = false;
   std::vector<ir::Input> inputs; ///< the graph's inputs
   std::vector<Tensor> lifted;    ///< real tensors of lifted inputs
   std::vector<OutputRecipe> outputs;
@@ -240,6 +248,44 @@ public:
   bool over_limit = false;
   std::string limit_reason; ///< why over_limit was set
   ExplainOutput stats;
+
+  /// A replay's program run: as a CUDA graph when it can be (Note [CUDA
+  /// graphs in replay mode]), capturing it at the first replay.
+  std::vector<Tensor> replay_program(ReplayEntry &r,
+                                     const std::vector<Tensor> &inputs) {
+    const Program &program = *r.entry->program;
+    if (r.graph && !profiler::active())
+      if (std::optional<std::vector<Tensor>> outs = r.graph->replay(inputs))
+        return std::move(*outs);
+    if (r.graph_tried || !options.cuda_graphs() || profiler::active())
+      return program.run(inputs);
+    r.graph_tried = true;
+    std::optional<std::string> why = frontend::graph_blocker(inputs);
+    if (!why) // (a CPU program)
+      return program.run(inputs);
+    if (!why->empty()) {
+      r.entry->cuda_graph = "no CUDA graph: " + *why;
+      log_graph(r);
+      return program.run(inputs);
+    }
+    try {
+      std::vector<Tensor> outs;
+      r.graph = frontend::GraphReplay::capture(program, inputs, outs);
+      r.entry->cuda_graph = r.graph->summary();
+      log_graph(r);
+      return outs;
+    } catch (const Error &e) {
+      r.entry->cuda_graph =
+          std::string("no CUDA graph: the capture failed: ") + e.what();
+      log_graph(r);
+      return program.run(inputs);
+    }
+  }
+  void log_graph(const ReplayEntry &r) const {
+    if (logging::enabled(logging::Topic::cudagraphs))
+      logging::log(logging::Topic::cudagraphs,
+                   r.entry->name + ": " + r.entry->cuda_graph);
+  }
 
   // Per call.
   std::vector<std::string> call_guards;
@@ -739,7 +785,7 @@ FlatOutputs run_compiled(
       st.stats.op_count = r.entry ? r.entry->info.ops : 0;
       std::vector<Tensor> outs;
       if (r.entry) // (never a joint graph: replay_blocker())
-        outs = r.entry->program->run(inputs);
+        outs = st.replay_program(r, inputs);
       FlatOutputs f;
       f.tensors = apply_recipes(r.outputs, outs, inputs, tensors);
       f.list_sizes = r.list_sizes;
@@ -830,6 +876,7 @@ ExplainOutput explain_of(const CompiledState &st) {
   for (size_t i = 0; i < e.graphs.size() && i < st.entries.size(); ++i) {
     GraphInfo &g = e.graphs[i];
     const Entry &entry = *st.entries[i];
+    g.cuda_graph = entry.cuda_graph;
     if (entry.peaks) {
       g.forward_peak = entry.peaks->forward;
       g.backward_peak = entry.peaks->backward;
@@ -921,6 +968,8 @@ std::string ExplainOutput::str() const {
          << peak(g.forward_peak) << ", backward " << peak(g.backward_peak)
          << "\n";
     }
+    if (!g.cuda_graph.empty())
+      os << "    replays: " << g.cuda_graph << "\n";
     if (!g.pass_times.empty()) {
       os << "    passes:";
       for (const PassTime &p : g.pass_times)

@@ -3,6 +3,7 @@
 #include "runtime/Error.h"
 
 #include <cstdio>
+#include <utility>
 
 namespace ember {
 
@@ -116,6 +117,16 @@ void *CachingAllocator::malloc(size_t bytes, StreamId stream) {
   EMBER_CHECK_VALUE(bytes <= (size_t(1) << 62), which_.str(),
                     ": cannot allocate ", bytes, " bytes");
   size_t size = round_size(bytes);
+  if (private_ && stream == private_stream_) {
+    // Note [Memory of a CUDA graph]: a block the capture freed first.
+    auto it = private_free_.lower_bound(size);
+    if (it != private_free_.end() && it->first <= 2 * size) {
+      void *p = it->second->ptr;
+      private_free_.erase(it);
+      private_blocks_.allocated.push_back(p);
+      return p;
+    }
+  }
   Pool &pool = size <= kSmallSize ? *small_ : *large_;
   Block *b = find_free(pool, size, stream);
   if (b) {
@@ -155,7 +166,32 @@ void *CachingAllocator::malloc(size_t bytes, StreamId stream) {
   stats_.active_blocks_peak =
       std::max(stats_.active_blocks_peak, stats_.active_blocks);
   stats_.num_allocs++;
+  if (private_ && stream == private_stream_) {
+    private_blocks_.allocated.push_back(b->ptr);
+    private_owned_.insert(b->ptr);
+  }
   return b->ptr;
+}
+
+void CachingAllocator::begin_private(StreamId stream) {
+  std::lock_guard<std::mutex> g(mu_);
+  EMBER_CHECK(!private_, which_.str(),
+              " caching allocator: a graph capture is already under way");
+  private_ = true;
+  private_stream_ = stream;
+  private_blocks_ = {};
+  private_owned_.clear();
+  private_free_.clear();
+}
+
+CachingAllocator::PrivateBlocks CachingAllocator::end_private() {
+  std::lock_guard<std::mutex> g(mu_);
+  private_ = false;
+  for (const auto &[size, b] : private_free_)
+    private_blocks_.kept.push_back(b->ptr);
+  private_free_.clear();
+  private_owned_.clear();
+  return std::exchange(private_blocks_, {});
 }
 
 void CachingAllocator::free(void *p) {
@@ -167,6 +203,11 @@ void CachingAllocator::free(void *p) {
               " caching allocator: free of a pointer it did not hand out (or "
               "freed twice)");
   Block *b = it->second;
+  // Note [Memory of a CUDA graph]
+  if (private_ && private_owned_.count(p)) {
+    private_free_.emplace(b->size, b);
+    return;
+  }
   active_.erase(it);
   b->allocated = false;
   stats_.allocated_bytes -= int64_t(b->size);

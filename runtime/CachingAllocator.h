@@ -87,6 +87,27 @@ public:
   /// The size of the block `p` was given (its rounded size).
   size_t block_size(void *p) const;
 
+  /// Note [Memory of a CUDA graph]
+  /// While a stream is captured into a CUDA graph, its kernels do not run:
+  /// they become the graph's, and run at each replay, at the addresses they
+  /// were captured with. A block the capture frees (an intermediate) must
+  /// then stay the graph's, or eager code given it later would share it
+  /// with every replay. Between begin_private(s) and end_private(), a block
+  /// allocated for stream `s` and freed again is kept (still allocated, in
+  /// the statistics too) in a private free list, from which the capture's
+  /// later requests for `s` are served first (best fit, at most twice the
+  /// request: the capture's work is ordered on one stream, so intermediates
+  /// share blocks as eagerly); end_private() lists the blocks handed out
+  /// and those still kept. The graph frees the kept ones with free() when
+  /// it is destroyed (PyTorch's private pool of a graph, without sharing
+  /// between graphs). Blocks not allocated in the window are freed as usual.
+  struct PrivateBlocks {
+    std::vector<void *> allocated; ///< handed out for the stream
+    std::vector<void *> kept;      ///< freed on the stream, still held
+  };
+  void begin_private(StreamId stream);
+  PrivateBlocks end_private();
+
   // The policy's constants, as PyTorch's.
   static constexpr size_t kMinBlockSize = 512;
   static constexpr size_t kSmallSize = 1 << 20;      // 1 MiB
@@ -116,6 +137,11 @@ private:
   /// Blocks freed while used on other streams, with their pending events.
   std::vector<std::pair<Block *, std::vector<uint64_t>>> pending_;
   MemoryStats stats_;
+  bool private_ = false; ///< between begin_private and end_private
+  StreamId private_stream_ = 0;
+  PrivateBlocks private_blocks_;   ///< (its `kept` is filled at the end)
+  std::set<void *> private_owned_; ///< allocated in the window
+  std::multimap<size_t, Block *> private_free_; ///< kept, by size
 };
 
 } // namespace ember

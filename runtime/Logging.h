@@ -18,7 +18,8 @@ namespace ember::logging {
   _(recompiles, "each recompile, with the guard that failed and the entry")    \
   _(passes, "each graph's module after the passes, with their time")           \
   _(fusion, "each fusion: its ops, and its kernel or why it runs eagerly")     \
-  _(kernels, "each compiled kernel: what it computes and its compile time")
+  _(kernels, "each compiled kernel: what it computes and its compile time")    \
+  _(cudagraphs, "each CUDA graph of replay mode: captured, or why not")
 
 enum class Topic {
 #define EMBER_LOG_TOPIC(name, desc) name,

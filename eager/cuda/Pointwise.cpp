@@ -368,10 +368,10 @@ Tensor run_pointwise(const meta::PointwiseSpec &spec, DtypeGroup group,
   if (!in_group(plan.compute, group))
     throw_unsupported_dtype(spec.name, plan.compute);
   // CPU 0-dim operands (allowed beside CUDA tensors, as in PyTorch) move to
-  // the device, already in the loop's dtype.
+  // the device, already in the loop's dtype, without synchronizing.
   for (Tensor &t : plan.inputs)
     if (t.device() != plan.out.device())
-      t = t.to(plan.out.device());
+      t = scalar_to_device(t, plan.out.device());
   ScalarType compute = compute_of(plan.compute);
   launch(f, compute, spec.bool_args, plan.out, plan.inputs,
          scalar_slots(compute, scalars));
@@ -389,6 +389,15 @@ void fill(const Tensor &self, const Scalar &value) {
       slot.push_back(slot_of(v));
   });
   launch(kFill, compute_of(self.dtype()), 0, self, {}, slot);
+}
+
+Tensor scalar_to_device(const Tensor &t, Device device) {
+  EMBER_CHECK(t.is_cpu() && t.dim() == 0,
+              "scalar_to_device: expected a CPU 0-dim tensor, got ", t.device(),
+              " with ", t.dim(), " dims");
+  Tensor d = empty({}, TensorOptions(t.dtype()).device(device));
+  fill(d, t.item());
+  return d;
 }
 
 namespace {

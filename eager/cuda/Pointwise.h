@@ -50,6 +50,11 @@ Tensor run_pointwise(const meta::PointwiseSpec &spec, DtypeGroup group,
 void copy(const Tensor &dst, const Tensor &src, bool non_blocking);
 /// self.fill_(value) on a CUDA tensor.
 void fill(const Tensor &self, const Scalar &value);
+/// The value of `t`, a CPU 0-dim tensor, in a new 0-dim tensor of the same
+/// dtype on `device`, written by a fill kernel whose launch carries the
+/// value: no copy from host memory and no synchronization (a copy from
+/// pageable memory waits for the stream), so a CUDA graph can capture it.
+Tensor scalar_to_device(const Tensor &t, Device device);
 
 /// Note [CUDA reductions]
 /// sum, mean, amax and amin of a CUDA tensor with eager/Reduction.h's

@@ -11,6 +11,7 @@
 #include "eager/Meta.h"
 #include "eager/cuda/Pointwise.h"
 #include "eager/cuda/Softmax.h"
+#include "runtime/CudaGraph.h"
 #include "runtime/Nvrtc.h"
 
 #include <ember/ember.h>
@@ -1054,6 +1055,140 @@ TEST(Cuda, CompiledFusionsWriteIntoDyingBuffers) {
     EXPECT_TRUE(allclose(got.cpu(), want.cpu(), 1e-5, 1e-6)) << inplace;
   }
   EXPECT_LT(peak[1], peak[0]);
+}
+
+TEST(CudaCodegen, GraphPatchesFindAddressesInsideBuffers) {
+  // Note [CUDA graphs with patched addresses]: the words of a node's
+  // parameters that point into a buffer, and their rewrite for new bases.
+  const uint64_t A = 0x7f0000000000, B = 0x7f0000100000;
+  std::vector<cuda::GraphBuffer> buffers = {{A, 4096}, {B, 512}};
+  struct Params {
+    uint64_t a;     // inside A
+    int32_t n, m;   // a size and a stride
+    uint64_t b;     // B's base
+    uint64_t past;  // one past A's end: not A's
+    uint64_t other; // no buffer's
+    uint64_t zero;  // null
+  } p{A + 64, 4096, 7, B, A + 4096, 0x7f0000200000, 0};
+  std::vector<cuda::PatchSite> sites =
+      cuda::find_pointers(&p, sizeof p, buffers);
+  ASSERT_EQ(sites.size(), 2u);
+  EXPECT_EQ(sites[0].offset, 0u);
+  EXPECT_EQ(sites[0].buffer, 0);
+  EXPECT_EQ(sites[0].delta, 64u);
+  EXPECT_EQ(sites[1].offset, 16u);
+  EXPECT_EQ(sites[1].buffer, 1);
+  EXPECT_EQ(sites[1].delta, 0u);
+  cuda::apply_patches(&p, sites, {0x100000000, 0x200000000});
+  EXPECT_EQ(p.a, 0x100000000u + 64);
+  EXPECT_EQ(p.b, 0x200000000u);
+  EXPECT_EQ(p.n, 4096);
+  EXPECT_EQ(p.m, 7);
+  EXPECT_EQ(p.past, A + 4096);
+  EXPECT_EQ(p.other, 0x7f0000200000u);
+  // An empty buffer matches nothing; overlapping buffers are refused.
+  EXPECT_TRUE(cuda::find_pointers(&p, sizeof p, {{0x100000000, 0}}).empty());
+  EXPECT_THROW(cuda::find_pointers(&p, sizeof p, {{A, 4096}, {A + 4000, 8}}),
+               Error);
+}
+
+TEST(Cuda, ReplaysRunAsCudaGraphsWithNewAddresses) {
+  // Note [CUDA graphs in replay mode]: each call's inputs are at new
+  // addresses; the replays (a cuBLAS product, fusions, a reduction, a
+  // mutation of an argument, an output that views an input) equal eager's,
+  // and a replay does not overwrite the outputs of the ones before it.
+  REQUIRE_GPU();
+  NoGradGuard guard;
+  auto fn = [](const Tensor &x, const Tensor &w, const Tensor &acc) {
+    Tensor h = (x.mm(w) * 0.5).tanh();
+    acc.add_(h.sum(0));
+    return std::make_tuple(h, h.softmax(-1), x.t(), (h * h).sum());
+  };
+  for (bool graphs : {true, false}) {
+    int64_t before = cuda::memory_allocated();
+    {
+      auto f = compile(fn, CompileOptions().replay(true).cuda_graphs(graphs));
+      Tensor w = random({32, 16}, kFloat, 2);
+      Tensor wc = w.cuda(), acc = zeros({16}), accc = acc.cuda();
+      std::vector<std::tuple<Tensor, Tensor, Tensor, Tensor>> got, want;
+      for (int call = 0; call < 6; ++call) {
+        Tensor x = random({8, 32}, kFloat, 10 + call);
+        want.push_back(fn(x, w, acc));
+        got.push_back(f(x.cuda(), wc, accc));
+        ASSERT_TRUE(allclose(accc.cpu(), acc, 1e-5, 1e-5))
+            << graphs << " call " << call;
+      }
+      for (size_t call = 0; call < got.size(); ++call) {
+        auto [h, s, xt, l] = got[call];
+        auto [eh, es, ext, el] = want[call];
+        EXPECT_TRUE(allclose(h.cpu(), eh, 1e-5, 1e-6)) << graphs << call;
+        EXPECT_TRUE(allclose(s.cpu(), es, 1e-5, 1e-6)) << graphs << call;
+        EXPECT_TRUE(xt.cpu().equal(ext)) << graphs << call;
+        EXPECT_TRUE(allclose(l.cpu(), el, 1e-5, 1e-5)) << graphs << call;
+      }
+      ExplainOutput e = f.explain();
+      ASSERT_EQ(e.graphs.size(), 1u) << e;
+      if (graphs)
+        EXPECT_EQ(e.graphs[0].cuda_graph.rfind("a CUDA graph of", 0), 0u) << e;
+      else
+        EXPECT_EQ(e.graphs[0].cuda_graph, "") << e;
+      EXPECT_GE(e.cache_hits, 5) << e;
+    }
+    // The graph, destroyed, gives back the intermediates it held.
+    cuda::synchronize();
+    EXPECT_EQ(cuda::memory_allocated(), before) << graphs;
+  }
+}
+
+TEST(Cuda, ReplaysWithoutACudaGraphSayWhy) {
+  // index_select checks its indices on the host (a round trip that waits
+  // for the stream), which a capture cannot hold: replays run the program,
+  // right, and explain() says why on the graph's line.
+  REQUIRE_GPU();
+  NoGradGuard guard;
+  auto fn = [](const Tensor &x, const Tensor &i) {
+    return (x.index_select(0, i) * 2).exp();
+  };
+  auto f = compile(fn, CompileOptions().replay(true));
+  Tensor i = tensor({3, 0, 3, 1}, kLong);
+  Tensor ic = i.cuda();
+  for (int call = 0; call < 3; ++call) {
+    Tensor x = random({4, 8}, kFloat, 20 + call);
+    EXPECT_TRUE(allclose(f(x.cuda(), ic).cpu(), fn(x, i), 1e-5, 1e-6));
+  }
+  ExplainOutput e = f.explain();
+  ASSERT_EQ(e.graphs.size(), 1u) << e;
+  EXPECT_EQ(
+      e.graphs[0].cuda_graph.rfind("no CUDA graph: the capture failed", 0), 0u)
+      << e;
+  EXPECT_NE(e.str().find("replays: no CUDA graph"), std::string::npos) << e;
+  // A replay that raises (an index out of range) raises as eagerly.
+  EXPECT_THROW(f(random({4, 8}, kFloat, 30).cuda(), tensor({4}, kLong).cuda()),
+               IndexError);
+}
+
+TEST(Cuda, ScalarOperandsReachTheDeviceWithoutWaiting) {
+  // A CPU 0-dim operand of a CUDA op is filled in on the device, not copied
+  // from the host (which waits for the stream): at opt level 0 a replayed
+  // chain of `y * 0.999 + 0.001` (each constant such an operand) is
+  // captured into one CUDA graph.
+  REQUIRE_GPU();
+  NoGradGuard guard;
+  auto fn = [](const Tensor &x) {
+    Tensor y = x;
+    for (int k = 0; k < 4; ++k)
+      y = y * 0.999 + 0.001;
+    return y;
+  };
+  Tensor x = random({256}, kFloat, 40);
+  EXPECT_TRUE(
+      allclose((x.cuda() * scalar_tensor(3.0)).cpu(), x * 3.0, 1e-6, 0));
+  auto f = compile(fn, CompileOptions().replay(true).opt_level(0));
+  for (int call = 0; call < 3; ++call)
+    EXPECT_TRUE(allclose(f(x.cuda()).cpu(), fn(x), 1e-5, 1e-6));
+  ExplainOutput e = f.explain();
+  ASSERT_EQ(e.graphs.size(), 1u) << e;
+  EXPECT_EQ(e.graphs[0].cuda_graph.rfind("a CUDA graph of", 0), 0u) << e;
 }
 
 // Random kernel descriptions -- 1 to 3 dims with size-1 dims, transposed
