@@ -20,11 +20,13 @@ namespace ember::frontend {
 // addresses of its inputs' and outputs' storages patched into the graph's
 // nodes (Note [CUDA graphs with patched addresses] in runtime/CudaGraph.cpp).
 // Each replay's outputs are new tensors, from the caching allocator as
-// eager's are; an output that views an input is rebuilt over that input's
-// storage. The intermediates stay where they were captured, blocks the graph
-// owns until it is destroyed (Note [Memory of a CUDA graph]); launches of
-// one graph run one after another (the driver orders them), so they never
-// share them at once.
+// eager's are, except that an output storage of the last replay that no
+// tensor holds any more is written again (on the same stream): a loop that
+// drops its outputs patches nothing but its inputs. An output that views an
+// input is rebuilt over that input's storage. The intermediates stay where they
+// were captured, blocks the graph owns until it is destroyed (Note [Memory of a
+// CUDA graph]); launches of one graph run one after another (the driver orders
+// them), so they never share them at once.
 //
 // The graph is not used, and explain() says why on the graph's line, when a
 // CPU tensor is among the inputs (its copy to the device would be captured
@@ -71,6 +73,8 @@ GraphReplay::capture(const Program &program, const std::vector<Tensor> &inputs,
   CachingAllocator &alloc = cuda::caching_allocator(device);
 
   std::vector<Tensor> result;
+  if (alloc.in_private()) // (checked again, under its lock, just below)
+    return nullptr;
   alloc.begin_private(stream.id());
   CachingAllocator::PrivateBlocks blocks;
   // Frees what a failed capture kept (nothing of it ran).
@@ -170,6 +174,11 @@ GraphReplay::capture(const Program &program, const std::vector<Tensor> &inputs,
     throw;
   }
   g->kept_ = std::move(blocks.kept);
+  g->last_made_.resize(g->made_bytes_.size());
+  for (size_t k = 0; k < result.size(); ++k)
+    if (g->outputs_[k].kind == Output::Kind::Made)
+      g->last_made_[size_t(g->outputs_[k].buffer)] = result[k].storage();
+  g->last_stream_ = caller.stream();
   outputs = std::move(result);
   return g;
 }
@@ -192,16 +201,25 @@ GraphReplay::replay(const std::vector<Tensor> &inputs) {
       return std::nullopt;
     base = at;
   }
+  cuda::CUDAStream stream = cuda::getCurrentCUDAStream(device_);
   std::vector<Storage> made(made_bytes_.size());
+  const bool same_stream = stream.stream() == last_stream_;
   for (size_t b = 0; b < made_bytes_.size(); ++b)
-    if (made_bytes_[b] > 0) {
+    if (made_bytes_[b] > 0 && same_stream && last_made_[b].defined() &&
+        last_made_[b].use_count() == 1) {
+      made[b] = last_made_[b];
+      bases[b] = reinterpret_cast<uint64_t>(made[b].data());
+    } else if (made_bytes_[b] > 0) {
       made[b] =
           Storage::allocate(made_bytes_[b], cuda::getCUDAAllocator(device_));
       bases[b] = reinterpret_cast<uint64_t>(made[b].data());
     }
-  cuda::CUDAStream stream = cuda::getCurrentCUDAStream(device_);
+  // (the reused ones are in `made`; the rest are the caller's or freed)
+  last_made_.assign(made_bytes_.size(), Storage());
   graph_->launch(bases, stream);
   done_->record(stream);
+  last_made_ = made;
+  last_stream_ = stream.stream();
   std::vector<Tensor> out;
   out.reserve(outputs_.size());
   for (const Output &o : outputs_) {

@@ -28,7 +28,8 @@ public:
   /// Captures `program` run on `inputs` into a CUDA graph, launches it for
   /// this call and returns its outputs in `outputs`. Raises ember::Error
   /// saying why when the program cannot be captured or patched; nothing
-  /// has run then.
+  /// has run then. Returns null, having done nothing, while another thread
+  /// captures on the device (a later call tries again).
   static std::unique_ptr<GraphReplay> capture(const Program &program,
                                               const std::vector<Tensor> &inputs,
                                               std::vector<Tensor> &outputs);
@@ -57,6 +58,11 @@ private:
   std::vector<size_t> made_bytes_; ///< per buffer, its bytes if Made, else 0
   std::vector<Output> outputs_;
   std::vector<void *> kept_; ///< intermediates the graph owns
+  /// The output storages of the last launch, and its stream: a storage no
+  /// tensor holds any more is written again by the next launch on that
+  /// stream, whose nodes then keep their addresses (nothing to patch).
+  std::vector<Storage> last_made_;
+  void *last_stream_ = nullptr;
   /// Recorded after each launch: the graph's intermediates are free once
   /// it completed.
   std::unique_ptr<cuda::CUDAEvent> done_;

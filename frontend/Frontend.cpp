@@ -271,6 +271,10 @@ public:
     try {
       std::vector<Tensor> outs;
       r.graph = frontend::GraphReplay::capture(program, inputs, outs);
+      if (!r.graph) { // (another thread captures: a later call tries)
+        r.graph_tried = false;
+        return program.run(inputs);
+      }
       r.entry->cuda_graph = r.graph->summary();
       log_graph(r);
       return outs;

@@ -184,6 +184,11 @@ void CachingAllocator::begin_private(StreamId stream) {
   private_free_.clear();
 }
 
+bool CachingAllocator::in_private() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return private_;
+}
+
 CachingAllocator::PrivateBlocks CachingAllocator::end_private() {
   std::lock_guard<std::mutex> g(mu_);
   private_ = false;

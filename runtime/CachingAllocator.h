@@ -107,6 +107,8 @@ public:
   };
   void begin_private(StreamId stream);
   PrivateBlocks end_private();
+  /// Whether a capture is under way (between begin_private and end_private).
+  bool in_private() const;
 
   // The policy's constants, as PyTorch's.
   static constexpr size_t kMinBlockSize = 512;

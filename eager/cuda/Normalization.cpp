@@ -1,9 +1,10 @@
-// native_layer_norm_backward's CUDA kernel, written with ember ops (the
-// forward runs its decomposition there: Note [CUDA kernels from
-// decompositions] in eager/Decompose.h). It computes what the CPU kernel
-// computes (eager/cpu/Normalization.cpp, Note [Native layer_norm]), in the
-// same compute type, and is device-agnostic: test_cuda checks it against
-// the CPU kernel on CPU tensors on every machine.
+// native_layer_norm_backward written with ember ops: the CUDA op's path for
+// empty tensors (its kernels are in eager/cuda/Softmax.cpp). It computes what
+// the CPU kernel computes (eager/cpu/Normalization.cpp, Note [Native
+// layer_norm]), in the same compute type, and is device-agnostic: test_cuda
+// checks it against the CPU kernel on CPU tensors on every machine.
+#include "eager/cuda/Softmax.h"
+
 #include "eager/Factory.h"
 #include "eager/generated/Functions.h"
 #include "eager/generated/NativeFunctions.h"

@@ -31,6 +31,7 @@
 #include "eager/generated/Functions.h"
 #include "eager/generated/NativeFunctions.h"
 #include "eager/meta/Shapes.h"
+#include "runtime/CudaDriver.h"
 #include "runtime/Nvrtc.h"
 
 #include <algorithm>
@@ -153,6 +154,90 @@ extern "C" __global__ void ember_layer_norm(
 } // namespace ember
 )";
 
+// native_layer_norm_backward: EMBER_T the input's dtype, EMBER_G the
+// gradient's (the input's, or the compute type), EMBER_C the compute type,
+// EMBER_W a weight. ember_layer_norm_dx: a block per row, two sums over the
+// row (of g * w and of g * w * xhat), then the row of dx. ember_layer_norm_dwb:
+// the weight's and the bias's gradients as column sums (of g * xhat and of
+// g) over a chunk of rows: a block takes 32 columns, its 8 warps every 8th
+// row of the chunk (a warp reads 32 neighbouring columns of a row: 128
+// coalesced bytes), combined in shared memory in a fixed order; the chunks'
+// partial sums are then summed by the eager reduction.
+const char kLayerNormBackward[] = R"(
+namespace ember {
+using namespace ember::pw;
+extern "C" __global__ void ember_layer_norm_dx(
+    const EMBER_G *g, const EMBER_T *x, const EMBER_C *w, const EMBER_C *mean,
+    const EMBER_C *rstd, EMBER_T *dx, const long long rows,
+    const long long n) {
+  typedef EMBER_C C;
+  for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+    const EMBER_G *gr = g + r * n;
+    const EMBER_T *xr = x + r * n;
+    const C m = mean[r], rs = rstd[r];
+    C a = C(0), b = C(0);
+    for (long long j = threadIdx.x; j < n; j += blockDim.x) {
+#if EMBER_W
+      const C gw = convert<C>(gr[j]) * w[j];
+#else
+      const C gw = convert<C>(gr[j]);
+#endif
+      a += gw;
+      b += gw * ((convert<C>(xr[j]) - m) * rs);
+    }
+    a = ember_block_reduce<0>(a, C(0)) / C(n);
+    b = ember_block_reduce<0>(b, C(0)) / C(n);
+    EMBER_T *o = dx + r * n;
+    for (long long j = threadIdx.x; j < n; j += blockDim.x) {
+#if EMBER_W
+      const C gw = convert<C>(gr[j]) * w[j];
+#else
+      const C gw = convert<C>(gr[j]);
+#endif
+      const C xh = (convert<C>(xr[j]) - m) * rs;
+      o[j] = convert<EMBER_T>(rs * (gw - a - xh * b));
+    }
+  }
+}
+
+extern "C" __global__ void ember_layer_norm_dwb(
+    const EMBER_G *g, const EMBER_T *x, const EMBER_C *mean,
+    const EMBER_C *rstd, EMBER_C *part_w, EMBER_C *part_b,
+    const long long rows, const long long n, const long long chunk) {
+  typedef EMBER_C C;
+  __shared__ C sw[8][32], sb[8][32];
+  const long long tiles = (n + 31) / 32;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (long long blk = blockIdx.x; blk < tiles * ((rows + chunk - 1) / chunk);
+       blk += gridDim.x) {
+    const long long col = (blk % tiles) * 32 + lane, part = blk / tiles;
+    const long long r0 = part * chunk;
+    const long long r1 = r0 + chunk < rows ? r0 + chunk : rows;
+    C aw = C(0), ab = C(0);
+    if (col < n)
+      for (long long r = r0 + warp; r < r1; r += 8) {
+        const C gv = convert<C>(g[r * n + col]);
+        aw += gv * ((convert<C>(x[r * n + col]) - mean[r]) * rstd[r]);
+        ab += gv;
+      }
+    sw[warp][lane] = aw;
+    sb[warp][lane] = ab;
+    __syncthreads();
+    if (warp == 0 && col < n) {
+      C tw = C(0), tb = C(0);
+      for (int k = 0; k < 8; ++k) {
+        tw += sw[k][lane];
+        tb += sb[k][lane];
+      }
+      part_w[part * n + col] = tw;
+      part_b[part * n + col] = tb;
+    }
+    __syncthreads();
+  }
+}
+} // namespace ember
+)";
+
 /// `t` with dim `d` moved last, contiguous: rows of t.size(d).
 Tensor rows_of(const Tensor &t, int64_t d) {
   return (d == t.dim() - 1 ? t : t.transpose(d, -1)).contiguous();
@@ -243,6 +328,89 @@ layer_norm_rows(const Tensor &x, const Tensor &weight, const Tensor &bias,
   return {y, mean, rstd};
 }
 
+std::string layer_norm_backward_source(ScalarType t, ScalarType g,
+                                       bool weight) {
+  std::string src = prelude();
+  src += std::string("#define EMBER_T ") + detail::ctype(t) + "\n";
+  src += std::string("#define EMBER_G ") + detail::ctype(g) + "\n";
+  src += std::string("#define EMBER_C ") +
+         detail::ctype(detail::compute_of(t)) + "\n";
+  src += "#define EMBER_W " + std::to_string(int(weight)) + "\n";
+  return src + block_reduce_source() + kLayerNormBackward;
+}
+
+int64_t layer_norm_backward_chunk(int device, int64_t rows, int64_t n) {
+  // About 8 blocks per multiprocessor over the column tiles and chunks,
+  // each chunk at least 64 rows (8 per warp).
+  const int64_t tiles = (n + 31) / 32;
+  const int64_t want = 8 * int64_t(driver::multiprocessor_count(device));
+  const int64_t parts = std::clamp<int64_t>((want + tiles - 1) / tiles, 1,
+                                            std::max<int64_t>(rows / 64, 1));
+  return (rows + parts - 1) / parts;
+}
+
+std::tuple<Tensor, Tensor, Tensor>
+layer_norm_backward_rows(const Tensor &grad, const Tensor &x,
+                         const Tensor &mean, const Tensor &rstd,
+                         const Tensor &weight, int64_t rows, int64_t n,
+                         bool want_dx, bool want_dwb) {
+  const ScalarType t = x.dtype(), c = detail::compute_of(t);
+  Tensor xs = x.contiguous();
+  Tensor g = (grad.dtype() == t ? grad : grad.to(c)).contiguous();
+  const TensorOptions co = TensorOptions(c).device(x.device());
+  Tensor m = mean.to(c).contiguous(), rs = rstd.to(c).contiguous();
+  const bool w = weight.defined();
+  Tensor wc = w ? weight.to(c).contiguous() : Tensor();
+  const int device = x.device().index();
+  const std::string sig = std::string("layer_norm_backward:") +
+                          (w ? "w:" : "") + toString(t) + ":" +
+                          toString(g.dtype());
+  auto source = [&] { return layer_norm_backward_source(t, g.dtype(), w); };
+  const void *gp = g.data_ptr(), *xp = xs.data_ptr(), *mp = m.data_ptr(),
+             *rp = rs.data_ptr(), *wp = w ? wc.data_ptr() : nullptr;
+  Tensor dx, dw, db;
+  if (want_dx) {
+    dx = empty(xs.sizes(), xs.options());
+    void *dp = dx.data_ptr();
+    void *args[] = {&gp,
+                    &xp,
+                    &wp,
+                    &mp,
+                    &rp,
+                    &dp,
+                    const_cast<int64_t *>(&rows),
+                    const_cast<int64_t *>(&n)};
+    void *fn = detail::cached_kernel(device, sig + ":dx", "ember_layer_norm_dx",
+                                     source);
+    launch_kernel(device, fn, unsigned(detail::grid_for(device, rows, 1)),
+                  block_for(n), args);
+  }
+  if (want_dwb) {
+    int64_t chunk = layer_norm_backward_chunk(device, rows, n);
+    const int64_t parts = (rows + chunk - 1) / chunk;
+    Tensor pw = empty({parts, n}, co), pb = empty({parts, n}, co);
+    void *pwp = pw.data_ptr(), *pbp = pb.data_ptr();
+    void *args[] = {&gp,
+                    &xp,
+                    &mp,
+                    &rp,
+                    &pwp,
+                    &pbp,
+                    const_cast<int64_t *>(&rows),
+                    const_cast<int64_t *>(&n),
+                    &chunk};
+    void *fn = detail::cached_kernel(device, sig + ":dwb",
+                                     "ember_layer_norm_dwb", source);
+    const int64_t blocks = parts * ((n + 31) / 32);
+    launch_kernel(device, fn,
+                  unsigned(std::min<int64_t>(blocks, int64_t(1) << 30)), 256,
+                  args);
+    dw = parts == 1 ? pw.view({n}) : pw.sum({0});
+    db = parts == 1 ? pb.view({n}) : pb.sum({0});
+  }
+  return {dx, dw, db};
+}
+
 Tensor softmax_rows(const Tensor &x, int64_t d, bool log) {
   Tensor in = rows_of(x, d);
   Tensor out = empty(in.sizes(), in.options());
@@ -326,6 +494,34 @@ native_layer_norm_cuda(const Tensor &input, IntArrayRef normalized_shape,
                             bias ? *bias : Tensor(), s.M, s.N, eps);
   return {y, mean.view(IntArrayRef(s.stat_sizes)),
           rstd.view(IntArrayRef(s.stat_sizes))};
+}
+
+std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward_cuda(
+    const Tensor &grad_out, const Tensor &input, IntArrayRef normalized_shape,
+    const Tensor &mean, const Tensor &rstd, const std::optional<Tensor> &weight,
+    const std::optional<Tensor> &bias, IntArrayRef output_mask) {
+  meta::LayerNormShape s = meta::layer_norm_backward_shape(
+      grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask);
+  if (s.M == 0 || s.N == 0) // (no rows, or rows of nothing)
+    return native_layer_norm_backward_composite(grad_out, input,
+                                                normalized_shape, mean, rstd,
+                                                weight, bias, output_mask);
+  const bool want_dx = output_mask[0] != 0, want_dw = output_mask[1] != 0,
+             want_db = output_mask[2] != 0;
+  const bool has_w = weight && weight->defined(),
+             has_b = bias && bias->defined();
+  auto [dx, dw, db] = cuda::layer_norm_backward_rows(
+      grad_out, input, mean, rstd, has_w ? *weight : Tensor(), s.M, s.N,
+      want_dx, want_dw || want_db);
+  // (the CPU kernel's dtypes: the input's, the weight's and the bias's)
+  return {
+      want_dx ? dx.view(input.sizes()) : Tensor(),
+      want_dw ? dw.view(normalized_shape)
+                    .to(has_w ? weight->dtype() : input.dtype())
+              : Tensor(),
+      want_db
+          ? db.view(normalized_shape).to(has_b ? bias->dtype() : input.dtype())
+          : Tensor()};
 }
 
 Tensor softmax_cuda(const Tensor &self, int64_t dim,

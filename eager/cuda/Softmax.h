@@ -4,6 +4,7 @@
 
 #include "eager/Tensor.h"
 
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -41,9 +42,38 @@ std::tuple<Tensor, Tensor, Tensor>
 layer_norm_rows(const Tensor &x, const Tensor &weight, const Tensor &bias,
                 int64_t rows, int64_t n, double eps);
 
+/// The NVRTC source of native_layer_norm_backward's kernels on input dtype
+/// `t` with gradient dtype `g` (t, or t's compute type C), with or without
+/// a weight: "ember_layer_norm_dx" (const G *grad, const T *x, const C
+/// *weight, const C *mean, const C *rstd, T *dx, long long rows, long long
+/// n), a block per row; "ember_layer_norm_dwb" (const G *grad, const T *x,
+/// const C *mean, const C *rstd, C *part_w, C *part_b, long long rows, long
+/// long n, long long chunk), blocks of 256 threads, each on 32 columns of a
+/// chunk of rows, writing the chunk's column sums of grad * xhat and grad.
+std::string layer_norm_backward_source(ScalarType t, ScalarType g, bool weight);
+
+/// native_layer_norm_backward of CUDA tensors seen as `rows` rows of `n`:
+/// dx (x's dtype, [rows, n]) when `want_dx`, and the weight's and bias's
+/// gradients ([n], the compute type) when `want_dwb`; the others undefined.
+/// `mean` and `rstd` hold `rows` values; `weight` may be undefined.
+std::tuple<Tensor, Tensor, Tensor> layer_norm_backward_rows(
+    const Tensor &grad, const Tensor &x, const Tensor &mean, const Tensor &rstd,
+    const Tensor &weight, int64_t rows, int64_t n, bool want_dx, bool want_dwb);
+
 /// The backward kernel: `grad` (in output's compute type) and `output`
 /// along `d`, in output's dtype, contiguous.
 Tensor softmax_backward_rows(const Tensor &grad, const Tensor &output,
                              int64_t d, bool log);
 
 } // namespace ember::cuda
+
+namespace ember::native {
+/// native_layer_norm_backward written with ember ops
+/// (eager/cuda/Normalization.cpp): the CUDA op's path for empty tensors, and
+/// device-agnostic, so that test_cuda checks it against the CPU kernel on
+/// every machine.
+std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward_composite(
+    const Tensor &grad_out, const Tensor &input, IntArrayRef normalized_shape,
+    const Tensor &mean, const Tensor &rstd, const std::optional<Tensor> &weight,
+    const std::optional<Tensor> &bias, IntArrayRef output_mask);
+} // namespace ember::native

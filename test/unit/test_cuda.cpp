@@ -12,6 +12,7 @@
 #include "TestUtil.h"
 #include "eager/cuda/Index.h"
 #include "eager/cuda/Pointwise.h"
+#include "eager/cuda/Softmax.h"
 #include "eager/cuda/Sort.h"
 #include "eager/generated/NativeFunctions.h"
 #include "runtime/CudaAllocator.h"

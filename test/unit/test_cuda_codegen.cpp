@@ -933,6 +933,83 @@ TEST(CudaCodegen, LayerNormKernelCompilesAndRunsAsTheCpuKernel) {
     }
 }
 
+TEST(CudaCodegen, LayerNormBackwardKernelsRunAsTheCpuKernel) {
+  // native_layer_norm_backward's two CUDA kernels (Note [CUDA softmax
+  // kernels]): compiled by NVRTC, and run on the host through the emulation
+  // against the CPU kernel, with and without a weight, a float gradient of
+  // a float16 input, and column chunks of 2 rows over 5 (3 partial sums).
+  REQUIRE_NVRTC();
+  for (ScalarType t : {kFloat, kDouble, kHalf, kBFloat16})
+    for (int arch : {80, 90}) {
+      cuda::nvrtc::Compiled c = cuda::nvrtc::compile(
+          cuda::layer_norm_backward_source(t, t, true), "lnb.cu", arch, false);
+      EXPECT_NE(c.binary.find(".entry ember_layer_norm_dx"), std::string::npos)
+          << toString(t) << " sm_" << arch;
+      EXPECT_NE(c.binary.find(".entry ember_layer_norm_dwb"), std::string::npos)
+          << toString(t) << " sm_" << arch;
+    }
+  const int64_t rows = 5, n = 300;
+  struct Case {
+    ScalarType t, g;
+    bool w;
+  };
+  for (Case k : {Case{kFloat, kFloat, true}, Case{kFloat, kFloat, false},
+                 Case{kDouble, kDouble, true}, Case{kHalf, kHalf, true},
+                 Case{kHalf, kFloat, true}}) {
+    SCOPED_TRACE(std::string(toString(k.t)) + " grad " + toString(k.g) +
+                 (k.w ? " weight" : ""));
+    const ScalarType c = k.t == kDouble ? kDouble : kFloat;
+    Tensor x = random({rows, n}, kFloat, 60);
+    x.select(0, 2).add_(100);
+    x = x.to(k.t);
+    Tensor wt = random({n}, c, 61), bt = random({n}, c, 62);
+    Tensor g = random({rows, n}, kFloat, 63).to(k.g);
+    std::optional<Tensor> w = k.w ? std::optional<Tensor>(wt) : std::nullopt;
+    auto [y, mean, rstd] = native_layer_norm(x, {n}, w, bt, 1e-5);
+    auto [wdx, wdw, wdb] = native_layer_norm_backward(g.to(k.t), x, {n}, mean,
+                                                      rstd, w, bt, {1, 1, 1});
+    const char *ct = cuda::detail::ctype(k.t), *cg = cuda::detail::ctype(k.g),
+               *cc = cuda::detail::ctype(c);
+    auto cast = [](const char *type, int i, bool is_const = true) {
+      return std::string("(") + (is_const ? "const " : "") + type + " *)p[" +
+             std::to_string(i) + "]";
+    };
+    HostKernels host(
+        cuda::layer_norm_backward_source(k.t, k.g, k.w) +
+        "extern \"C\" void launch_0(unsigned grid, unsigned block, "
+        "void **p) {\n  emu::launch(grid, block, [=] { "
+        "ember::ember_layer_norm_dx(" +
+        cast(cg, 0) + ", " + cast(ct, 1) + ", " + cast(cc, 2) + ", " +
+        cast(cc, 3) + ", " + cast(cc, 4) + ", " + cast(ct, 5, false) +
+        ", *(long long *)p[6], *(long long *)p[7]); });\n}\n"
+        "extern \"C\" void launch_1(unsigned grid, unsigned block, "
+        "void **p) {\n  emu::launch(grid, block, [=] { "
+        "ember::ember_layer_norm_dwb(" +
+        cast(cg, 0) + ", " + cast(ct, 1) + ", " + cast(cc, 2) + ", " +
+        cast(cc, 3) + ", " + cast(cc, 4, false) + ", " + cast(cc, 5, false) +
+        ", *(long long *)p[6], *(long long *)p[7], *(long long *)p[8]); "
+        "});\n}\n");
+    ASSERT_TRUE(host.ok());
+    Tensor m = mean.reshape({-1}), r = rstd.reshape({-1});
+    Tensor dx = full({rows, n}, 7, TensorOptions(k.t));
+    Tensor pw = full({3, n}, 7, TensorOptions(c)),
+           pb = full({3, n}, 7, TensorOptions(c));
+    int64_t rr = rows, nn = n, chunk = 2;
+    std::vector<void *> p = {g.data_ptr(), x.data_ptr(), wt.data_ptr(),
+                             m.data_ptr(), r.data_ptr(), dx.data_ptr(),
+                             &rr,          &nn};
+    host.launch(0, 2, 96, p.data());
+    std::vector<void *> q = {g.data_ptr(), x.data_ptr(),  m.data_ptr(),
+                             r.data_ptr(), pw.data_ptr(), pb.data_ptr(),
+                             &rr,          &nn,           &chunk};
+    host.launch(1, 4, 256, q.data());
+    const double tol = k.t == kHalf ? 5e-3 : k.t == kFloat ? 1e-5 : 1e-12;
+    EXPECT_TRUE(close(dx, wdx, tol, tol));
+    EXPECT_TRUE(close(pw.sum({0}).to(wdw.dtype()), wdw, tol, tol));
+    EXPECT_TRUE(close(pb.sum({0}).to(wdb.dtype()), wdb, tol, tol));
+  }
+}
+
 // Note [The kernels of a graph compile in parallel]: precompile_kernels
 // compiles the kernels no cache holds, each once, on several threads, into
 // the disk cache (and a table in memory, with the disk cache off); a second
