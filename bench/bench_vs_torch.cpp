@@ -243,6 +243,19 @@ int main(int argc, char **argv) {
         return F::layer_norm(t, F::LayerNormFuncOptions({kCols}));
       },
       iters);
+  {
+    // With a weight and a bias that require grad (closed over: the
+    // compiled function's lifted inputs), as an nn::LayerNorm's.
+    Tensor w = randn({kCols}).requires_grad_(),
+           b = randn({kCols}).requires_grad_();
+    train(
+        only, "layer_norm_affine_fwd_bwd",
+        [&](const Tensor &t) {
+          return F::layer_norm(
+              t, F::LayerNormFuncOptions({kCols}).weight(w).bias(b));
+        },
+        iters);
+  }
   train(
       only, "softmax_fwd_bwd", [](const Tensor &t) { return t.softmax(-1); },
       iters);

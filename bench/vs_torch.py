@@ -105,7 +105,11 @@ def torch_workloads(torch, only):
             yv.backward(gy)
         return call
 
+    lw = torch.randn(COLS, generator=g).requires_grad_()
+    lb = torch.randn(COLS, generator=g).requires_grad_()
     for name, fn in [("layer_norm_fwd_bwd", lambda t: F.layer_norm(t, (COLS,))),
+                     ("layer_norm_affine_fwd_bwd",
+                      lambda t: F.layer_norm(t, (COLS,), lw, lb)),
                      ("softmax_fwd_bwd", lambda t: t.softmax(-1)),
                      ("gelu_fwd_bwd", lambda t: F.gelu(t))]:
         out.append((name, "torch_eager", train(fn)))
@@ -219,7 +223,8 @@ def summarize(rounds, meta):
     moved = {"gelu_chain": 2, "gelu": 2, "chain8": 3, "softmax": 2,
              "layer_norm": 2, "sum": 1}
     for wl in ["gelu_chain", "gelu", "chain8", "softmax", "layer_norm", "sum",
-               "mlp", "mlp_gemms", "layer_norm_fwd_bwd", "softmax_fwd_bwd",
+               "mlp", "mlp_gemms", "layer_norm_fwd_bwd",
+               "layer_norm_affine_fwd_bwd", "softmax_fwd_bwd",
                "gelu_fwd_bwd", "mlp_train", "transformer_train"]:
         ec, ee = get(wl, "ember_compiled"), get(wl, "ember_eager")
         tc, te = get(wl, "torch_compiled"), get(wl, "torch_eager")
