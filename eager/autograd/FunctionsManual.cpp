@@ -238,32 +238,24 @@ layer_norm_backward(const Tensor &grad, const Tensor &input,
                (grad.requires_grad() || input.requires_grad() ||
                 (has_w && weight->requires_grad()));
   // Traced into a compiled backward (Note [The joint graph] in
-  // frontend/Capture.cpp), the kernel is one op of the graph: on the CPU and
-  // on CUDA it beats the formula's ops fused (one pass for dx, one for the
-  // column sums, where the fused formula reads the input again for each
-  // reduction). A graph op has no undefined results, so it is asked for all
-  // three and the unwanted ones are dropped.
-  if (!graph) {
-    const bool capturing = is_capturing();
+  // frontend/Capture.cpp) with all three gradients wanted (an affine
+  // layer_norm in training), the kernel is one op of the graph: on the CPU
+  // and on CUDA it beats the formula's ops fused (one pass for dx, one for
+  // the column sums, where the fused formula reads the input again for each
+  // reduction). A graph op has no undefined results, so with fewer wanted
+  // the formula is traced instead, and fuses with its neighbours.
+  const bool all =
+      grad_input_mask[0] && grad_input_mask[1] && grad_input_mask[2];
+  if (!graph && (all || !is_capturing())) {
     std::vector<int64_t> mask = {grad_input_mask[0], grad_input_mask[1],
                                  grad_input_mask[2]};
-    if (capturing)
-      mask = {1, 1, 1};
-    auto [gi, gw, gb] = ember::native_layer_norm_backward(
-        grad, input, normalized_shape, mean, rstd, weight, bias, mask);
-    if (capturing) {
-      if (!grad_input_mask[0])
-        gi = Tensor();
-      if (!grad_input_mask[1])
-        gw = Tensor();
-      if (!grad_input_mask[2])
-        gb = Tensor();
-    }
-    return {gi, gw, gb};
+    return ember::native_layer_norm_backward(grad, input, normalized_shape,
+                                             mean, rstd, weight, bias, mask);
   }
-  // create_graph: the kernel's formula in ember ops, with the statistics
-  // recomputed from the input so that they are differentiated too (the
-  // saved mean and rstd have no history).
+  // create_graph (or a compiled backward wanting fewer than all three): the
+  // kernel's formula in ember ops, with the statistics recomputed from the
+  // input so that they are differentiated too (the saved mean and rstd have
+  // no history).
   int64_t axis = input.dim() - int64_t(normalized_shape.size());
   std::vector<int64_t> norm_dims, batch_dims;
   for (int64_t d = 0; d < input.dim(); ++d)

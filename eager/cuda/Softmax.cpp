@@ -31,7 +31,6 @@
 #include "eager/generated/Functions.h"
 #include "eager/generated/NativeFunctions.h"
 #include "eager/meta/Shapes.h"
-#include "runtime/CudaDriver.h"
 #include "runtime/Nvrtc.h"
 
 #include <algorithm>
@@ -166,6 +165,12 @@ extern "C" __global__ void ember_layer_norm(
 const char kLayerNormBackward[] = R"(
 namespace ember {
 using namespace ember::pw;
+// g * w at column j of the row (g alone without a weight).
+#if EMBER_W
+#define EMBER_GW(j) (convert<C>(gr[j]) * w[j])
+#else
+#define EMBER_GW(j) convert<C>(gr[j])
+#endif
 extern "C" __global__ void ember_layer_norm_dx(
     const EMBER_G *g, const EMBER_T *x, const EMBER_C *w, const EMBER_C *mean,
     const EMBER_C *rstd, EMBER_T *dx, const long long rows,
@@ -177,11 +182,7 @@ extern "C" __global__ void ember_layer_norm_dx(
     const C m = mean[r], rs = rstd[r];
     C a = C(0), b = C(0);
     for (long long j = threadIdx.x; j < n; j += blockDim.x) {
-#if EMBER_W
-      const C gw = convert<C>(gr[j]) * w[j];
-#else
-      const C gw = convert<C>(gr[j]);
-#endif
+      const C gw = EMBER_GW(j);
       a += gw;
       b += gw * ((convert<C>(xr[j]) - m) * rs);
     }
@@ -189,11 +190,7 @@ extern "C" __global__ void ember_layer_norm_dx(
     b = ember_block_reduce<0>(b, C(0)) / C(n);
     EMBER_T *o = dx + r * n;
     for (long long j = threadIdx.x; j < n; j += blockDim.x) {
-#if EMBER_W
-      const C gw = convert<C>(gr[j]) * w[j];
-#else
-      const C gw = convert<C>(gr[j]);
-#endif
+      const C gw = EMBER_GW(j);
       const C xh = (convert<C>(xr[j]) - m) * rs;
       o[j] = convert<EMBER_T>(rs * (gw - a - xh * b));
     }
@@ -339,11 +336,13 @@ std::string layer_norm_backward_source(ScalarType t, ScalarType g,
   return src + block_reduce_source() + kLayerNormBackward;
 }
 
-int64_t layer_norm_backward_chunk(int device, int64_t rows, int64_t n) {
-  // About 8 blocks per multiprocessor over the column tiles and chunks,
-  // each chunk at least 64 rows (8 per warp).
+int64_t layer_norm_backward_chunk(int64_t rows, int64_t n) {
+  // About 1024 blocks over the column tiles and chunks (8 per
+  // multiprocessor of an H100), each chunk at least 64 rows (8 per warp).
+  // From the shape alone, so that the sums' order, hence their rounding, is
+  // the same on every GPU.
   const int64_t tiles = (n + 31) / 32;
-  const int64_t want = 8 * int64_t(driver::multiprocessor_count(device));
+  const int64_t want = 1024;
   const int64_t parts = std::clamp<int64_t>((want + tiles - 1) / tiles, 1,
                                             std::max<int64_t>(rows / 64, 1));
   return (rows + parts - 1) / parts;
@@ -360,14 +359,14 @@ layer_norm_backward_rows(const Tensor &grad, const Tensor &x,
   const TensorOptions co = TensorOptions(c).device(x.device());
   Tensor m = mean.to(c).contiguous(), rs = rstd.to(c).contiguous();
   const bool w = weight.defined();
-  Tensor wc = w ? weight.to(c).contiguous() : Tensor();
+  Tensor wc = w && want_dx ? weight.to(c).contiguous() : Tensor();
   const int device = x.device().index();
   const std::string sig = std::string("layer_norm_backward:") +
                           (w ? "w:" : "") + toString(t) + ":" +
                           toString(g.dtype());
   auto source = [&] { return layer_norm_backward_source(t, g.dtype(), w); };
   const void *gp = g.data_ptr(), *xp = xs.data_ptr(), *mp = m.data_ptr(),
-             *rp = rs.data_ptr(), *wp = w ? wc.data_ptr() : nullptr;
+             *rp = rs.data_ptr(), *wp = wc.defined() ? wc.data_ptr() : nullptr;
   Tensor dx, dw, db;
   if (want_dx) {
     dx = empty(xs.sizes(), xs.options());
@@ -386,7 +385,7 @@ layer_norm_backward_rows(const Tensor &grad, const Tensor &x,
                   block_for(n), args);
   }
   if (want_dwb) {
-    int64_t chunk = layer_norm_backward_chunk(device, rows, n);
+    int64_t chunk = layer_norm_backward_chunk(rows, n);
     const int64_t parts = (rows + chunk - 1) / chunk;
     Tensor pw = empty({parts, n}, co), pb = empty({parts, n}, co);
     void *pwp = pw.data_ptr(), *pbp = pb.data_ptr();

@@ -189,6 +189,11 @@ LayerNormShape layer_norm_backward_shape(
     const Tensor &mean, const Tensor &rstd, const std::optional<Tensor> &weight,
     const std::optional<Tensor> &bias, IntArrayRef output_mask) {
   LayerNormShape r = layer_norm_shape(input, normalized_shape, weight, bias);
+  for (const Tensor *t : {&grad_out, &mean, &rstd})
+    EMBER_CHECK(t->device() == input.device(),
+                "native_layer_norm_backward: expected all tensors to be on "
+                "the same device, but found at least two devices, ",
+                input.device(), " and ", t->device());
   EMBER_CHECK_VALUE(grad_out.sizes() == input.sizes(),
                     "native_layer_norm_backward: expected grad_out of the "
                     "input's shape ",
