@@ -243,7 +243,8 @@ GraphReplay::replay(const std::vector<Tensor> &inputs) {
 
 std::string GraphReplay::summary() const {
   return "a CUDA graph of " + std::to_string(graph_->nodes()) + " nodes, " +
-         std::to_string(graph_->patched_nodes()) + " patched at each call";
+         std::to_string(graph_->patched_nodes()) +
+         " of them naming an input or output (rewritten when it moves)";
 }
 
 GraphReplay::~GraphReplay() {

@@ -38,7 +38,8 @@ public:
   /// std::nullopt, launching nothing, when inputs that shared a storage at
   /// the capture do not now (the program runs instead).
   std::optional<std::vector<Tensor>> replay(const std::vector<Tensor> &inputs);
-  /// "a CUDA graph of 3 nodes, 2 patched at each call".
+  /// "a CUDA graph of 3 nodes, 2 of them naming an input or output
+  /// (rewritten when it moves)".
   std::string summary() const;
   ~GraphReplay();
 
