@@ -129,9 +129,10 @@ GraphReplay::capture(const Program &program, const std::vector<Tensor> &inputs,
         for (size_t i = 0; i < inputs.size() && o.kind == Output::Kind::Empty;
              ++i)
           if (inputs[i].defined() &&
-              t.storage().is_alias_of(inputs[i].storage()))
-            o = Output{Output::Kind::Input, -1,      int(i), o.dtype, o.sizes,
-                       o.strides,           o.offset};
+              t.storage().is_alias_of(inputs[i].storage())) {
+            o.kind = Output::Kind::Input;
+            o.input = int(i);
+          }
         if (o.kind == Output::Kind::Empty) {
           void *p = t.storage().data();
           EMBER_CHECK(
@@ -204,22 +205,21 @@ GraphReplay::replay(const std::vector<Tensor> &inputs) {
   cuda::CUDAStream stream = cuda::getCurrentCUDAStream(device_);
   std::vector<Storage> made(made_bytes_.size());
   const bool same_stream = stream.stream() == last_stream_;
-  for (size_t b = 0; b < made_bytes_.size(); ++b)
-    if (made_bytes_[b] > 0 && same_stream && last_made_[b].defined() &&
-        last_made_[b].use_count() == 1) {
-      made[b] = last_made_[b];
-      bases[b] = reinterpret_cast<uint64_t>(made[b].data());
-    } else if (made_bytes_[b] > 0) {
-      made[b] =
-          Storage::allocate(made_bytes_[b], cuda::getCUDAAllocator(device_));
-      bases[b] = reinterpret_cast<uint64_t>(made[b].data());
-    }
-  // (the reused ones are in `made`; the rest are the caller's or freed)
-  last_made_.assign(made_bytes_.size(), Storage());
-  graph_->launch(bases, stream);
-  done_->record(stream);
+  for (size_t b = 0; b < made_bytes_.size(); ++b) {
+    if (made_bytes_[b] == 0)
+      continue;
+    const bool reuse = same_stream && last_made_[b].defined() &&
+                       last_made_[b].use_count() == 1;
+    made[b] = reuse ? last_made_[b]
+                    : Storage::allocate(made_bytes_[b],
+                                        cuda::getCUDAAllocator(device_));
+    bases[b] = reinterpret_cast<uint64_t>(made[b].data());
+  }
+  // (the last launch's storages not reused are the caller's now, or freed)
   last_made_ = made;
   last_stream_ = stream.stream();
+  graph_->launch(bases, stream);
+  done_->record(stream);
   std::vector<Tensor> out;
   out.reserve(outputs_.size());
   for (const Output &o : outputs_) {

@@ -233,11 +233,12 @@ CUDAStream capture_stream(int device) {
 struct CudaGraph::Node {
   CUgraphNode node = nullptr;
   int type = kKernel;
+  /// As the driver gave them, but with kernelParams (or extra) pointing
+  /// into `bytes`: what SetParams gets once `bytes` is patched.
   KernelParams kernel{};
-  std::vector<unsigned char> bytes;  ///< kernel parameters, each 8-aligned
-  std::vector<size_t> param_offsets; ///< where each starts in `bytes`
-  std::vector<void *> param_ptrs;    ///< kernelParams for SetParams
-  size_t extra_size = 0;             ///< a launch made with `extra`
+  std::vector<unsigned char> bytes; ///< kernel parameters, each 8-aligned
+  std::vector<void *> param_ptrs;   ///< into `bytes`, one per parameter
+  size_t extra_size = 0;            ///< a launch made with `extra`
   std::array<void *, 5> extra{};
   MemsetParams memset{};
   MemcpyParams memcpy{};
@@ -342,8 +343,13 @@ void CudaGraph::plan(const std::vector<GraphBuffer> &buffers) {
         node->bytes.assign(static_cast<const unsigned char *>(buf),
                            static_cast<const unsigned char *>(buf) +
                                node->extra_size);
+        node->extra = {reinterpret_cast<void *>(1), node->bytes.data(),
+                       reinterpret_cast<void *>(2), &node->extra_size, nullptr};
+        k.extra = node->extra.data();
+        k.kernel_params = nullptr;
       } else {
         // Each parameter's size from the driver, copied 8-aligned.
+        std::vector<size_t> offsets;
         for (size_t i = 0;; ++i) {
           size_t offset = 0, size = 0;
           CUresult r = k.func
@@ -353,10 +359,15 @@ void CudaGraph::plan(const std::vector<GraphBuffer> &buffers) {
             break;
           driver::check(r, "cuFuncGetParamInfo");
           size_t at = (node->bytes.size() + 7) / 8 * 8;
-          node->param_offsets.push_back(at);
+          offsets.push_back(at);
           node->bytes.resize(at + size);
           std::memcpy(node->bytes.data() + at, k.kernel_params[i], size);
         }
+        // (`bytes` is not resized after this: the pointers stay valid)
+        for (size_t at : offsets)
+          node->param_ptrs.push_back(node->bytes.data() + at);
+        k.kernel_params = node->param_ptrs.data();
+        k.extra = nullptr;
       }
       const void *bytes = node->bytes.data();
       const size_t size = node->bytes.size();
@@ -416,24 +427,11 @@ void CudaGraph::launch(const std::vector<uint64_t> &bases,
     if (!moved)
       continue;
     switch (node->type) {
-    case kKernel: {
+    case kKernel:
       apply_patches(node->bytes.data(), node->sites, bases);
-      KernelParams k = node->kernel;
-      if (node->kernel.extra) {
-        node->extra = {reinterpret_cast<void *>(1), node->bytes.data(),
-                       reinterpret_cast<void *>(2), &node->extra_size, nullptr};
-        k.extra = node->extra.data();
-        k.kernel_params = nullptr;
-      } else {
-        node->param_ptrs.clear();
-        for (size_t off : node->param_offsets)
-          node->param_ptrs.push_back(node->bytes.data() + off);
-        k.kernel_params = node->param_ptrs.data();
-        k.extra = nullptr;
-      }
-      EMBER_CUG(cuGraphExecKernelNodeSetParams_v2, exec_, node->node, &k);
+      EMBER_CUG(cuGraphExecKernelNodeSetParams_v2, exec_, node->node,
+                &node->kernel);
       break;
-    }
     case kMemset: {
       apply_patches(&node->memset.dst, node->sites, bases);
       if (!ctx)
@@ -443,11 +441,11 @@ void CudaGraph::launch(const std::vector<uint64_t> &bases,
       break;
     }
     case kMemcpy: {
+      // (the words as plan() read them: source, then destination)
       uint64_t words[2] = {node->memcpy.src_device, node->memcpy.dst_device};
       apply_patches(words, node->sites, bases);
-      for (const PatchSite &site : node->sites)
-        (site.offset == 0 ? node->memcpy.src_device : node->memcpy.dst_device) =
-            words[site.offset / 8];
+      node->memcpy.src_device = words[0];
+      node->memcpy.dst_device = words[1];
       if (!ctx)
         EMBER_CUG(cuCtxGetCurrent, &ctx);
       EMBER_CUG(cuGraphExecMemcpyNodeSetParams, exec_, node->node,

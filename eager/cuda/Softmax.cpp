@@ -252,12 +252,38 @@ unsigned block_for(int64_t n) {
   return unsigned(std::clamp<int64_t>((n / 4 + 31) / 32 * 32, 32, 1024));
 }
 
+/// Launches a kernel that takes a block per row (looping when there are more
+/// rows than blocks) over `rows` rows of `n`.
+void launch_per_row(int device, void *fn, int64_t rows, int64_t n,
+                    void **args) {
+  launch_kernel(device, fn, unsigned(detail::grid_for(device, rows, 1)),
+                block_for(n), args);
+}
+
 void launch_rows(const SoftmaxKernel &k, ScalarType t, int device, int64_t rows,
                  int64_t n, void **args) {
   void *fn = detail::cached_kernel(device, k.signature(t), "ember_softmax",
                                    [&] { return softmax_source(k, t); });
-  launch_kernel(device, fn, unsigned(detail::grid_for(device, rows, 1)),
-                block_for(n), args);
+  launch_per_row(device, fn, rows, n, args);
+}
+
+/// "#define NAME VALUE\n".
+std::string define(const char *name, const std::string &value) {
+  return std::string("#define ") + name + " " + value + "\n";
+}
+/// "#define NAME 0\n" or "#define NAME 1\n".
+std::string define_flag(const char *name, bool value) {
+  return define(name, value ? "1" : "0");
+}
+
+/// The NVRTC source of a kernel of this file: the device prelude, EMBER_T
+/// (the stored dtype `t`) and EMBER_C (its compute type), the kernel's own
+/// `defines`, the block reduction, then `body`.
+std::string row_source(ScalarType t, const std::string &defines,
+                       const char *body) {
+  return prelude() + define("EMBER_T", detail::ctype(t)) +
+         define("EMBER_C", detail::ctype(detail::compute_of(t))) + defines +
+         block_reduce_source() + body;
 }
 
 } // namespace
@@ -268,27 +294,21 @@ std::string SoftmaxKernel::signature(ScalarType t) const {
 }
 
 std::string softmax_source(const SoftmaxKernel &k, ScalarType t) {
-  const ScalarType c = detail::compute_of(t);
-  std::string src = prelude();
-  src += std::string("#define EMBER_T ") + detail::ctype(t) + "\n";
-  src += std::string("#define EMBER_C ") + detail::ctype(c) + "\n";
-  src += std::string("#define EMBER_INF ") +
-         (c == kDouble ? "__longlong_as_double(0x7ff0000000000000LL)"
-                       : "__int_as_float(0x7f800000)") +
-         "\n";
-  src += "#define EMBER_LOG " + std::to_string(int(k.log)) + "\n";
-  src += "#define EMBER_BACKWARD " + std::to_string(int(k.backward)) + "\n";
-  return src + block_reduce_source() + kSoftmax;
+  const bool is_double = detail::compute_of(t) == kDouble;
+  return row_source(
+      t,
+      define("EMBER_INF", is_double
+                              ? "__longlong_as_double(0x7ff0000000000000LL)"
+                              : "__int_as_float(0x7f800000)") +
+          define_flag("EMBER_LOG", k.log) +
+          define_flag("EMBER_BACKWARD", k.backward),
+      kSoftmax);
 }
 
 std::string layer_norm_source(ScalarType t, bool weight, bool bias) {
-  std::string src = prelude();
-  src += std::string("#define EMBER_T ") + detail::ctype(t) + "\n";
-  src += std::string("#define EMBER_C ") +
-         detail::ctype(detail::compute_of(t)) + "\n";
-  src += "#define EMBER_W " + std::to_string(int(weight)) + "\n";
-  src += "#define EMBER_B " + std::to_string(int(bias)) + "\n";
-  return src + block_reduce_source() + kLayerNorm;
+  return row_source(
+      t, define_flag("EMBER_W", weight) + define_flag("EMBER_B", bias),
+      kLayerNorm);
 }
 
 std::tuple<Tensor, Tensor, Tensor>
@@ -320,20 +340,15 @@ layer_norm_rows(const Tensor &x, const Tensor &weight, const Tensor &bias,
                   const_cast<int64_t *>(&rows),
                   const_cast<int64_t *>(&n),
                   const_cast<double *>(&eps)};
-  launch_kernel(device, fn, unsigned(detail::grid_for(device, rows, 1)),
-                block_for(n), args);
+  launch_per_row(device, fn, rows, n, args);
   return {y, mean, rstd};
 }
 
 std::string layer_norm_backward_source(ScalarType t, ScalarType g,
                                        bool weight) {
-  std::string src = prelude();
-  src += std::string("#define EMBER_T ") + detail::ctype(t) + "\n";
-  src += std::string("#define EMBER_G ") + detail::ctype(g) + "\n";
-  src += std::string("#define EMBER_C ") +
-         detail::ctype(detail::compute_of(t)) + "\n";
-  src += "#define EMBER_W " + std::to_string(int(weight)) + "\n";
-  return src + block_reduce_source() + kLayerNormBackward;
+  return row_source(
+      t, define("EMBER_G", detail::ctype(g)) + define_flag("EMBER_W", weight),
+      kLayerNormBackward);
 }
 
 int64_t layer_norm_backward_chunk(int64_t rows, int64_t n) {
@@ -381,8 +396,7 @@ layer_norm_backward_rows(const Tensor &grad, const Tensor &x,
                     const_cast<int64_t *>(&n)};
     void *fn = detail::cached_kernel(device, sig + ":dx", "ember_layer_norm_dx",
                                      source);
-    launch_kernel(device, fn, unsigned(detail::grid_for(device, rows, 1)),
-                  block_for(n), args);
+    launch_per_row(device, fn, rows, n, args);
   }
   if (want_dwb) {
     int64_t chunk = layer_norm_backward_chunk(rows, n);
