@@ -58,4 +58,38 @@ inline void print_ms(const std::vector<double> &ms) {
   std::fflush(stdout);
 }
 
+/// A pre-norm transformer encoder layer (batch first): x + attn(ln1(x)),
+/// then + fc2(gelu(fc1(ln2(x)))), as PyTorch's TransformerEncoderLayer
+/// with norm_first=True, activation gelu, dropout 0.
+struct EncoderLayer {
+  nn::LayerNorm ln1, ln2;
+  nn::MultiheadAttention attn;
+  nn::Linear fc1, fc2;
+  EncoderLayer(int64_t d, int64_t heads, int64_t ff)
+      : ln1(nn::LayerNormOptions({d})), ln2(nn::LayerNormOptions({d})),
+        attn(nn::MultiheadAttentionOptions(d, heads).batch_first(true)),
+        fc1(d, ff), fc2(ff, d) {}
+  Tensor forward(const Tensor &x) {
+    namespace F = nn::functional;
+    Tensor h = ln1->forward(x);
+    Tensor a = std::get<0>(attn->forward(h, h, h, {}, /*need_weights=*/false));
+    Tensor y = x + a;
+    return y + fc2->forward(F::gelu(fc1->forward(ln2->forward(y))));
+  }
+  void to(Device device) {
+    ln1->to(device);
+    ln2->to(device);
+    attn->to(device);
+    fc1->to(device);
+    fc2->to(device);
+  }
+  std::vector<Tensor> parameters() const {
+    std::vector<Tensor> p;
+    for (auto ps : {ln1->parameters(), ln2->parameters(), attn->parameters(),
+                    fc1->parameters(), fc2->parameters()})
+      p.insert(p.end(), ps.begin(), ps.end());
+    return p;
+  }
+};
+
 } // namespace ember::bench

@@ -68,5 +68,47 @@ int main() {
               std::string(10, '-').c_str());
   for (const Case &c : cases)
     time_case(c);
+
+  // Matrix products through cuBLAS (TF32 off unless allowed, as PyTorch's
+  // default), and the cost of one small op: 100 additions of one-element
+  // tensors per repetition, where the launch and the host's dispatch cost,
+  // not the bytes.
+  const int64_t M = 4096;
+  Tensor a = randn({M, M}, o), bm = randn({M, M}, o);
+  Tensor a16 = a.to(kBFloat16), b16 = bm.to(kBFloat16);
+  Tensor one = randn({1}, o), two = randn({1}, o);
+  const double flops = 2.0 * double(M) * double(M) * double(M);
+  struct Rate {
+    std::string name;
+    double per; ///< flops of a repetition, or its op count (< 0)
+    std::function<void()> run;
+  };
+  std::vector<Rate> rates = {
+      {"mm 4096^3 float32", flops, [&] { (void)a.mm(bm); }},
+      {"mm 4096^3 float32, TF32 allowed", flops,
+       [&] {
+         cuda::set_allow_tf32(true);
+         (void)a.mm(bm);
+         cuda::set_allow_tf32(false);
+       }},
+      {"mm 4096^3 bfloat16", flops, [&] { (void)a16.mm(b16); }},
+      {"100 x (x + y), 1 float", -100,
+       [&] {
+         for (int i = 0; i < 100; ++i)
+           (void)(one + two);
+       }},
+  };
+  std::printf("\n| %-34s | %9s | %15s | %14s |\n", "case", "median ms",
+              "range ms", "TFLOP/s, us/op");
+  std::printf("|%s|%s|%s|%s|\n", std::string(36, '-').c_str(),
+              std::string(11, '-').c_str(), std::string(17, '-').c_str(),
+              std::string(16, '-').c_str());
+  for (const Rate &r : rates) {
+    bench::CudaTiming t = bench::cuda_time_ms(r.run);
+    double rate =
+        r.per > 0 ? r.per / (t.median * 1e-3) / 1e12 : t.median * 1e3 / -r.per;
+    std::printf("| %-34s | %9.3f | %7.3f-%-7.3f | %14.2f |\n", r.name.c_str(),
+                t.median, t.lo, t.hi, rate);
+  }
   return 0;
 }

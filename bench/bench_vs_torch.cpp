@@ -129,32 +129,6 @@ void mlp_train(const std::string &only, int iters) {
   optimizer_steps("mlp_train", loss, opt, in, target, iters);
 }
 
-/// A pre-norm transformer encoder layer (batch first): x + attn(ln1(x)),
-/// then + fc2(gelu(fc1(ln2(x)))), as PyTorch's TransformerEncoderLayer
-/// with norm_first=True, activation gelu, dropout 0.
-struct EncoderLayer {
-  nn::LayerNorm ln1, ln2;
-  nn::MultiheadAttention attn;
-  nn::Linear fc1, fc2;
-  EncoderLayer(int64_t d, int64_t heads, int64_t ff)
-      : ln1(nn::LayerNormOptions({d})), ln2(nn::LayerNormOptions({d})),
-        attn(nn::MultiheadAttentionOptions(d, heads).batch_first(true)),
-        fc1(d, ff), fc2(ff, d) {}
-  Tensor forward(const Tensor &x) {
-    Tensor h = ln1->forward(x);
-    Tensor a = std::get<0>(attn->forward(h, h, h, {}, /*need_weights=*/false));
-    Tensor y = x + a;
-    return y + fc2->forward(F::gelu(fc1->forward(ln2->forward(y))));
-  }
-  std::vector<Tensor> parameters() const {
-    std::vector<Tensor> p;
-    for (auto ps : {ln1->parameters(), ln2->parameters(), attn->parameters(),
-                    fc1->parameters(), fc2->parameters()})
-      p.insert(p.end(), ps.begin(), ps.end());
-    return p;
-  }
-};
-
 /// An AdamW step of 4 encoder layers (d_model 256, 4 heads, feed-forward
 /// 1024) on batch 8 x sequence 128, with a mean-squared loss against a
 /// random target: eagerly, and with the loss (forward and backward) and
@@ -163,7 +137,7 @@ void transformer_train(const std::string &only, int iters) {
   if (!only.empty() && only != "transformer_train")
     return;
   manual_seed(2);
-  std::vector<EncoderLayer> layers;
+  std::vector<bench::EncoderLayer> layers;
   std::vector<Tensor> params;
   for (int i = 0; i < 4; ++i) {
     layers.emplace_back(256, 4, 1024);
@@ -174,7 +148,7 @@ void transformer_train(const std::string &only, int iters) {
   Tensor in = randn({8, 128, 256}), target = randn({8, 128, 256});
   auto loss = [&](const Tensor &x, const Tensor &t) {
     Tensor h = x;
-    for (EncoderLayer &l : layers)
+    for (bench::EncoderLayer &l : layers)
       h = l.forward(h);
     return F::mse_loss(h, t);
   };

@@ -55,6 +55,36 @@ def main():
         med, lo, hi = time_ms(run)
         print(f"| {name:34} | {med:9.3f} | {lo:7.3f}-{hi:<7.3f} | {nbytes / (med * 1e-3) / 1e9:8.1f} |")
 
+    M = 4096
+    a = torch.randn(M, M, device="cuda")
+    bm = torch.randn(M, M, device="cuda")
+    a16, b16 = a.bfloat16(), bm.bfloat16()
+    one = torch.randn(1, device="cuda")
+    two = torch.randn(1, device="cuda")
+    flops = 2.0 * M * M * M
+
+    def tf32():
+        torch.backends.cuda.matmul.allow_tf32 = True
+        a.mm(bm)
+        torch.backends.cuda.matmul.allow_tf32 = False
+
+    def adds():
+        for _ in range(100):
+            one + two
+
+    rates = [
+        ("mm 4096^3 float32", flops, lambda: a.mm(bm)),
+        ("mm 4096^3 float32, TF32 allowed", flops, tf32),
+        ("mm 4096^3 bfloat16", flops, lambda: a16.mm(b16)),
+        ("100 x (x + y), 1 float", -100, adds),
+    ]
+    print(f"\n| {'case':34} | {'median ms':>9} | {'range ms':>15} | {'TFLOP/s, us/op':>14} |")
+    print(f"|{'-' * 36}|{'-' * 11}|{'-' * 17}|{'-' * 16}|")
+    for name, per, run in rates:
+        med, lo, hi = time_ms(run)
+        rate = per / (med * 1e-3) / 1e12 if per > 0 else med * 1e3 / -per
+        print(f"| {name:34} | {med:9.3f} | {lo:7.3f}-{hi:<7.3f} | {rate:14.2f} |")
+
 
 if __name__ == "__main__":
     main()

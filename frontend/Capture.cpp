@@ -188,6 +188,25 @@ private:
   bool released_ = false;
 };
 
+} // namespace
+
+void attach_compiled_backward(const std::vector<Tensor> &outputs,
+                              const GraphResult &r,
+                              const std::vector<Tensor> &grad_reals,
+                              const std::vector<int> &slots) {
+  autograd::edge_list edges;
+  for (size_t k = 0; k < grad_reals.size(); ++k)
+    edges.push_back(slots[k] < 0 ? autograd::Edge()
+                                 : autograd::gradient_edge(grad_reals[k]));
+  auto node = std::make_shared<CompiledFunctionBackward>(r.backward, r.saved,
+                                                         slots, r.peaks);
+  node->set_next_edges(std::move(edges));
+  for (const Tensor &t : outputs)
+    autograd::set_history(t, node);
+}
+
+namespace {
+
 /// Whether a defined tensor of `stack` (or of a list in it) satisfies
 /// `pred`.
 template <class Pred> bool any_tensor(const Stack &stack, Pred pred) {
@@ -992,9 +1011,13 @@ std::vector<OutputRecipe> Session::finish(const std::vector<Tensor> &outs) {
   // What replay mode would hand out or write again (Note [Creation epochs]).
   if (lifted_aliases_argument_)
     replay_blocker_ = "a captured tensor shares memory with an argument";
-  if (made_backward_)
-    replay_blocker_ = "it trains (each call gives its outputs a new "
-                      "autograd node)";
+  // A training graph replays (Note [Replaying training graphs]) unless its
+  // backward raises (end_graph() said so), or it returns a view of an
+  // output (whose history the capture makes from its base's).
+  for (const OutputRecipe &r : recipes)
+    if (last_joint_ && r.kind == OutputRecipe::Kind::GraphOutput &&
+        !r.chain.empty())
+      replay_blocker_ = "it trains and returns a view of a graph output";
   for (const OutputRecipe &r : recipes)
     if ((r.kind == OutputRecipe::Kind::Fixed && fresh(r.fixed)) ||
         (r.kind == OutputRecipe::Kind::Input &&
@@ -1310,27 +1333,27 @@ void Session::end_graph() {
     for (auto &[s, v] : versions)
       s->version.store(v, std::memory_order_relaxed);
   }
+  last_joint_.reset();
   if (!tangent_outs.empty() && !backward_error_.empty()) {
     auto node = std::make_shared<RaisingBackward>(backward_error_);
     for (CaptureMeta *m : tangent_outs)
       autograd::set_history(capture_tensor(m), node);
+    replay_blocker_ = "its backward raises: " + backward_error_;
   } else if (!tangent_outs.empty()) {
     // One node for the outputs that require grad; its gradients go to the
     // inputs' edges (Note [The joint graph]).
-    std::vector<int> slots;
-    autograd::edge_list edges;
-    for (size_t k = 0; k < grad_reals_.size(); ++k) {
-      slots.push_back(grad_slots_[k]);
-      edges.push_back(slots.back() < 0
-                          ? autograd::Edge()
-                          : autograd::gradient_edge(grad_reals_[k]));
+    JointReplay j;
+    std::vector<Tensor> outs;
+    for (CaptureMeta *m : tangent_outs) {
+      outs.push_back(capture_tensor(m));
+      j.tangent_outputs.push_back(int(
+          std::find(trace_.outputs.begin(), trace_.outputs.end(), m->value) -
+          trace_.outputs.begin()));
     }
-    auto node = std::make_shared<CompiledFunctionBackward>(
-        result.backward, result.saved, std::move(slots), result.peaks);
-    node->set_next_edges(std::move(edges));
-    for (CaptureMeta *m : tangent_outs)
-      autograd::set_history(capture_tensor(m), node);
-    made_backward_ = true;
+    j.grad_reals = grad_reals_;
+    j.slots = grad_slots_;
+    attach_compiled_backward(outs, result, j.grad_reals, j.slots);
+    last_joint_ = std::move(j);
   }
 
   // Materialize in place: roots, then views replayed on their real base.

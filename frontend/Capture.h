@@ -78,6 +78,7 @@
 
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <source_location>
 #include <string>
 #include <unordered_map>
@@ -181,6 +182,29 @@ struct GraphResult {
   std::shared_ptr<StepPeaks> peaks; ///< where its backward records its peak
 };
 
+/// What replay mode needs to give a replayed training graph's outputs their
+/// autograd node as the capture did (Note [Replaying training graphs] in
+/// frontend/Frontend.cpp).
+struct JointReplay {
+  /// The graph outputs that get the node, in the node's input order (the
+  /// backward program's tangents): their index among the graph's outputs.
+  std::vector<int> tangent_outputs;
+  /// The real tensors whose gradient edges are the node's next edges (an
+  /// argument of the call or a lifted tensor), and per one: its gradient's
+  /// index among the backward program's outputs, or -1.
+  std::vector<Tensor> grad_reals;
+  std::vector<int> slots;
+};
+
+/// Gives `outputs` (a graph's outputs that require grad, in the backward's
+/// tangent order) one CompiledFunctionBackward node that runs `r.backward`
+/// on `r.saved` and their gradients, its next edges the gradient edges of
+/// `grad_reals` (per `slots`, as JointReplay's).
+void attach_compiled_backward(const std::vector<Tensor> &outputs,
+                              const GraphResult &r,
+                              const std::vector<Tensor> &grad_reals,
+                              const std::vector<int> &slots);
+
 /// Runs a finished graph: gets the trace and the real tensors of its inputs
 /// (a joint graph's tangents, its last inputs, have none), returns the real
 /// outputs (mutations already applied to the inputs).
@@ -242,6 +266,9 @@ public:
   /// would hand out or change the same tensor again), or it draws random
   /// numbers. Set by finish().
   const std::string &replay_blocker() const { return replay_blocker_; }
+  /// The last graph's JointReplay when it made a CompiledFunctionBackward
+  /// node (a training graph), else none.
+  const std::optional<JointReplay> &last_joint() const { return last_joint_; }
 
   /// Why graphs of this call keep an eager backward (Note [The joint
   /// graph]): "graph N: reason", one per such graph.
@@ -375,7 +402,7 @@ private:
   /// What the graph's backward raises (a saved tensor written in place),
   /// "" when it does not.
   std::string backward_error_;
-  bool made_backward_ = false; ///< a graph of this call had a backward
+  std::optional<JointReplay> last_joint_; ///< last_joint()
   /// The real tensors that capture tensors of this graph stand for and
   /// that require grad (each capture tensor's CaptureInput leads to one):
   /// where the backward trace is cut, and the node's next edges.

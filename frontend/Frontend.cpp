@@ -144,6 +144,14 @@ struct ReplayEntry {
   std::vector<Tensor> lifted;    ///< real tensors of lifted inputs
   std::vector<OutputRecipe> outputs;
   std::vector<int64_t> list_sizes;
+  /// Whether each lifted tensor required grad at the capture (a replay
+  /// needs the same: a frozen or unfrozen parameter changes the graph).
+  std::vector<bool> lifted_grad;
+  /// A training graph (Note [Replaying training graphs]): how its outputs
+  /// get their node; per grad_reals entry, the argument it is (its edge is
+  /// read from this call's argument), or -1 (a lifted tensor, held).
+  std::optional<frontend::JointReplay> joint;
+  std::vector<int> grad_args;
 };
 
 /// What a replayed call must match: the grad mode, the autocast state (the
@@ -213,6 +221,19 @@ void write_file(const std::string &path, const std::string &text) {
   EMBER_CHECK(f.good(), "EMBER_DEBUG_DIR: cannot write ", path,
               "; check that the folder exists and is writable");
   f << text;
+}
+/// A graph's results: its outputs, then (a joint graph's forward) the saved
+/// tensors.
+frontend::GraphResult split_results(std::vector<Tensor> outs,
+                                    const ir::Trace &trace,
+                                    std::shared_ptr<const Program> backward) {
+  frontend::GraphResult r;
+  size_t n = trace.outputs.size();
+  r.saved.assign(outs.begin() + long(std::min(n, outs.size())), outs.end());
+  outs.resize(std::min(n, outs.size()));
+  r.outputs = std::move(outs);
+  r.backward = std::move(backward);
+  return r;
 }
 } // namespace
 
@@ -285,6 +306,43 @@ public:
       return program.run(inputs);
     }
   }
+  /// Note [Replaying training graphs]
+  /// A training graph replays as the capture ran it (end_graph()): its
+  /// forward program, which also returns the tensors saved for backward,
+  /// then one CompiledFunctionBackward node for the outputs that require
+  /// grad, its next edges the gradient edges of this call's arguments and
+  /// of the lifted tensors that require grad. So a training step in replay
+  /// mode captures nothing: no tracing of the forward, and none of the
+  /// backward (the derivative formulas run on capture tensors), which
+  /// costs about as much host time as running the ops eagerly. The replay
+  /// key checks what the capture's choices depend on (the grad mode, each
+  /// argument's requires_grad, each lifted tensor's); a call that returns
+  /// a view of an output that requires grad, or whose backward raises, is
+  /// captured every time.
+  std::vector<Tensor> replay_training(ReplayEntry &r,
+                                      const std::vector<Tensor> &inputs,
+                                      const std::vector<Tensor> &args) {
+    Entry &e = *r.entry;
+    std::optional<PeakMemoryScope> scope;
+    if (e.peaks)
+      scope.emplace();
+    frontend::GraphResult g =
+        split_results(replay_program(r, inputs), e.captured, e.backward);
+    if (e.peaks) {
+      e.peaks->forward = scope->peak();
+      g.peaks = e.peaks;
+    }
+    std::vector<Tensor> reals = r.joint->grad_reals;
+    for (size_t k = 0; k < reals.size(); ++k)
+      if (r.grad_args[k] >= 0)
+        reals[k] = args.at(size_t(r.grad_args[k]));
+    std::vector<Tensor> outs;
+    for (int i : r.joint->tangent_outputs)
+      outs.push_back(g.outputs.at(size_t(i)));
+    frontend::attach_compiled_backward(outs, g, reals, r.joint->slots);
+    return std::move(g.outputs);
+  }
+
   void log_graph(const ReplayEntry &r) const {
     if (logging::enabled(logging::Topic::cudagraphs))
       logging::log(logging::Topic::cudagraphs,
@@ -453,9 +511,7 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
       info.fallbacks += int64_t(n.body->nodes.size());
       for (const ir::Node &op : n.body->nodes)
         ++reasons[op.label() +
-                  ": in a fusion the CPU backend does not "
-                  "compile: " +
-                  n.fallback_reason];
+                  ": in a fusion no kernel was made for: " + n.fallback_reason];
     } else {
       ++info.fallbacks;
       ++reasons[n.label() +
@@ -464,7 +520,7 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
                            " runs every op eagerly"
                      : ": " +
                            (n.fallback_reason.empty()
-                                ? "no CPU kernel for this op"
+                                ? "no code generator takes this op"
                                 : n.fallback_reason) +
                            " (its eager kernel runs)")];
     }
@@ -573,22 +629,6 @@ Entry *CompiledState::compile(ir::Trace &trace, std::vector<InputGuard> guards,
   return raw;
 }
 
-namespace {
-/// A graph's results: its outputs, then (a joint graph's forward) the saved
-/// tensors.
-frontend::GraphResult split_results(std::vector<Tensor> outs,
-                                    const ir::Trace &trace,
-                                    std::shared_ptr<const Program> backward) {
-  frontend::GraphResult r;
-  size_t n = trace.outputs.size();
-  r.saved.assign(outs.begin() + long(std::min(n, outs.size())), outs.end());
-  outs.resize(std::min(n, outs.size()));
-  r.outputs = std::move(outs);
-  r.backward = std::move(backward);
-  return r;
-}
-} // namespace
-
 frontend::GraphResult
 CompiledState::run_graph(ir::Trace &trace, const std::vector<Tensor> &inputs) {
   bool grad = GradMode::is_enabled();
@@ -685,7 +725,7 @@ Tensor input_of(const ir::Input &in, const std::vector<Tensor> &args,
     return a.as_strided({int64_t(a.storage().nbytes() / a.itemsize())}, {1}, 0);
   }
   case ir::InputKind::Lifted:
-  case ir::InputKind::Tangent: // (joint graphs are not replayed)
+  case ir::InputKind::Tangent: // (never: the backward program's inputs)
     break;
   }
   return lifted;
@@ -780,20 +820,33 @@ FlatOutputs run_compiled(
     auto it = st.replays.find(*rkey);
     if (it != st.replays.end()) {
       ReplayEntry &r = it->second;
-      std::vector<Tensor> inputs;
-      for (size_t i = 0; i < r.inputs.size(); ++i)
-        inputs.push_back(input_of(r.inputs[i], tensors, r.lifted.at(i)));
-      ++st.stats.cache_hits;
-      // (the last call's: graph_count and op_count describe one call)
-      st.stats.graph_count = r.entry ? 1 : 0;
-      st.stats.op_count = r.entry ? r.entry->info.ops : 0;
-      std::vector<Tensor> outs;
-      if (r.entry) // (never a joint graph: replay_blocker())
-        outs = st.replay_program(r, inputs);
-      FlatOutputs f;
-      f.tensors = apply_recipes(r.outputs, outs, inputs, tensors);
-      f.list_sizes = r.list_sizes;
-      return f;
+      bool same_grad = true;
+      for (size_t i = 0; i < r.lifted.size(); ++i)
+        same_grad = same_grad &&
+                    (r.lifted[i].defined() && r.lifted[i].requires_grad()) ==
+                        r.lifted_grad.at(i);
+      if (!same_grad) {
+        // A lifted tensor was frozen or unfrozen: captured anew.
+        st.replays.erase(it);
+      } else {
+        std::vector<Tensor> inputs;
+        for (size_t i = 0; i < r.inputs.size(); ++i)
+          if (r.inputs[i].kind != ir::InputKind::Tangent) // (the backward's)
+            inputs.push_back(input_of(r.inputs[i], tensors, r.lifted.at(i)));
+        ++st.stats.cache_hits;
+        // (the last call's: graph_count and op_count describe one call)
+        st.stats.graph_count = r.entry ? 1 : 0;
+        st.stats.op_count = r.entry ? r.entry->info.ops : 0;
+        std::vector<Tensor> outs;
+        if (r.entry && r.joint)
+          outs = st.replay_training(r, inputs, tensors);
+        else if (r.entry)
+          outs = st.replay_program(r, inputs);
+        FlatOutputs f;
+        f.tensors = apply_recipes(r.outputs, outs, inputs, tensors);
+        f.list_sizes = r.list_sizes;
+        return f;
+      }
     }
   }
 
@@ -856,8 +909,22 @@ FlatOutputs run_compiled(
     r.entry = s.graphs_run() ? st.last_entry : nullptr;
     r.inputs = s.last_inputs();
     r.lifted = s.last_input_tensors();
+    for (const Tensor &t : r.lifted)
+      r.lifted_grad.push_back(t.defined() && t.requires_grad());
     r.outputs = std::move(recipes);
     r.list_sizes = out.list_sizes;
+    if (const auto &j = s.last_joint()) {
+      r.joint = *j;
+      for (Tensor &real : r.joint->grad_reals) {
+        int arg = -1;
+        for (size_t i = 0; i < tensors.size() && arg < 0; ++i)
+          if (tensors[i].is_same(real))
+            arg = int(i);
+        r.grad_args.push_back(arg);
+        if (arg >= 0) // (read from each call's arguments, not held)
+          real = Tensor();
+      }
+    }
     if (!s.graphs_run() || r.entry)
       st.replays.emplace(std::move(*rkey), std::move(r));
   } else if (st.options.replay() && !s.replay_blocker().empty()) {

@@ -3,6 +3,7 @@
 #include "codegen/CpuFusion.h"
 #include "codegen/CudaFusion.h"
 #include "codegen/Lower.h"
+#include "eager/OpTraits.h"
 #include "ir/Builder.h"
 #include "ir/Dialect.h"
 #include "ir/Import.h"
@@ -129,6 +130,21 @@ ModuleText module_text(const ir::Trace &trace, const LowerOptions &options) {
 }
 
 namespace {
+/// Why an op of a kind that does not fuse runs its eager kernel, for
+/// explain(): a view moves no data, a matrix product is a BLAS call on
+/// either device, and any other op has no code generator.
+std::string why_eager(mlir::Operation *op) {
+  const bool cuda = codegen::on_cuda(op);
+  if (op->hasTrait<ir::OpTrait::View>())
+    return "a view: it moves no data";
+  if (const OperatorHandle *h = ir::table_op(op))
+    if (contraction_arg(*h) >= 0)
+      return cuda ? "a matrix product: cuBLAS computes it"
+                  : "a matrix product: BLAS computes it";
+  return cuda ? "no CUDA code generator takes this kind of op"
+              : "no CPU code generator takes this kind of op";
+}
+
 /// Compiles the fusions of `func` (each a CPU kernel, or its ops run
 /// eagerly, and why; each op outside the fusions: why the CPU generator
 /// does not take it) and imports it.
@@ -158,7 +174,7 @@ ir::Trace compile_func(mlir::func::FuncOp func, const LowerOptions &options,
                                 ? codegen::cuda_unsupported(&op)
                                 : codegen::cpu_unsupported(&op));
     } else {
-      unsupported.push_back("");
+      unsupported.push_back(why_eager(&op));
     }
   }
   out.codegen_seconds += since(t0);

@@ -181,6 +181,13 @@ void synchronize(int device) {
   EMBER_CU(cuCtxSynchronize);
 }
 
+namespace {
+std::atomic<bool> tf32_allowed{false};
+} // namespace
+
+void set_allow_tf32(bool allow) { tf32_allowed.store(allow); }
+bool allow_tf32() { return tf32_allowed.load(); }
+
 DeviceProperties get_device_properties(int device) {
   int d = checked_device(device, "ember::cuda::get_device_properties");
   const Api &a = checked_api();
@@ -443,3 +450,19 @@ profiler::DeviceTimer *profiler_timer() {
 }
 
 } // namespace ember::cuda
+
+namespace ember {
+
+void set_float32_matmul_precision(const std::string &precision) {
+  EMBER_CHECK(precision == "highest" || precision == "high" ||
+                  precision == "medium",
+              "set_float32_matmul_precision: invalid precision \"", precision,
+              "\"; expected \"highest\", \"high\" or \"medium\"");
+  cuda::set_allow_tf32(precision != "highest");
+}
+
+std::string get_float32_matmul_precision() {
+  return cuda::allow_tf32() ? "high" : "highest";
+}
+
+} // namespace ember

@@ -31,6 +31,15 @@ void set_device(int device);
 /// Waits for all work on `device` (-1: the current one).
 void synchronize(int device = -1);
 
+/// Whether float32 matrix products on CUDA may round their inputs to TF32
+/// on tensor cores (torch.backends.cuda.matmul.allow_tf32; libtorch's
+/// at::globalContext().setAllowTF32CuBLAS). Off by default, as PyTorch's:
+/// float32 products then keep float32's precision (Note [cuBLAS
+/// precision]). Process-wide; read at each product, so it also applies to
+/// compiled programs already built.
+void set_allow_tf32(bool allow);
+bool allow_tf32();
+
 struct DeviceProperties {
   std::string name;
   int major = 0, minor = 0; ///< compute capability
@@ -141,3 +150,15 @@ private:
 using Event = CUDAEvent;
 
 } // namespace ember::cuda
+
+namespace ember {
+
+/// torch.set_float32_matmul_precision: "highest" (float32 products in full
+/// float32, the default) or "high" / "medium" (CUDA products may use TF32:
+/// cuda::set_allow_tf32(true)). Anything else raises ember::Error. CPU
+/// products are always full float32.
+void set_float32_matmul_precision(const std::string &precision);
+/// "highest" or "high", as cuda::allow_tf32() says.
+std::string get_float32_matmul_precision();
+
+} // namespace ember

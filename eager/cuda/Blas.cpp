@@ -17,8 +17,8 @@ namespace {
 using cublasStatus_t = int;
 using cublasHandle_t = struct cublasContext *;
 constexpr int CUBLAS_OP_N = 0, CUBLAS_OP_T = 1;
-constexpr int CUDA_R_16F = 2, CUDA_R_16BF = 14;
-constexpr int CUBLAS_COMPUTE_32F = 68;
+constexpr int CUDA_R_32F = 0, CUDA_R_16F = 2, CUDA_R_16BF = 14;
+constexpr int CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_32F_FAST_TF32 = 77;
 constexpr int CUBLAS_GEMM_DEFAULT = -1;
 
 // name, arguments: the entry points ember opens.
@@ -110,7 +110,10 @@ void gemm_batched(const Tensor &out, const GemmOperand &a, const GemmOperand &b,
   driver::set_context(device);
   void *stream = getCurrentCUDAStream(device).stream();
   check(lib().cublasSetStream_v2(h, stream), "cublasSetStream");
-  profiler::record_device timed(dt == kFloat    ? "cublasSgemmStridedBatched"
+  // Note [cuBLAS precision]: TF32 only where the user allowed it.
+  const bool tf32 = dt == kFloat && allow_tf32();
+  profiler::record_device timed(tf32            ? "cublasGemmStridedBatchedEx"
+                                : dt == kFloat  ? "cublasSgemmStridedBatched"
                                 : dt == kDouble ? "cublasDgemmStridedBatched"
                                                 : "cublasGemmStridedBatchedEx",
                                 out.device(),
@@ -125,7 +128,7 @@ void gemm_batched(const Tensor &out, const GemmOperand &a, const GemmOperand &b,
             lda = as_int(a.ld, "leading dimension"), ldc = std::max(m, 1);
   const long long sb = b.batch_stride, sa = a.batch_stride,
                   sc = (long long)M * N;
-  if (dt == kFloat) {
+  if (dt == kFloat && !tf32) {
     float al = float(alpha), be = float(beta);
     check(lib().cublasSgemmStridedBatched(
               h, opb, opa, m, n, k, &al, static_cast<const float *>(b.data),
@@ -139,13 +142,15 @@ void gemm_batched(const Tensor &out, const GemmOperand &a, const GemmOperand &b,
               static_cast<double *>(out.data_ptr()), ldc, sc, count),
           "cublasDgemmStridedBatched");
   } else {
-    // Note [cuBLAS precision]
-    const int type = dt == kHalf ? CUDA_R_16F : CUDA_R_16BF;
+    const int type = dt == kFloat  ? CUDA_R_32F
+                     : dt == kHalf ? CUDA_R_16F
+                                   : CUDA_R_16BF;
     float al = float(alpha), be = float(beta);
     check(lib().cublasGemmStridedBatchedEx(
               h, opb, opa, m, n, k, &al, b.data, type, ldb, sb, a.data, type,
               lda, sa, &be, out.data_ptr(), type, ldc, sc, count,
-              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+              tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+              CUBLAS_GEMM_DEFAULT),
           "cublasGemmStridedBatchedEx");
   }
 }

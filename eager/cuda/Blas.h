@@ -11,8 +11,11 @@
 /// default math mode: full float32, no TF32 (as PyTorch, whose
 /// allow_tf32 is off by default for matmul). float16 and bfloat16 run
 /// cublasGemmStridedBatchedEx with float32 accumulation, rounded once to the
-/// 16-bit result. Integer products are not supported on CUDA (as in
-/// PyTorch).
+/// 16-bit result. With cuda::set_allow_tf32(true) (or
+/// set_float32_matmul_precision("high")), float32 products run
+/// cublasGemmStridedBatchedEx in CUBLAS_COMPUTE_32F_FAST_TF32: inputs
+/// rounded to TF32 (10-bit mantissa) on tensor cores, float32 accumulation.
+/// Integer products are not supported on CUDA (as in PyTorch).
 
 #include "eager/Tensor.h"
 

@@ -33,27 +33,28 @@ std::vector<Tensor> leaves(const std::vector<Tensor> &in,
 
 /// fn(inputs) eagerly and compiled (with `options`), `calls` times: equal
 /// outputs, and after backward with the same random upstream gradient,
-/// equal gradients. Returns the compiled function's explain().
+/// equal gradients. The compiled side runs on E2E_DEVICE (Note [The e2e
+/// suite on CUDA]). Returns the compiled function's explain().
 ExplainOutput expect_same_training(const Fn &fn, const std::vector<Tensor> &in,
                                    const std::vector<bool> &rg,
                                    CompileOptions options = {}, int calls = 2) {
   auto compiled = compile(fn, options);
   for (int c = 0; c < calls; ++c) {
-    std::vector<Tensor> a = leaves(in, rg), b = leaves(in, rg);
+    std::vector<Tensor> a = leaves(in, rg), b = compiled_args(leaves(in, rg));
     Tensor ye = fn(a), yc = compiled(b);
-    EXPECT_TRUE(same(yc, ye)) << "call " << c;
+    EXPECT_TRUE(same(on_cpu(yc), ye)) << "call " << c;
     EXPECT_EQ(yc.requires_grad(), ye.requires_grad());
     if (!ye.requires_grad())
       continue;
     Tensor g = random(ye.sizes().vec(), ye.dtype(), 900 + c);
     ye.backward(g);
-    yc.backward(g);
+    yc.backward(g.to(yc.device()));
     for (size_t i = 0; i < in.size(); ++i) {
       if (!rg[i])
         continue;
       EXPECT_EQ(b[i].grad().defined(), a[i].grad().defined()) << "input " << i;
       if (a[i].grad().defined()) {
-        EXPECT_TRUE(same(b[i].grad(), a[i].grad()))
+        EXPECT_TRUE(same(on_cpu(b[i].grad()), a[i].grad()))
             << "input " << i << " call " << c;
       }
     }
@@ -469,44 +470,165 @@ TEST(E2ETraining, SiblingOutputsAreNotDifferentiatedThrough) {
   EXPECT_TRUE(same(x.grad(), 2 * (2 * x.detach()).exp()));
 }
 
-TEST(E2ETraining, TrainingLoopLossCurveEqualsEager) {
-  auto make = [] {
-    manual_seed(5);
-    return nn::Sequential(nn::Linear(3, 16), nn::Tanh(), nn::Linear(16, 16),
-                          nn::ReLU(), nn::Linear(16, 1));
-  };
-  nn::Sequential me = make(), mc = make();
-  optim::SGD oe(me->parameters(), optim::SGDOptions(0.05).momentum(0.9));
-  optim::SGD oc(mc->parameters(), optim::SGDOptions(0.05).momentum(0.9));
-  Tensor x = random({32, 3}, kFloat, 141);
-  Tensor y = (x.select(1, 0) * 2 - x.select(1, 2)).unsqueeze(1);
-  auto loss_of = [](nn::Sequential &m) {
-    return [&m](const Tensor &x, const Tensor &y) {
-      return F::mse_loss(m->forward(x), y);
+// Note [Replaying training graphs]: in replay mode a training graph is
+// captured once; later calls run its forward program and give the outputs
+// a CompiledFunctionBackward node without running the function (the body
+// counter) or tracing its backward. Arguments that require grad (new
+// tensors each call) get their gradients as eagerly.
+TEST(E2ETraining, ReplayedTrainingGraphsCaptureOnce) {
+  for (ScalarType dtype : {kDouble, kFloat}) {
+    SCOPED_TRACE(toString(dtype));
+    int bodies = 0;
+    Fn counted = [&](const std::vector<Tensor> &a) {
+      ++bodies;
+      return mlp(a);
     };
-  };
-  auto eager_loss = loss_of(me);
-  auto compiled_loss = compile(loss_of(mc));
-  std::vector<float> le_curve, lc_curve;
-  for (int step = 0; step < 20; ++step) {
-    oe.zero_grad();
-    oc.zero_grad();
-    Tensor le = eager_loss(x, y), lc = compiled_loss(x, y);
-    le.backward();
-    lc.backward();
-    oe.step();
-    oc.step();
-    le_curve.push_back(le.item<float>());
-    lc_curve.push_back(lc.item<float>());
+    ExplainOutput e = expect_same_training(
+        counted, mlp_inputs(dtype), {true, true, true, true, true},
+        CompileOptions().replay(true), /*calls=*/4);
+    // 4 eager calls and the compiled one's single capture.
+    EXPECT_EQ(bodies, 4 + 1) << e;
+    EXPECT_TRUE(e.eager_reasons.empty()) << e;
+    EXPECT_EQ(e.cache_misses, 1) << e;
+    EXPECT_EQ(e.cache_hits, 3) << e;
   }
-  for (size_t i = 0; i < le_curve.size(); ++i)
-    EXPECT_NEAR(lc_curve[i], le_curve[i], 1e-4 * (1 + std::abs(le_curve[i])))
-        << "step " << i;
-  EXPECT_LT(lc_curve.back(), 0.5f * lc_curve.front());
-  auto e = compiled_loss.explain();
+}
+
+// A replay holds for the requires_grad it was captured with: freezing a
+// parameter the function reads (a lifted tensor) or passing an argument
+// that does not require grad captures anew, and gradients follow.
+TEST(E2ETraining, ReplayedTrainingFollowsRequiresGrad) {
+  StayOnCpu cpu("the function closes over CPU parameters");
+  manual_seed(11);
+  nn::Linear lin(5, 3);
+  int bodies = 0;
+  auto fn = [&](const Tensor &x) {
+    ++bodies;
+    return lin->forward(x).sin().sum();
+  };
+  auto f = compile(fn, CompileOptions().replay(true));
+  auto grads_of = [&](const Tensor &x, bool compiled) {
+    lin->weight.mutable_grad() = Tensor();
+    lin->bias.mutable_grad() = Tensor();
+    (compiled ? f(x) : fn(x)).backward();
+    return std::vector<Tensor>{lin->weight.grad(), lin->bias.grad(),
+                               x.requires_grad() ? x.grad() : Tensor()};
+  };
+  auto expect_equal = [&](const Tensor &x, int step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    Tensor xe = x.detach().requires_grad_(x.requires_grad());
+    Tensor xc = x.detach().requires_grad_(x.requires_grad());
+    std::vector<Tensor> ge = grads_of(xe, false), gc = grads_of(xc, true);
+    for (size_t i = 0; i < ge.size(); ++i) {
+      ASSERT_EQ(gc[i].defined(), ge[i].defined()) << i;
+      if (ge[i].defined())
+        EXPECT_TRUE(same(gc[i], ge[i])) << i;
+    }
+  };
+  Tensor x = random({4, 5}, kFloat, 12).requires_grad_();
+  expect_equal(x, 0);
+  expect_equal(x, 1); // replayed
+  int before = bodies;
+  lin->bias.requires_grad_(false); // frozen: captured anew
+  expect_equal(x, 2);
+  EXPECT_EQ(bodies, before + 2); // eager's call and the capture
+  expect_equal(x, 3);            // replayed, the bias frozen
+  EXPECT_EQ(bodies, before + 3);
+  lin->bias.requires_grad_(true);
+  expect_equal(x.detach(), 4); // x without grad: another key
+  expect_equal(x.detach(), 5);
+  EXPECT_EQ(bodies, before + 3 + 3);
+}
+
+// A training function returning a view of a graph output that requires
+// grad is captured at every call (explain() says why), with the right
+// gradients.
+TEST(E2ETraining, ReplayedTrainingReturningAViewIsCapturedEachCall) {
+  Fn fn = [](const std::vector<Tensor> &a) {
+    return (a[0].matmul(a[1]).tanh()).t().sum(0);
+  };
+  ExplainOutput e = expect_same_training(
+      fn, {random({3, 4}, kDouble, 13), random({4, 5}, kDouble, 14)},
+      {true, true}, CompileOptions().replay(true), 3);
+  EXPECT_EQ(e.cache_misses, 1) << e; // (a sum of the view: replayed)
   EXPECT_TRUE(e.eager_reasons.empty()) << e;
-  EXPECT_EQ(e.cache_misses, 1) << e;
-  EXPECT_TRUE(contains(e.str(), "saved for backward")) << e;
+  Fn view = [](const std::vector<Tensor> &a) {
+    return a[0].matmul(a[1]).tanh().t();
+  };
+  int bodies = 0;
+  auto f = compile(
+      [&](const Tensor &x, const Tensor &w) {
+        ++bodies;
+        return view({x, w});
+      },
+      CompileOptions().replay(true));
+  for (int c = 0; c < 3; ++c) {
+    std::vector<Tensor> a =
+        leaves({random({3, 4}, kDouble, 15 + c), random({4, 5}, kDouble, 18)},
+               {true, true});
+    std::vector<Tensor> b = compiled_args(
+        leaves({random({3, 4}, kDouble, 15 + c), random({4, 5}, kDouble, 18)},
+               {true, true}));
+    Tensor ye = view(a), yc = f(b[0], b[1]);
+    EXPECT_TRUE(same(on_cpu(yc), ye));
+    Tensor g = random({5, 3}, kDouble, 30 + c);
+    ye.backward(g);
+    yc.backward(g.to(yc.device()));
+    EXPECT_TRUE(same(on_cpu(b[0].grad()), a[0].grad())) << c;
+    EXPECT_TRUE(same(on_cpu(b[1].grad()), a[1].grad())) << c;
+  }
+  EXPECT_EQ(bodies, 3);
+  bool said = false;
+  for (const std::string &r : f.explain().eager_reasons)
+    said = said || contains(r, "returns a view of a graph output");
+  EXPECT_TRUE(said) << f.explain();
+}
+
+TEST(E2ETraining, TrainingLoopLossCurveEqualsEager) {
+  // Captured at every step, and in replay mode (captured once).
+  for (bool replay : {false, true}) {
+    SCOPED_TRACE(replay ? "replay" : "capture");
+    auto make = [] {
+      manual_seed(5);
+      return nn::Sequential(nn::Linear(3, 16), nn::Tanh(), nn::Linear(16, 16),
+                            nn::ReLU(), nn::Linear(16, 1));
+    };
+    nn::Sequential me = make(), mc = make();
+    optim::SGD oe(me->parameters(), optim::SGDOptions(0.05).momentum(0.9));
+    optim::SGD oc(mc->parameters(), optim::SGDOptions(0.05).momentum(0.9));
+    Tensor x = random({32, 3}, kFloat, 141);
+    Tensor y = (x.select(1, 0) * 2 - x.select(1, 2)).unsqueeze(1);
+    int bodies = 0;
+    auto loss_of = [&bodies](nn::Sequential &m) {
+      return [&m, &bodies](const Tensor &x, const Tensor &y) {
+        ++bodies;
+        return F::mse_loss(m->forward(x), y);
+      };
+    };
+    auto eager_loss = loss_of(me);
+    auto compiled_loss = compile(loss_of(mc), CompileOptions().replay(replay));
+    std::vector<float> le_curve, lc_curve;
+    for (int step = 0; step < 20; ++step) {
+      oe.zero_grad();
+      oc.zero_grad();
+      Tensor le = eager_loss(x, y), lc = compiled_loss(x, y);
+      le.backward();
+      lc.backward();
+      oe.step();
+      oc.step();
+      le_curve.push_back(le.item<float>());
+      lc_curve.push_back(lc.item<float>());
+    }
+    for (size_t i = 0; i < le_curve.size(); ++i)
+      EXPECT_NEAR(lc_curve[i], le_curve[i], 1e-4 * (1 + std::abs(le_curve[i])))
+          << "step " << i;
+    EXPECT_LT(lc_curve.back(), 0.5f * lc_curve.front());
+    EXPECT_EQ(bodies, 20 + (replay ? 1 : 20));
+    auto e = compiled_loss.explain();
+    EXPECT_TRUE(e.eager_reasons.empty()) << e;
+    EXPECT_EQ(e.cache_misses, 1) << e;
+    EXPECT_TRUE(contains(e.str(), "saved for backward")) << e;
+  }
 }
 
 TEST(E2ETraining, BatchNormTrainingWritesRunningStats) {
@@ -1036,13 +1158,14 @@ TEST(E2ETraining, BufferMadeInsideWrittenFromAGradient) {
   for (int variant = 0; variant < 3; ++variant) {
     SCOPED_TRACE("variant " + std::to_string(variant));
     Fn fn = [variant](const std::vector<Tensor> &a) {
-      Tensor h = zeros({3}, TensorOptions(kDouble));
+      Tensor h = zeros({3}, TensorOptions(kDouble).device(a[0].device()));
       if (variant == 0)
         h.add_(a[0]);
       else if (variant == 1)
         h.narrow(0, 1, 2).copy_(a[0].narrow(0, 0, 2));
       else
-        h.index_put_({tensor({2, 0}).to(kLong)}, a[0].narrow(0, 0, 2) * 3);
+        h.index_put_({tensor({2, 0}).to(a[0].device(), kLong)},
+                     a[0].narrow(0, 0, 2) * 3);
       return h.sin().sum();
     };
     ExplainOutput e =

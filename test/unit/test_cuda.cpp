@@ -80,6 +80,24 @@ TEST(CudaNoGpu, TensorsRaiseClearErrors) {
 // dtype where the op takes them, compiles under NVRTC for sm_90 (PTX: no
 // GPU needed). All kernels go into one program, so that NVRTC reads the
 // prelude once.
+// The TF32 switch is a setting, on any machine
+// (torch.set_float32_matmul_precision's strings).
+TEST(CudaNoGpu, MatmulPrecisionSetting) {
+  EXPECT_FALSE(cuda::allow_tf32());
+  EXPECT_EQ(get_float32_matmul_precision(), "highest");
+  set_float32_matmul_precision("medium");
+  EXPECT_TRUE(cuda::allow_tf32());
+  EXPECT_EQ(get_float32_matmul_precision(), "high");
+  set_float32_matmul_precision("highest");
+  EXPECT_FALSE(cuda::allow_tf32());
+  EXPECT_EMBER_ERROR(set_float32_matmul_precision("fast"),
+                     "invalid precision \"fast\"");
+  EXPECT_FALSE(cuda::allow_tf32());
+  cuda::set_allow_tf32(true);
+  EXPECT_EQ(get_float32_matmul_precision(), "high");
+  cuda::set_allow_tf32(false);
+}
+
 TEST(CudaNoGpu, EveryPointwiseKernelCompilesUnderNvrtc) {
   REQUIRE_NVRTC();
   std::string all = cuda::prelude();
@@ -406,6 +424,45 @@ TEST(Cuda, MatrixProductsThroughCublas) {
                      "Expected all tensors to be on the same device");
   EXPECT_EMBER_ERROR(addmm(ones({2}), ones({2, 2}).cuda(), ones({2, 2}).cuda()),
                      "Expected all tensors to be on the same device");
+}
+
+// TF32 (Note [cuBLAS precision]): off by default, as PyTorch's; when
+// allowed, float32 products round their inputs to TF32 (about 1e-3
+// relative), compiled programs included, and float64 and 16-bit products
+// are unchanged.
+TEST(Cuda, Tf32OnlyWhereAllowed) {
+  REQUIRE_GPU();
+  ASSERT_FALSE(cuda::allow_tf32());
+  struct Restore {
+    ~Restore() { cuda::set_allow_tf32(false); }
+  } restore;
+  Tensor a = random({64, 4096}, kFloat, 1), b = random({4096, 48}, kFloat, 2);
+  Tensor ref = a.to(kDouble).mm(b.to(kDouble));
+  auto rel_err = [&](const Tensor &got) {
+    Tensor g = got.cpu().to(kDouble);
+    return ((g - ref).abs().max() / ref.abs().max()).item<double>();
+  };
+  auto mm_fn = [](const Tensor &x, const Tensor &y) { return x.mm(y); };
+  auto compiled = compile(mm_fn);
+  Tensor ga = a.cuda(), gb = b.cuda();
+  EXPECT_LT(rel_err(ga.mm(gb)), 1e-5);
+  EXPECT_LT(rel_err(compiled(ga, gb)), 1e-5);
+  set_float32_matmul_precision("high");
+  EXPECT_TRUE(cuda::allow_tf32());
+  double eager = rel_err(ga.mm(gb)), comp = rel_err(compiled(ga, gb));
+  EXPECT_GT(eager, 1e-5) << "TF32 was allowed but the product is exact";
+  EXPECT_LT(eager, 5e-3);
+  EXPECT_GT(comp, 1e-5) << "the compiled product ignored allow_tf32";
+  EXPECT_LT(comp, 5e-3);
+  // float64 is never rounded.
+  EXPECT_LT(((a.to(kDouble).cuda().mm(b.to(kDouble).cuda())).cpu() - ref)
+                .abs()
+                .max()
+                .item<double>(),
+            1e-9);
+  cuda::set_allow_tf32(false);
+  EXPECT_EQ(get_float32_matmul_precision(), "highest");
+  EXPECT_LT(rel_err(ga.mm(gb)), 1e-5);
 }
 
 // What the independent probe of the CUDA backend found (each was a crash,
