@@ -1313,10 +1313,49 @@ void clear_kernel_cache() {
 /// most 65536 parts times output points (a column sum over a batch, [8192,
 /// 1024] to [1024], runs as 32768 threads folding 256 points each, then
 /// 1024 folding 32, instead of 1024 threads folding 8192).
-std::optional<SplitSpecs> split_reduction(const KernelSpec &k,
+namespace {
+/// `k` with its outermost reduced dim merged with the reduced dims after it
+/// while that dim is shorter than `want` and every input steps through the
+/// two as through one (or is broadcast along both): the same points in the
+/// same order, so the parts of a split can be cut from more than the
+/// outermost dim alone (a mean over [8, 512, 1024] into 8 parts ran as 8
+/// blocks on the GPU).
+KernelSpec merge_leading_reduced(KernelSpec k, int64_t want) {
+  size_t d = size_t(std::find(k.reduced.begin(), k.reduced.end(), true) -
+                    k.reduced.begin());
+  while (d + 1 < k.shape.size() && k.reduced[d + 1] && k.shape[d] < want) {
+    const int64_t outer = k.shape[d], inner = k.shape[d + 1];
+    bool ok = true;
+    for (const KernelSpec::Input &in : k.inputs) {
+      int64_t step = 0; // (an overflow: not one dim)
+      bool fits = !__builtin_mul_overflow(in.strides[d + 1], inner, &step);
+      bool both = in.extent[d] == outer && in.extent[d + 1] == inner &&
+                  (outer == 1 || (fits && in.strides[d] == step));
+      bool neither = in.extent[d] == 1 && in.extent[d + 1] == 1;
+      ok = ok && (both || neither);
+    }
+    if (!ok)
+      break;
+    k.shape[d] = outer * inner;
+    k.shape.erase(k.shape.begin() + long(d) + 1);
+    k.reduced.erase(k.reduced.begin() + long(d) + 1);
+    for (KernelSpec::Input &in : k.inputs) {
+      bool spans = !(in.extent[d] == 1 && in.extent[d + 1] == 1);
+      in.extent[d] = spans ? k.shape[d] : 1;
+      in.strides[d] = in.strides[d + 1];
+      in.strides.erase(in.strides.begin() + long(d) + 1);
+      in.extent.erase(in.extent.begin() + long(d) + 1);
+    }
+  }
+  return k;
+}
+} // namespace
+
+std::optional<SplitSpecs> split_reduction(const KernelSpec &spec,
                                           SplitPolicy policy) {
-  if (!k.has_reduction())
+  if (!spec.has_reduction())
     return std::nullopt;
+  const KernelSpec k = merge_leading_reduced(spec, policy.max_parts);
   // A column layout (the innermost dim that moves is kept).
   bool column = false;
   for (size_t d = k.shape.size(); d-- > 0;)
@@ -1415,8 +1454,9 @@ namespace {
 /// spec), the target and the scalar library's hash: bump it whenever the
 /// code emitted for a given spec changes, so that a disk cache written by an
 /// older ember is not loaded. 3: a number as the second operand of float16
-/// and bfloat16 mul and div keeps float precision.
-constexpr const char *kCodegenVersion = "codegen 4";
+/// and bfloat16 mul and div keeps float precision. 5: split reductions
+/// cut their parts from the leading reduced dims merged.
+constexpr const char *kCodegenVersion = "codegen 5";
 
 /// The kernel of `spec` from the in-process cache, else made by `make` (and
 /// timed) and cached under `key`.

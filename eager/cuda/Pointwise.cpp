@@ -403,57 +403,91 @@ Tensor scalar_to_device(const Tensor &t, Device device) {
 namespace {
 const char kReduce[] = R"(
 namespace ember {
-template <class A> __device__ __forceinline__ A combine(A a, A b) {
-#if EMBER_KIND == 2
-  return pw::maximum(a, b);
-#elif EMBER_KIND == 3
-  return pw::minimum(a, b);
+typedef EMBER_ACC A;
+// (ember_block_reduce's K: 0 sum, 1 max, 2 min)
+constexpr int K = EMBER_KIND == 2 ? 1 : EMBER_KIND == 3 ? 2 : 0;
+// The fold of points [lo, hi) of p (lo < hi for amax and amin) by the
+// block, every thread getting it: a strided loop per thread, then
+// ember_block_reduce, in a fixed order.
+template <class T>
+__device__ __forceinline__ A fold(const T *p, long long lo, long long hi) {
+  A acc = K == 0 ? A(0) : convert<A>(p[lo]);
+  for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x)
+    acc = ember_combine<K>(acc, convert<A>(p[i]));
+  // (max and min: a value folded twice changes nothing)
+  return ember_block_reduce<K>(acc, K == 0 ? A(0) : acc);
+}
+__device__ __forceinline__ void store(EMBER_T *out, A acc, long long count) {
+#if EMBER_KIND == 1
+  *out = convert<EMBER_T>(double(acc) / double(count));
 #else
-  return a + b;
+  *out = convert<EMBER_T>(acc);
 #endif
 }
+// One block per output row of nred points.
 extern "C" __global__ void ember_reduce(const EMBER_T *in, EMBER_T *out,
                                         const long long nout,
                                         const long long nred) {
-  typedef EMBER_ACC A;
-  __shared__ A partial[32];
   for (long long row = blockIdx.x; row < nout; row += gridDim.x) {
-    const EMBER_T *p = in + row * nred;
-#if EMBER_KIND >= 2
-    A acc = convert<A>(p[0]);
-#else
-    A acc = A(0);
-#endif
-    for (long long i = threadIdx.x; i < nred; i += blockDim.x)
-      acc = combine(acc, convert<A>(p[i]));
-    for (int off = 16; off > 0; off /= 2)
-      acc = combine(acc, A(__shfl_down_sync(0xffffffffu, acc, off)));
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    if (lane == 0)
-      partial[warp] = acc;
-    __syncthreads();
-    if (warp == 0) {
-#if EMBER_KIND >= 2
-      acc = lane < int(blockDim.x / 32) ? partial[lane] : partial[0];
-#else
-      acc = lane < int(blockDim.x / 32) ? partial[lane] : A(0);
-#endif
-      for (int off = 16; off > 0; off /= 2)
-        acc = combine(acc, A(__shfl_down_sync(0xffffffffu, acc, off)));
-      if (lane == 0) {
-#if EMBER_KIND == 1
-        out[row] = convert<EMBER_T>(double(acc) / double(nred));
-#else
-        out[row] = convert<EMBER_T>(acc);
-#endif
-      }
-    }
-    __syncthreads();
+    A acc = fold(in + row * nred, 0, nred);
+    if (threadIdx.x == 0)
+      store(out + row, acc, nred);
+  }
+}
+// Few outputs (Note [CUDA reductions]): `splits` blocks per row, block s
+// folding the points [s * chunk, (s + 1) * chunk) of its row (each part
+// nonempty) into part[row * splits + s]...
+extern "C" __global__ void ember_reduce_split(const EMBER_T *in, A *part,
+                                              const long long nout,
+                                              const long long nred,
+                                              const long long splits,
+                                              const long long chunk) {
+  for (long long b = blockIdx.x; b < nout * splits; b += gridDim.x) {
+    const long long row = b / splits, lo = (b % splits) * chunk;
+    const long long hi = lo + chunk < nred ? lo + chunk : nred;
+    A acc = fold(in + row * nred, lo, hi);
+    if (threadIdx.x == 0)
+      part[b] = acc;
+  }
+}
+// ...then one block per row folds its parts, in order; a mean divides by
+// the row's whole count.
+extern "C" __global__ void ember_reduce_combine(const A *part, EMBER_T *out,
+                                                const long long nout,
+                                                const long long splits,
+                                                const long long nred) {
+  for (long long row = blockIdx.x; row < nout; row += gridDim.x) {
+    A acc = fold(part + row * splits, 0, splits);
+    if (threadIdx.x == 0)
+      store(out + row, acc, nred);
   }
 }
 } // namespace ember
 )";
 } // namespace
+
+namespace {
+/// A split reduction (Note [CUDA reductions]): about this many blocks in
+/// all (four per multiprocessor of an H100 or H200), each folding at least
+/// kMinReducePart points.
+constexpr int64_t kSplitBlocks = 512, kMinReducePart = 16384;
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+} // namespace
+
+ScalarType reduce_accumulator(ReduceKind kind, ScalarType t) {
+  return kind == ReduceKind::Sum || kind == ReduceKind::Mean
+             ? (isFloatingType(t) ? kDouble : kLong)
+             : (t == kBool ? kInt : compute_of(t));
+}
+
+std::string reduce_source(ReduceKind kind, ScalarType t) {
+  std::string src = with_prelude() + kBlockReduce;
+  src += "#define EMBER_KIND " + std::to_string(int(kind)) + "\n";
+  src += std::string("#define EMBER_T ") + ctype(t) + "\n";
+  src += std::string("#define EMBER_ACC ") +
+         ctype(reduce_accumulator(kind, t)) + "\n";
+  return src + kReduce;
+}
 
 Tensor reduce(ReduceKind kind, const Tensor &x, const std::vector<bool> &mask,
               IntArrayRef out_sizes) {
@@ -474,26 +508,39 @@ Tensor reduce(ReduceKind kind, const Tensor &x, const std::vector<bool> &mask,
     return out;
   }
   const ScalarType t = x.dtype();
-  // The accumulator (Note [CUDA reductions]).
-  ScalarType acc = kind == ReduceKind::Sum || kind == ReduceKind::Mean
-                       ? (isFloatingType(t) ? kDouble : kLong)
-                       : (t == kBool ? kInt : compute_of(t));
   const int device = x.device().index();
   std::string signature = "reduce:" + std::to_string(int(kind)) + ":";
   signature += toString(t);
-  void *fn = cached_kernel(device, signature, "ember_reduce", [&] {
-    std::string src = with_prelude();
-    src += "#define EMBER_KIND " + std::to_string(int(kind)) + "\n";
-    src += std::string("#define EMBER_T ") + ctype(t) + "\n";
-    src += std::string("#define EMBER_ACC ") + ctype(acc) + "\n";
-    return src + kReduce;
-  });
+  auto kernel = [&](const char *entry) {
+    return cached_kernel(device, signature + ":" + entry, entry,
+                         [&] { return reduce_source(kind, t); });
+  };
   const void *in_ptr = rows.data_ptr();
   void *out_ptr = out.data_ptr();
   int64_t n_out = nout, n_red = nred;
-  void *args[] = {&in_ptr, &out_ptr, &n_out, &n_red};
-  const int64_t grid = detail::grid_for(device, nout, 1);
-  launch_kernel(device, fn, unsigned(grid), 256, args);
+  // Few long rows: split (Note [CUDA reductions]), from the shape alone.
+  int64_t splits = 1;
+  if (nout < kSplitBlocks / 2 && nred >= 2 * kMinReducePart)
+    splits = std::min(ceil_div(kSplitBlocks, nout), nred / kMinReducePart);
+  if (splits < 2) {
+    void *args[] = {&in_ptr, &out_ptr, &n_out, &n_red};
+    launch_kernel(device, kernel("ember_reduce"),
+                  unsigned(detail::grid_for(device, nout, 1)), 256, args);
+    return out;
+  }
+  int64_t chunk = ceil_div(nred, splits);
+  splits = ceil_div(nred, chunk); // (every part nonempty)
+  Tensor part =
+      empty({nout * splits}, x.options().dtype(reduce_accumulator(kind, t)));
+  void *part_ptr = part.data_ptr();
+  void *split_args[] = {&in_ptr, &part_ptr, &n_out, &n_red, &splits, &chunk};
+  launch_kernel(device, kernel("ember_reduce_split"),
+                unsigned(detail::grid_for(device, nout * splits, 1)), 256,
+                split_args);
+  const void *parts_in = part_ptr;
+  void *combine_args[] = {&parts_in, &out_ptr, &n_out, &splits, &n_red};
+  launch_kernel(device, kernel("ember_reduce_combine"),
+                unsigned(detail::grid_for(device, nout, 1)), 256, combine_args);
   return out;
 }
 

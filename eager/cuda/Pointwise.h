@@ -64,13 +64,25 @@ Tensor scalar_to_device(const Tensor &t, Device device);
 /// last and made contiguous (one copy kernel), then one block folds each
 /// output's row: a strided loop per thread, then warp shuffles and one
 /// shared-memory step, in a fixed order (the result does not depend on
-/// timing). One block a row is slow for many short rows: a split over
-/// threads is the next step.
+/// timing). Few long rows (fewer than 256, of at least 32768 points each)
+/// split: each row is cut into parts of at least 16384 points, about 512
+/// blocks in all, folded into accumulators by one kernel and combined in
+/// order by another (a mean over 4M points took 3.3 ms as one block on an
+/// H200). The parts depend on the shape alone, so a result does not change
+/// with the device. One block a row is slow for many short rows: a split
+/// over threads is the next step.
 enum class ReduceKind { Sum, Mean, Amax, Amin };
 /// `x` (already in the result's dtype) reduced over the dims of `mask`
 /// into a tensor of `out_sizes`.
 Tensor reduce(ReduceKind kind, const Tensor &x, const std::vector<bool> &mask,
               IntArrayRef out_sizes);
+/// The dtype a reduction of `t` accumulates in.
+ScalarType reduce_accumulator(ReduceKind kind, ScalarType t);
+/// The source of reduce()'s kernels for `t`: ember_reduce(in, out, nout,
+/// nred) (a block per row), and the split's ember_reduce_split(in, part,
+/// nout, nred, splits, chunk) and ember_reduce_combine(part, out, nout,
+/// splits, nred).
+std::string reduce_source(ReduceKind kind, ScalarType t);
 
 /// The variants of a pointwise kernel: `flat` for one iteration dim (each
 /// operand contiguous or one broadcast element: offsets are i * stride, and

@@ -426,6 +426,31 @@ TEST(Cuda, MatrixProductsThroughCublas) {
                      "Expected all tensors to be on the same device");
 }
 
+// Note [CUDA reductions]: few long rows run split (two kernels); the
+// results are the CPU's, a NaN and an integer sum included.
+TEST(Cuda, LongReductionsRunSplitAsOnTheCpu) {
+  REQUIRE_GPU();
+  Tensor x = random({8, 512, 64}, kFloat, 70);
+  Tensor xd = x.to(kDouble), g = x.cuda(), gd = xd.cuda();
+  EXPECT_TRUE(close(g.sum().cpu(), x.sum(), 1e-6, 1e-4));
+  EXPECT_TRUE(close(g.mean().cpu(), x.mean(), 1e-6, 1e-7));
+  EXPECT_TRUE(close(gd.mean().cpu(), xd.mean(), 1e-12, 1e-14));
+  EXPECT_TRUE(close(g.amax().cpu(), x.amax(), 0, 0));
+  EXPECT_TRUE(close(g.amin().cpu(), x.amin(), 0, 0));
+  Tensor rows = random({3, 100000}, kFloat, 71);
+  rows.select(0, 1).select(0, 77777).fill_(NAN);
+  Tensor gr = rows.cuda();
+  EXPECT_TRUE(close(gr.sum(1).cpu(), rows.sum(1), 1e-6, 1e-4));
+  EXPECT_TRUE(close(gr.amax(1).cpu(), rows.amax(1), 0, 0));
+  EXPECT_TRUE(close(gr.amin(1).cpu(), rows.amin(1), 0, 0));
+  EXPECT_TRUE(std::isnan(gr.amax(1).cpu()[1].item<float>()));
+  Tensor ints = randint(-9, 10, {1, 70001});
+  EXPECT_TRUE(same_values(ints.cuda().sum(1).cpu(), ints.sum(1)));
+  // A mean of 4M points (mse_loss's): one result, as the CPU's.
+  Tensor big = random({8, 512, 1024}, kFloat, 72);
+  EXPECT_TRUE(close(big.cuda().mean().cpu(), big.mean(), 1e-6, 1e-7));
+}
+
 // TF32 (Note [cuBLAS precision]): off by default, as PyTorch's; when
 // allowed, float32 products round their inputs to TF32 (about 1e-3
 // relative), compiled programs included, and float64 and 16-bit products

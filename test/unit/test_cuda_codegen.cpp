@@ -806,6 +806,105 @@ TEST(CudaCodegen, SplitReductionRunsOnTheHostAsTheCpuKernels) {
     EXPECT_FALSE(codegen::split_reduction(k, codegen::kCpuSplit).has_value());
     expect_split_runs_as_the_cpu(k, {x}, 32);
   }
+  {
+    // A full reduction whose outermost dim is short (mse_loss's mean over
+    // [8, 512, 64]): the reduced dims the inputs step through as one are
+    // merged, so the parts are 256 slices of 8 * 512 rows, not 8 (which
+    // ran as 8 blocks); a broadcast input (along both) merges too, and a
+    // transposed one, which does not step through them as one, keeps the
+    // 8 parts.
+    Tensor x = random({8, 512, 64}, kFloat, 23), b = random({64}, kFloat, 24);
+    KernelSpec k;
+    k.shape = {8, 512, 64};
+    k.reduced = {true, true, true};
+    int vx = k.input(kFloat, {512 * 64, 64, 1}),
+        vb = k.input(kFloat, {0, 0, 1});
+    int d =
+        k.step(op("ember::sub.Tensor"), {vx, vb}, {Scalar(1)}, kFloat, kFloat);
+    k.outputs = {k.reduce(ReductionInfo::Mean, d, kFloat, kDouble, kFloat),
+                 k.reduce(ReductionInfo::Amin, vx, kFloat, kFloat, kFloat)};
+    expect_split_runs_as_the_cpu(k, {x, b}, 256);
+    Tensor t = random({512, 8, 64}, kFloat, 25).transpose(0, 1);
+    KernelSpec kt = k;
+    kt.inputs[0].strides = t.strides().vec();
+    expect_split_runs_as_the_cpu(kt, {t, b}, 8);
+  }
+}
+
+// Note [CUDA reductions]: the eager reduction kernels (a block per row, and
+// the split's two kernels) compile under NVRTC for every fold and dtype,
+// and run on the host as the CPU's sum, mean, amax and amin: rows of 5000
+// with a NaN in one, unsplit (two blocks of 96 threads) and split into 7
+// parts of 715 points (three blocks, then one).
+TEST(CudaCodegen, ReductionKernelsCompileAndRunAsTheCpuKernels) {
+  REQUIRE_NVRTC();
+  using cuda::ReduceKind;
+  const ReduceKind kinds[] = {ReduceKind::Sum, ReduceKind::Mean,
+                              ReduceKind::Amax, ReduceKind::Amin};
+  for (ReduceKind kind : kinds)
+    for (ScalarType t : {kFloat, kDouble, kHalf, kBFloat16, kLong})
+      for (int arch : {80, 90}) {
+        if (arch == 80 && t != kFloat)
+          continue;
+        cuda::nvrtc::Compiled c = cuda::nvrtc::compile(
+            cuda::reduce_source(kind, t), "reduce.cu", arch, false);
+        for (const char *entry :
+             {".entry ember_reduce(", ".entry ember_reduce_split(",
+              ".entry ember_reduce_combine("})
+          EXPECT_NE(c.binary.find(entry), std::string::npos)
+              << entry << " " << int(kind) << " " << toString(t) << " sm_"
+              << arch;
+      }
+  const int64_t rows = 2, n = 5000, splits = 7, chunk = 715;
+  for (ReduceKind kind : kinds)
+    for (ScalarType t : {kFloat, kHalf}) {
+      SCOPED_TRACE(std::to_string(int(kind)) + " " + toString(t));
+      Tensor x = random({rows, n}, kFloat, 60).to(t);
+      x.select(0, 1).select(0, 4321).fill_(NAN);
+      Tensor want = kind == ReduceKind::Sum    ? x.sum(1)
+                    : kind == ReduceKind::Mean ? x.mean(1)
+                    : kind == ReduceKind::Amax ? x.amax(1)
+                                               : x.amin(1);
+      const char *ct = cuda::detail::ctype(t);
+      const char *ca = cuda::detail::ctype(cuda::reduce_accumulator(kind, t));
+      std::string launch = "extern \"C\" void launch_%d(unsigned grid, "
+                           "unsigned block, void **p) {\n  emu::launch(grid, "
+                           "block, [=] { ember::%s; });\n}\n";
+      auto wrapper = [&](int i, const std::string &call) {
+        std::string w = launch;
+        w.replace(w.find("%d"), 2, std::to_string(i));
+        w.replace(w.find("%s"), 2, call);
+        return w;
+      };
+      std::string ll = "*(long long *)p[";
+      HostKernels host(
+          cuda::reduce_source(kind, t) +
+          wrapper(0, std::string("ember_reduce((const ") + ct + " *)p[0], (" +
+                         ct + " *)p[1], " + ll + "2], " + ll + "3])") +
+          wrapper(1, std::string("ember_reduce_split((const ") + ct +
+                         " *)p[0], (" + ca + " *)p[1], " + ll + "2], " + ll +
+                         "3], " + ll + "4], " + ll + "5])") +
+          wrapper(2, std::string("ember_reduce_combine((const ") + ca +
+                         " *)p[0], (" + ct + " *)p[1], " + ll + "2], " + ll +
+                         "3], " + ll + "4])"));
+      ASSERT_TRUE(host.ok());
+      int64_t r = rows, nn = n, sp = splits, ch = chunk;
+      Tensor whole = full({rows}, 7, TensorOptions(t));
+      std::vector<void *> p0 = {x.data_ptr(), whole.data_ptr(), &r, &nn};
+      host.launch(0, 2, 96, p0.data());
+      Tensor part = full({rows * splits}, 7,
+                         TensorOptions(cuda::reduce_accumulator(kind, t)));
+      Tensor split = full({rows}, 7, TensorOptions(t));
+      std::vector<void *> p1 = {x.data_ptr(), part.data_ptr(), &r, &nn, &sp,
+                                &ch};
+      host.launch(1, 3, 96, p1.data());
+      std::vector<void *> p2 = {part.data_ptr(), split.data_ptr(), &r, &sp,
+                                &nn};
+      host.launch(2, 1, 64, p2.data());
+      const double tol = t == kHalf ? 2e-3 : 2e-6;
+      EXPECT_TRUE(close(whole, want, tol, tol));
+      EXPECT_TRUE(close(split, want, tol, tol));
+    }
 }
 
 // Note [CUDA softmax kernels] (eager/cuda/Softmax.cpp): the eager CUDA
