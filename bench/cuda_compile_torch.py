@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from cuda_torch import time_ms
+from vs_torch import train_step
 
 
 def row(name, how, nbytes, run):
@@ -116,18 +117,14 @@ if not training_only:
 # Training steps, as bench_cuda_compile's: eagerly, and with the loss and
 # the optimizer step compiled.
 def steps(name, lf, o, x, t):
-    def make(lfn, sfn):
-        def call():
-            o.zero_grad()
-            lfn(x, t).backward()
-            sfn()
-        return call
-    row(name, "eager", 0, make(lf, o.step))
-    row(name, "compiled", 0, make(torch.compile(lf), torch.compile(o.step)))
+    row(name, "eager", 0, train_step(lf, o.step, o, x, t))
+    row(name, "compiled", 0,
+        train_step(torch.compile(lf), torch.compile(o.step), o, x, t))
     # mode="reduce-overhead": the loss's forward and backward as CUDA graphs
     # (cudagraph trees); the step compiled as above.
     row(name, "cudagraph", 0,
-        make(torch.compile(lf, mode="reduce-overhead"), torch.compile(o.step)))
+        train_step(torch.compile(lf, mode="reduce-overhead"),
+                   torch.compile(o.step), o, x, t))
 
 
 torch.manual_seed(1)

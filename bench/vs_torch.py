@@ -34,6 +34,16 @@ TCMALLOC = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"
 ROWS = COLS = 4096
 
 
+def train_step(loss_fn, step_fn, opt, x, t):
+    """One training step as a call: zero_grad, loss_fn(x, t).backward(),
+    step_fn() (also bench/cuda_compile_torch.py's)."""
+    def call():
+        opt.zero_grad()
+        loss_fn(x, t).backward()
+        step_fn()
+    return call
+
+
 def torch_workloads(torch, only):
     """(name, impl, call) for PyTorch eager and torch.compile."""
     F = torch.nn.functional
@@ -130,15 +140,10 @@ def torch_workloads(torch, only):
 
     def steps(name, lf, o, x, t):
         """Training steps eagerly and with loss and step compiled."""
-        def make(lfn, sfn):
-            def call():
-                o.zero_grad()
-                lfn(x, t).backward()
-                sfn()
-            return call
-        out.append((name, "torch_eager", make(lf, o.step)))
+        out.append((name, "torch_eager", train_step(lf, o.step, o, x, t)))
         out.append((name, "torch_compiled",
-                    make(torch.compile(lf), torch.compile(o.step))))
+                    train_step(torch.compile(lf), torch.compile(o.step), o,
+                               x, t)))
 
     steps("mlp_train", loss, opt, mlp_in, target)
 

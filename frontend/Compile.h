@@ -88,7 +88,11 @@ struct CompileOptions {
   /// it reads from outside its arguments (captured tensors, parameters): a
   /// write into them is seen, a captured variable reassigned to another
   /// tensor is not (make a new compiled function then). A module switched
-  /// between train() and eval() makes every call capture again.
+  /// between train() and eval() makes every call capture again. Training
+  /// graphs replay too (Note [Replaying training graphs] in
+  /// frontend/Frontend.cpp): a replay's outputs get their
+  /// CompiledFunctionBackward node as the capture's did; a parameter frozen
+  /// or unfrozen (requires_grad) makes the next call capture again.
   EMBER_ARG(bool, replay) = false;
   /// In replay mode on CUDA, replays launch the program as one CUDA graph
   /// (torch.compile's mode="reduce-overhead"), captured at the first

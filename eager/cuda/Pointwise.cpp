@@ -424,15 +424,22 @@ __device__ __forceinline__ void store(EMBER_T *out, A acc, long long count) {
   *out = convert<EMBER_T>(acc);
 #endif
 }
-// One block per output row of nred points.
+// One block per row of n points of `in`, each stored as the fold of
+// `count` points (a mean divides by it).
+template <class I>
+__device__ __forceinline__ void fold_rows(const I *in, EMBER_T *out,
+                                          long long nout, long long n,
+                                          long long count) {
+  for (long long row = blockIdx.x; row < nout; row += gridDim.x) {
+    A acc = fold(in + row * n, 0, n);
+    if (threadIdx.x == 0)
+      store(out + row, acc, count);
+  }
+}
 extern "C" __global__ void ember_reduce(const EMBER_T *in, EMBER_T *out,
                                         const long long nout,
                                         const long long nred) {
-  for (long long row = blockIdx.x; row < nout; row += gridDim.x) {
-    A acc = fold(in + row * nred, 0, nred);
-    if (threadIdx.x == 0)
-      store(out + row, acc, nred);
-  }
+  fold_rows(in, out, nout, nred, nred);
 }
 // Few outputs (Note [CUDA reductions]): `splits` blocks per row, block s
 // folding the points [s * chunk, (s + 1) * chunk) of its row (each part
@@ -456,11 +463,7 @@ extern "C" __global__ void ember_reduce_combine(const A *part, EMBER_T *out,
                                                 const long long nout,
                                                 const long long splits,
                                                 const long long nred) {
-  for (long long row = blockIdx.x; row < nout; row += gridDim.x) {
-    A acc = fold(part + row * splits, 0, splits);
-    if (threadIdx.x == 0)
-      store(out + row, acc, nred);
-  }
+  fold_rows(part, out, nout, splits, nred);
 }
 } // namespace ember
 )";

@@ -521,8 +521,9 @@ TEST(E2ETraining, ReplayedTrainingFollowsRequiresGrad) {
     std::vector<Tensor> ge = grads_of(xe, false), gc = grads_of(xc, true);
     for (size_t i = 0; i < ge.size(); ++i) {
       ASSERT_EQ(gc[i].defined(), ge[i].defined()) << i;
-      if (ge[i].defined())
+      if (ge[i].defined()) {
         EXPECT_TRUE(same(gc[i], ge[i])) << i;
+      }
     }
   };
   Tensor x = random({4, 5}, kFloat, 12).requires_grad_();
