@@ -260,6 +260,13 @@ Tensor replay_views(Tensor base, const std::vector<ViewStep> &chain) {
   return base;
 }
 
+void mark_view_of(const Tensor &view, intrusive_ptr<TensorImpl> base) {
+  TensorImpl *v = view.unsafeGetTensorImpl();
+  if (v->view_base() || v == base.get())
+    return;
+  v->set_view_base(base->view_base() ? base->view_base() : std::move(base));
+}
+
 std::vector<int> alias_pattern(const std::vector<Tensor> &tensors) {
   std::vector<int> first(tensors.size(), -1);
   for (size_t i = 0; i < tensors.size(); ++i)
@@ -1377,13 +1384,11 @@ void Session::end_graph() {
     // calls do not record it): for a view of an argument, the caller's
     // tensor (or its base), so that autograd's checks see it (an in-place
     // write to a returned view of a leaf that requires grad raises).
-    if (!m->self->view_base()) {
-      CaptureMeta *root = m->root();
-      intrusive_ptr<TensorImpl> base = m->base;
-      if (root->real.defined() && !root->storage_root)
-        base = intrusive_ptr<TensorImpl>(root->real.unsafeGetTensorImpl());
-      m->self->set_view_base(base->view_base() ? base->view_base() : base);
-    }
+    CaptureMeta *root = m->root();
+    mark_view_of(capture_tensor(m), root->real.defined() && !root->storage_root
+                                        ? intrusive_ptr<TensorImpl>(
+                                              root->real.unsafeGetTensorImpl())
+                                        : m->base);
     // A view's history: through its base's (the node's, or an input's).
     Tensor v = capture_tensor(m);
     if (!tangent_outs.empty())

@@ -138,6 +138,12 @@ struct CaptureMeta final : CaptureMetaInterface {
 /// Applies a view recipe to `base` with the eager kernels (materializing a
 /// view, or rebuilding a returned view in replay mode).
 Tensor replay_views(Tensor base, const std::vector<ViewStep> &chain);
+/// Records `view` (made by replay_views, whose boxed view ops do not) as a
+/// view of `base`'s root base, as eager's views are, so that autograd's
+/// checks see it (an in-place write to a view of a leaf that requires grad
+/// raises; one to a view of a non-leaf rebases its base's history). Does
+/// nothing to a tensor already recorded as a view.
+void mark_view_of(const Tensor &view, intrusive_ptr<TensorImpl> base);
 
 /// For each tensor argument, the first earlier one sharing its memory (-1
 /// when none, or when either is empty): the arguments' aliasing, which the

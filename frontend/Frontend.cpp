@@ -141,12 +141,14 @@ struct ReplayEntry {
   std::shared_ptr<frontend::GraphReplay> graph;
   bool graph_tried = false;
   std::vector<ir::Input> inputs; ///< the graph's inputs
-  std::vector<Tensor> lifted;    ///< real tensors of lifted inputs
+  std::vector<Tensor> lifted;    ///< real tensors of lifted inputs (else none)
   std::vector<OutputRecipe> outputs;
   std::vector<int64_t> list_sizes;
-  /// Whether each lifted tensor required grad at the capture (a replay
-  /// needs the same: a frozen or unfrozen parameter changes the graph).
-  std::vector<bool> lifted_grad;
+  /// Each lifted tensor's guard at the capture (defined ones): a replay
+  /// needs the same dtype, device, sizes, strides and requires_grad (a
+  /// frozen parameter, or a module moved to another dtype in place, changes
+  /// the graph).
+  std::vector<std::optional<InputGuard>> lifted_guards;
   /// A training graph (Note [Replaying training graphs]): how its outputs
   /// get their node; per grad_reals entry, the argument it is (its edge is
   /// read from this call's argument), or -1 (a lifted tensor, held).
@@ -753,8 +755,41 @@ std::vector<Tensor> apply_recipes(const std::vector<OutputRecipe> &recipes,
       break;
     }
     out.push_back(frontend::replay_views(t, r.chain));
+    // A view of what its chain starts from, as the capture made it (a
+    // probe found replayed views of arguments that were not views).
+    if (!r.chain.empty() && t.defined())
+      frontend::mark_view_of(
+          out.back(), intrusive_ptr<TensorImpl>(t.unsafeGetTensorImpl()));
   }
   return out;
+}
+} // namespace
+
+namespace {
+/// Whether replay `r`'s lifted tensors still have the metadata they were
+/// captured with.
+bool lifted_still_match(const ReplayEntry &r) {
+  for (size_t i = 0; i < r.lifted.size(); ++i) {
+    const std::optional<InputGuard> &g = r.lifted_guards.at(i);
+    if (r.lifted[i].defined() != g.has_value() ||
+        (g && !(InputGuard::of("", r.lifted[i]) == *g)))
+      return false;
+  }
+  return true;
+}
+
+/// Whether an argument of this call shares memory with a lifted tensor of
+/// `r` (a capture that saw it would not have been replayed: Session's
+/// "a captured tensor shares memory with an argument").
+bool lifted_is_argument(const ReplayEntry &r, const std::vector<Tensor> &args) {
+  for (const Tensor &a : args)
+    if (a.defined() && a.storage().defined())
+      for (const Tensor &l : r.lifted)
+        if (l.defined() && l.storage().defined() &&
+            l.storage().unsafeGetStorageImpl() ==
+                a.storage().unsafeGetStorageImpl())
+          return true;
+  return false;
 }
 } // namespace
 
@@ -820,14 +855,13 @@ FlatOutputs run_compiled(
     auto it = st.replays.find(*rkey);
     if (it != st.replays.end()) {
       ReplayEntry &r = it->second;
-      bool same_grad = true;
-      for (size_t i = 0; i < r.lifted.size(); ++i)
-        same_grad = same_grad &&
-                    (r.lifted[i].defined() && r.lifted[i].requires_grad()) ==
-                        r.lifted_grad.at(i);
-      if (!same_grad) {
-        // A lifted tensor was frozen or unfrozen: captured anew.
+      if (!lifted_still_match(r)) {
+        // A lifted tensor was frozen, unfrozen or converted: captured anew.
         st.replays.erase(it);
+      } else if (lifted_is_argument(r, tensors)) {
+        // Captured with other arguments: this call's reads and writes
+        // through the shared memory are not the graph's (captured, without
+        // replacing the entry).
       } else {
         std::vector<Tensor> inputs;
         for (size_t i = 0; i < r.inputs.size(); ++i)
@@ -909,8 +943,14 @@ FlatOutputs run_compiled(
     r.entry = s.graphs_run() ? st.last_entry : nullptr;
     r.inputs = s.last_inputs();
     r.lifted = s.last_input_tensors();
+    // (an argument's tensor is read from each call: this one's is not held)
+    for (size_t i = 0; i < r.lifted.size(); ++i)
+      if (r.inputs.at(i).kind != ir::InputKind::Lifted)
+        r.lifted[i] = Tensor();
     for (const Tensor &t : r.lifted)
-      r.lifted_grad.push_back(t.defined() && t.requires_grad());
+      r.lifted_guards.push_back(
+          t.defined() ? std::optional<InputGuard>(InputGuard::of("", t))
+                      : std::nullopt);
     r.outputs = std::move(recipes);
     r.list_sizes = out.list_sizes;
     if (const auto &j = s.last_joint()) {

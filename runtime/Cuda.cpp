@@ -182,11 +182,16 @@ void synchronize(int device) {
 }
 
 namespace {
-std::atomic<bool> tf32_allowed{false};
+/// torch.get_float32_matmul_precision's level: 0 "highest", 1 "high", 2
+/// "medium"; TF32 is allowed above 0.
+std::atomic<int> matmul_precision{0};
 } // namespace
 
-void set_allow_tf32(bool allow) { tf32_allowed.store(allow); }
-bool allow_tf32() { return tf32_allowed.load(); }
+void set_allow_tf32(bool allow) {
+  int was = matmul_precision.load();
+  matmul_precision.store(allow ? (was ? was : 1) : 0);
+}
+bool allow_tf32() { return matmul_precision.load() != 0; }
 
 DeviceProperties get_device_properties(int device) {
   int d = checked_device(device, "ember::cuda::get_device_properties");
@@ -458,11 +463,14 @@ void set_float32_matmul_precision(const std::string &precision) {
                   precision == "medium",
               "set_float32_matmul_precision: invalid precision \"", precision,
               "\"; expected \"highest\", \"high\" or \"medium\"");
-  cuda::set_allow_tf32(precision != "highest");
+  cuda::matmul_precision.store(precision == "highest" ? 0
+                               : precision == "high"  ? 1
+                                                      : 2);
 }
 
 std::string get_float32_matmul_precision() {
-  return cuda::allow_tf32() ? "high" : "highest";
+  static const char *names[] = {"highest", "high", "medium"};
+  return names[cuda::matmul_precision.load()];
 }
 
 } // namespace ember

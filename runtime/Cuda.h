@@ -158,7 +158,9 @@ namespace ember {
 /// cuda::set_allow_tf32(true)). Anything else raises ember::Error. CPU
 /// products are always full float32.
 void set_float32_matmul_precision(const std::string &precision);
-/// "highest" or "high", as cuda::allow_tf32() says.
+/// The last precision set ("highest" by default); cuda::set_allow_tf32(true)
+/// makes "highest" "high", and (false) makes any "highest", as PyTorch's
+/// allow_tf32 flag does.
 std::string get_float32_matmul_precision();
 
 } // namespace ember

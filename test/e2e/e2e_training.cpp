@@ -585,6 +585,77 @@ TEST(E2ETraining, ReplayedTrainingReturningAViewIsCapturedEachCall) {
   EXPECT_TRUE(said) << f.explain();
 }
 
+// What an independent probe of replayed training found (each a silent
+// wrong result): a module converted to another dtype in place after the
+// capture (Module::to) replayed the old graph over the new data; a view of
+// an argument returned by a replay was not a view (an in-place write to it
+// did not rebase its base's history, or raise for a leaf); a captured
+// tensor passed as the argument of a later call replayed a graph that
+// reads it as two tensors.
+TEST(E2ETraining, ReplayProbeFindings) {
+  StayOnCpu cpu("checks the caller's CPU tensors' autograd bookkeeping");
+  {
+    manual_seed(1);
+    nn::Linear lin(2, 3); // float32, read with a float64 argument
+    auto fn = [&](const Tensor &x) { return (x * lin->weight).sin().sum(); };
+    auto f = compile(fn, CompileOptions().replay(true));
+    Tensor x = random({1, 2}, kDouble, 80);
+    for (int call = 0; call < 2; ++call)
+      EXPECT_TRUE(same(f(x), fn(x))) << call;
+    lin->to(kDouble); // (converted in place: the same parameters)
+    EXPECT_TRUE(same(f(x), fn(x))) << "a replay of the float32 graph";
+    NoGradGuard no_grad;
+    for (int call = 0; call < 2; ++call)
+      EXPECT_TRUE(same(f(x), fn(x))) << call;
+    lin->to(kFloat);
+    EXPECT_TRUE(same(f(x), fn(x))) << "a replay of the float64 graph";
+  }
+  {
+    auto fn = [](const Tensor &x) {
+      return std::make_tuple(x.t(), (x * 2).sum());
+    };
+    auto f = compile(fn, CompileOptions().replay(true));
+    for (int call = 0; call < 3; ++call) {
+      SCOPED_TRACE("call " + std::to_string(call));
+      Tensor p = ones({2, 2}, kDouble).requires_grad_();
+      Tensor x = p * 1;
+      auto [v, s] = f(x);
+      EXPECT_TRUE(v.is_view());
+      v.mul_(5); // rebases x's history (CopySlices), as eagerly
+      x.sum().backward();
+      EXPECT_TRUE(same(p.grad(), full({2, 2}, 5.0, TensorOptions(kDouble))));
+      Tensor leaf = ones({2, 2}, kDouble).requires_grad_();
+      auto [lv, ls] = f(leaf);
+      EXPECT_EMBER_ERROR(lv.mul_(5), "a view of a leaf Variable");
+      EXPECT_TRUE(same(leaf, ones({2, 2}, kDouble)));
+    }
+    EXPECT_GE(f.explain().cache_hits, 1) << f.explain();
+  }
+  for (bool rg : {false, true}) {
+    SCOPED_TRACE(rg ? "W requires grad" : "W without grad");
+    auto make = [&] { return ones({3}, kDouble).requires_grad_(rg); };
+    Tensor W = make(), We = make();
+    Tensor *w = &W;
+    auto fn = [&](const Tensor &x) {
+      Tensor a = *w * 2;
+      {
+        NoGradGuard g;
+        x.add_(1);
+      }
+      return (a + *w).sum();
+    };
+    auto f = compile(fn, CompileOptions().replay(true));
+    Tensor other = zeros({3}, kDouble);
+    f(other);
+    f(other);                 // replayed
+    Tensor y = f(W.detach()); // W's memory as the argument: captured
+    w = &We;
+    Tensor ye = fn(We.detach());
+    EXPECT_TRUE(same(y, ye));
+    EXPECT_TRUE(same(W, We));
+  }
+}
+
 TEST(E2ETraining, TrainingLoopLossCurveEqualsEager) {
   // Captured at every step, and in replay mode (captured once).
   for (bool replay : {false, true}) {

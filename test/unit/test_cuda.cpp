@@ -87,7 +87,9 @@ TEST(CudaNoGpu, MatmulPrecisionSetting) {
   EXPECT_EQ(get_float32_matmul_precision(), "highest");
   set_float32_matmul_precision("medium");
   EXPECT_TRUE(cuda::allow_tf32());
-  EXPECT_EQ(get_float32_matmul_precision(), "high");
+  EXPECT_EQ(get_float32_matmul_precision(), "medium");
+  cuda::set_allow_tf32(true); // (already allowed: stays "medium")
+  EXPECT_EQ(get_float32_matmul_precision(), "medium");
   set_float32_matmul_precision("highest");
   EXPECT_FALSE(cuda::allow_tf32());
   EXPECT_EMBER_ERROR(set_float32_matmul_precision("fast"),
