@@ -242,6 +242,11 @@ def summarize(rounds, meta):
             parts.append(f"compiled vs torch.compile {tc / ec:.2f}x")
         if ec and ee:
             parts.append(f"compiled vs ember eager {ee / ec:.2f}x")
+        er = get(wl, "ember_replay")
+        if er and tc:
+            parts.append(f"replay mode vs torch.compile {tc / er:.2f}x")
+        if er and ee:
+            parts.append(f"replay mode vs ember eager {ee / er:.2f}x")
         if ee and te:
             parts.append(f"ember eager vs torch eager {te / ee:.2f}x")
         gemms = get("mlp_gemms", "ember_eager")

@@ -1031,6 +1031,15 @@ std::vector<OutputRecipe> Session::finish(const std::vector<Tensor> &outs) {
          fresh(last_input_tensors_.at(size_t(r.index)))))
       replay_blocker_ = "it returns a tensor it created outside the graph "
                         "(a factory's result)";
+  // A tensor it made outside the graph from host values (a factory's
+  // result: Adam's bias corrections under compile, Note [Compiled optimizer
+  // steps]) would keep the first call's values in every replay.
+  for (const ir::Input &in : last_inputs_)
+    if (in.kind == ir::InputKind::Lifted && in.fresh)
+      replay_blocker_ = "it reads a tensor it created outside the graph (a "
+                        "factory's result, such as an optimizer's step-"
+                        "dependent factors: a replay would reuse the first "
+                        "call's values)";
   for (const ir::Mutation &m : last_mutations_)
     if (fresh(last_input_tensors_.at(size_t(m.input))))
       replay_blocker_ = "it writes into a tensor it created outside the "
@@ -1039,6 +1048,9 @@ std::vector<OutputRecipe> Session::finish(const std::vector<Tensor> &outs) {
     replay_blocker_ = "it draws random numbers (each call reads the "
                       "generator's state anew; a replay would repeat the "
                       "first call's numbers)";
+  // (last: the reason of the code that knows it reads state)
+  if (!no_replay_.empty())
+    replay_blocker_ = no_replay_;
   return recipes;
 }
 
@@ -1480,6 +1492,10 @@ void install_capture() {
     ember::detail::capture_after_backward_fn = [] {
       if (Session *s = Session::current())
         s->take_real_grads();
+    };
+    ember::detail::capture_no_replay_fn = [](const char *why) {
+      if (Session *s = Session::current())
+        s->set_no_replay(why);
     };
   });
 }

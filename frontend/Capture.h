@@ -272,6 +272,9 @@ public:
   /// would hand out or change the same tensor again), or it draws random
   /// numbers. Set by finish().
   const std::string &replay_blocker() const { return replay_blocker_; }
+  /// no_replay()'s hook (eager/Capturing.h): this call is not replayed,
+  /// for `why`.
+  void set_no_replay(const char *why) { no_replay_ = why; }
   /// The last graph's JointReplay when it made a CompiledFunctionBackward
   /// node (a training graph), else none.
   const std::optional<JointReplay> &last_joint() const { return last_joint_; }
@@ -409,6 +412,8 @@ private:
   /// "" when it does not.
   std::string backward_error_;
   std::optional<JointReplay> last_joint_; ///< last_joint()
+  /// Why this call must not be replayed (no_replay() in eager/Capturing.h).
+  std::string no_replay_;
   /// The real tensors that capture tensors of this graph stand for and
   /// that require grad (each capture tensor's CaptureInput leads to one):
   /// where the backward trace is cut, and the node's next edges.

@@ -83,16 +83,19 @@ struct CompileOptions {
   /// The caller declares the function pure in its tensors (its ops depend
   /// only on its arguments' metadata and its non-tensor arguments): after the
   /// first capture of a guard set, calls run the cached program without
-  /// running the function (the lowest overhead, like CUDA graphs). Tensors
-  /// the function creates itself are then constants, and so are the tensors
-  /// it reads from outside its arguments (captured tensors, parameters): a
-  /// write into them is seen, a captured variable reassigned to another
-  /// tensor is not (make a new compiled function then). A module switched
-  /// between train() and eval() makes every call capture again. Training
-  /// graphs replay too (Note [Replaying training graphs] in
+  /// running the function (the lowest overhead, like CUDA graphs). The
+  /// tensors it reads from outside its arguments (captured tensors,
+  /// parameters) are then the same tensors: a write into them is seen, a
+  /// captured variable reassigned to another tensor is not (make a new
+  /// compiled function then); a call that reads a tensor it made itself
+  /// from host values (a factory's result) is captured every time. A module
+  /// switched between train() and eval() makes every call capture again.
+  /// Training graphs replay too (Note [Replaying training graphs] in
   /// frontend/Frontend.cpp): a replay's outputs get their
-  /// CompiledFunctionBackward node as the capture's did; a parameter frozen
-  /// or unfrozen (requires_grad) makes the next call capture again.
+  /// CompiledFunctionBackward node as the capture's did; a parameter frozen,
+  /// unfrozen or converted makes the next call capture again. A call that
+  /// runs an optimizer's step is never replayed (it reads each call's
+  /// gradients). explain() says why a call is not replayed.
   EMBER_ARG(bool, replay) = false;
   /// In replay mode on CUDA, replays launch the program as one CUDA graph
   /// (torch.compile's mode="reduce-overhead"), captured at the first

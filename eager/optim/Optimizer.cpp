@@ -1,5 +1,6 @@
 #include "eager/optim/Optimizer.h"
 
+#include "eager/Capturing.h"
 #include "eager/autograd/GradMode.h"
 #include "eager/generated/Functions.h"
 
@@ -170,6 +171,10 @@ Tensor run_closure(const Optimizer::LossClosure &closure) {
 }
 
 const Tensor &checked_grad(const Tensor &p) {
+  // A step reads each parameter's .grad of this call (zero_grad() sets them
+  // to None, backward makes new ones) and makes its state on its first call:
+  // replay mode, which would read the first call's tensors, captures it.
+  no_replay(ember::detail::kStepReadsGrads);
   const Tensor &g = p.grad();
   EMBER_CHECK(!g.defined() || g.sizes() == p.sizes(), "a parameter of shape ",
               p.sizes(), " has a gradient of shape ", g.sizes(),

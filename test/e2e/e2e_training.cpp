@@ -1096,6 +1096,50 @@ TEST(E2ETraining, CompiledOptimizerSteps) {
   }
 }
 
+// Optimizer steps in replay mode equal eager's: a step reads each
+// parameter's .grad (new tensors after every zero_grad() and backward),
+// makes its state on its first call, and Adam's step-dependent factors are
+// tensors it makes at each call (Note [Compiled optimizer steps]); a replay
+// would reuse the first call's (found after replayed steps gave stale
+// updates), so steps are captured at every call and explain() says why.
+TEST(E2ETraining, ReplayedOptimizerStepsEqualEager) {
+  StayOnCpu cpu("the optimizers step CPU parameters");
+  for (bool adam : {false, true}) {
+    SCOPED_TRACE(adam ? "AdamW" : "SGD momentum");
+    auto make = [] {
+      manual_seed(17);
+      return nn::Sequential(nn::Linear(4, 8), nn::Tanh(), nn::Linear(8, 2));
+    };
+    nn::Sequential me = make(), mc = make();
+    auto opt = [&](std::vector<Tensor> p) -> std::unique_ptr<optim::Optimizer> {
+      if (adam)
+        return std::make_unique<optim::AdamW>(
+            p, optim::AdamWOptions(1e-2).weight_decay(0.1));
+      return std::make_unique<optim::SGD>(
+          p, optim::SGDOptions(0.05).momentum(0.9));
+    };
+    auto oe = opt(me->parameters()), oc = opt(mc->parameters());
+    auto step = compile([&] { oc->step(); }, CompileOptions().replay(true));
+    Tensor x = random({6, 4}, kFloat, 192);
+    for (int i = 0; i < 5; ++i) {
+      oe->zero_grad();
+      oc->zero_grad();
+      me->forward(x).pow(2).sum().backward();
+      mc->forward(x).pow(2).sum().backward();
+      oe->step();
+      step();
+      auto pe = me->parameters(), pc = mc->parameters();
+      for (size_t k = 0; k < pe.size(); ++k)
+        EXPECT_TRUE(same(pc[k].detach(), pe[k].detach()))
+            << "step " << i << " param " << k;
+    }
+    bool said = false;
+    for (const std::string &r : step.explain().eager_reasons)
+      said = said || contains(r, "reads each parameter's current .grad");
+    EXPECT_TRUE(said) << step.explain();
+  }
+}
+
 TEST(E2ETraining, ResidualMlpMemoryFallsWithTheBudget) {
   // 64 layers h = h + relu(linear(h)): the memory a training step holds
   // between forward and backward and the step's measured peak fall as the
