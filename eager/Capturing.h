@@ -36,6 +36,10 @@ inline void no_replay(const char *why) {
 }
 
 namespace detail {
+/// no_replay()'s reason for a read of a defined .grad (Tensor::grad()).
+inline constexpr const char *kReadsGrad =
+    "it reads a tensor's .grad (a new tensor after every zero_grad() and "
+    "backward): a replay would read the first call's";
 /// no_replay()'s reason for the optimizers' steps.
 inline constexpr const char *kStepReadsGrads =
     "an optimizer's step reads each parameter's current .grad (a new tensor "

@@ -1001,6 +1001,7 @@ std::vector<OutputRecipe> Session::finish(const std::vector<Tensor> &outs) {
     }
     CaptureMeta *root = m->root();
     r.chain = m->chain;
+    r.requires_grad = outs[i].requires_grad();
     if (root->real.defined()) {
       r.kind = OutputRecipe::Kind::Input;
       r.index = root->input;

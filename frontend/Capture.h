@@ -167,6 +167,10 @@ struct OutputRecipe {
   int index = -1; ///< graph output / graph input / tensor argument index
   Tensor fixed;   ///< Fixed: a real tensor returned as is
   std::vector<ViewStep> chain; ///< view ops applied after
+  /// Whether the output required grad when captured: a replay rebuilds a
+  /// view without autograd when it did not (a view made under NoGradGuard,
+  /// or a detach(), of an argument that requires grad).
+  bool requires_grad = true;
 };
 
 class Program; // frontend/Executor.h

@@ -94,8 +94,9 @@ struct CompileOptions {
   /// frontend/Frontend.cpp): a replay's outputs get their
   /// CompiledFunctionBackward node as the capture's did; a parameter frozen,
   /// unfrozen or converted makes the next call capture again. A call that
-  /// runs an optimizer's step is never replayed (it reads each call's
-  /// gradients). explain() says why a call is not replayed.
+  /// reads a tensor's .grad (an optimizer's step does) is never replayed:
+  /// each backward makes new gradients. explain() says why a call is not
+  /// replayed.
   EMBER_ARG(bool, replay) = false;
   /// In replay mode on CUDA, replays launch the program as one CUDA graph
   /// (torch.compile's mode="reduce-overhead"), captured at the first

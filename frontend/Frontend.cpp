@@ -754,7 +754,13 @@ std::vector<Tensor> apply_recipes(const std::vector<OutputRecipe> &recipes,
       t = graph_outputs.at(r.index);
       break;
     }
-    out.push_back(frontend::replay_views(t, r.chain));
+    if (r.requires_grad) {
+      out.push_back(frontend::replay_views(t, r.chain));
+    } else {
+      // (made under no_grad or by detach() when captured: no history)
+      NoGradGuard no_grad;
+      out.push_back(frontend::replay_views(t, r.chain));
+    }
     // A view of what its chain starts from, as the capture made it (a
     // probe found replayed views of arguments that were not views).
     if (!r.chain.empty() && t.defined())

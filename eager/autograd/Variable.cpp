@@ -1,4 +1,5 @@
 #include "eager/autograd/Variable.h"
+#include "eager/Capturing.h"
 #include "eager/autograd/BuiltinNodes.h"
 #include "eager/autograd/Engine.h"
 #include "eager/autograd/GradMode.h"
@@ -304,6 +305,8 @@ const Tensor &Tensor::requires_grad_(bool r) const {
 const Tensor &Tensor::grad() const {
   static const Tensor undefined;
   AutogradMeta *m = get_meta(*this);
+  if (m && m->grad_.defined())
+    no_replay(ember::detail::kReadsGrad);
   return m ? m->grad_ : undefined;
 }
 

@@ -174,8 +174,8 @@ const Tensor &checked_grad(const Tensor &p) {
   // A step reads each parameter's .grad of this call (zero_grad() sets them
   // to None, backward makes new ones) and makes its state on its first call:
   // replay mode, which would read the first call's tensors, captures it.
-  no_replay(ember::detail::kStepReadsGrads);
   const Tensor &g = p.grad();
+  no_replay(ember::detail::kStepReadsGrads); // (after grad()'s own reason)
   EMBER_CHECK(!g.defined() || g.sizes() == p.sizes(), "a parameter of shape ",
               p.sizes(), " has a gradient of shape ", g.sizes(),
               "; an optimizer needs gradients of the parameter's shape");

@@ -631,6 +631,60 @@ TEST(E2ETraining, ReplayProbeFindings) {
     }
     EXPECT_GE(f.explain().cache_hits, 1) << f.explain();
   }
+  {
+    // (a second probe) A detach() of an argument, or a view of it made
+    // under NoGradGuard, does not require grad in a replay either: no
+    // gradient flows through it, and writing into the detached tensor
+    // writes the argument without raising.
+    auto fn = [](const Tensor &x) {
+      Tensor v;
+      {
+        NoGradGuard g;
+        v = x.t();
+      }
+      return std::make_tuple(x.detach(), v, x * 2);
+    };
+    auto f = compile(fn, CompileOptions().replay(true));
+    for (int call = 0; call < 3; ++call) {
+      SCOPED_TRACE("detach, call " + std::to_string(call));
+      Tensor x = random({2, 3}, kDouble, 90 + call).requires_grad_();
+      auto [d, v, y] = f(x);
+      EXPECT_FALSE(d.requires_grad());
+      EXPECT_FALSE(v.requires_grad());
+      EXPECT_TRUE(v.is_view());
+      EXPECT_TRUE(y.requires_grad());
+      EXPECT_EMBER_ERROR(d.sum().backward(), "does not require grad");
+      Tensor before = x.detach().clone();
+      d.add_(1);
+      EXPECT_TRUE(same(x.detach(), before + 1));
+    }
+    EXPECT_GE(f.explain().cache_hits, 2) << f.explain();
+  }
+  {
+    // (the second probe) A step written by hand that reads a parameter's
+    // .grad, a new tensor after each backward, is not replayed either.
+    Tensor w = random({3}, kDouble, 95).requires_grad_();
+    Tensor we = w.detach().clone().requires_grad_();
+    auto update = [](const Tensor &p) {
+      NoGradGuard g;
+      p.sub_(p.grad() * 0.1);
+    };
+    auto step = compile([&] { update(w); }, CompileOptions().replay(true));
+    for (int s = 0; s < 4; ++s) {
+      Tensor g = random({3}, kDouble, 96 + s);
+      w.mutable_grad() = Tensor();
+      we.mutable_grad() = Tensor();
+      (w * g).sum().backward();
+      (we * g).sum().backward();
+      step();
+      update(we);
+      EXPECT_TRUE(same(w.detach(), we.detach())) << "step " << s;
+    }
+    bool said = false;
+    for (const std::string &r : step.explain().eager_reasons)
+      said = said || contains(r, "reads a tensor's .grad");
+    EXPECT_TRUE(said) << step.explain();
+  }
   for (bool rg : {false, true}) {
     SCOPED_TRACE(rg ? "W requires grad" : "W without grad");
     auto make = [&] { return ones({3}, kDouble).requires_grad_(rg); };
