@@ -5,6 +5,7 @@
 #include "runtime/Error.h"
 #include "runtime/Logging.h"
 
+#include <llvm/Analysis/ValueTracking.h>
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
@@ -12,6 +13,8 @@
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/DiagnosticInfo.h>
 #include <llvm/IR/DiagnosticPrinter.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Verifier.h>
@@ -21,7 +24,9 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
+#include <llvm/Transforms/Utils/BasicBlockUtils.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -148,6 +153,84 @@ void *CpuJit::load_cached(const std::string &key, const std::string &entry,
   return add_object(entry, object->data(), object->size());
 }
 
+// Note [Streaming stores]
+// A kernel writing a large fresh buffer pays for each cache line twice
+// over: a store to a line not in cache first reads it from memory (to own
+// it), then writes it back. A streaming (non-temporal) store writes the
+// line without reading it: y = 2x over 64 MiB of floats, 2 threads on the
+// 2-core VM, 4.7-5.0 ms with stores, 2.9-3.9 ms streaming (bench/results/
+// streaming_stores.md has the kernels' numbers). So the emitters name the
+// outputs worth it (KernelModule::streamed: a full output written once,
+// not in place of an input nor holding a row cache, of at least
+// kStreamBytes, too large for the caches to give it back to the next
+// kernel), and after O3 each vector store into one of them in the
+// vectorized loops becomes
+//   if (address % vector bytes == 0) streaming store, else the store,
+// since x86's streaming vector stores fault on unaligned addresses and
+// LLVM cannot prove the alignment of rows and thread chunks. In the
+// steady state every store takes the same side, so the branch costs about
+// nothing. Streaming stores are weakly ordered: the kernel ends with an
+// sfence, so the thread that ran it publishes finished data when it
+// signals the pool. Only x86 hosts; elsewhere kernels store as before.
+namespace {
+/// The `ptrs` slot (the entry's first argument) `p` was loaded from, or -1.
+int slot_of(llvm::Value *p, llvm::Function &f, const llvm::DataLayout &dl) {
+  auto *base = llvm::dyn_cast<llvm::LoadInst>(llvm::getUnderlyingObject(p));
+  if (!base)
+    return -1;
+  int64_t offset = 0;
+  llvm::Value *slots = llvm::GetPointerBaseWithConstantOffset(
+      base->getPointerOperand(), offset, dl);
+  if (slots != f.getArg(0) || offset % 8 != 0)
+    return -1;
+  return int(offset / 8);
+}
+
+void stream_stores(llvm::Function &f, const std::vector<int> &streamed) {
+  const llvm::DataLayout &dl = f.getParent()->getDataLayout();
+  std::vector<llvm::StoreInst *> stores;
+  for (llvm::BasicBlock &bb : f)
+    for (llvm::Instruction &i : bb)
+      if (auto *st = llvm::dyn_cast<llvm::StoreInst>(&i);
+          st && st->getValueOperand()->getType()->isVectorTy() &&
+          std::find(streamed.begin(), streamed.end(),
+                    slot_of(st->getPointerOperand(), f, dl)) != streamed.end())
+        stores.push_back(st);
+  if (stores.empty())
+    return;
+  llvm::LLVMContext &ctx = f.getContext();
+  llvm::MDNode *nt = llvm::MDNode::get(
+      ctx, llvm::ConstantAsMetadata::get(
+               llvm::ConstantInt::get(llvm::Type::getInt32Ty(ctx), 1)));
+  for (llvm::StoreInst *st : stores) {
+    uint64_t bytes = dl.getTypeStoreSize(st->getValueOperand()->getType());
+    if (bytes != 16 && bytes != 32 && bytes != 64)
+      continue;
+    if (st->getAlign().value() >= bytes) {
+      st->setMetadata(llvm::LLVMContext::MD_nontemporal, nt);
+      continue;
+    }
+    llvm::IRBuilder<> b(st);
+    llvm::Value *addr =
+        b.CreatePtrToInt(st->getPointerOperand(), b.getInt64Ty());
+    llvm::Value *aligned =
+        b.CreateICmpEQ(b.CreateAnd(addr, b.getInt64(bytes - 1)), b.getInt64(0));
+    llvm::Instruction *then_term = nullptr, *else_term = nullptr;
+    llvm::SplitBlockAndInsertIfThenElse(aligned, st, &then_term, &else_term);
+    auto *streaming = llvm::cast<llvm::StoreInst>(st->clone());
+    streaming->setAlignment(llvm::Align(bytes));
+    streaming->setMetadata(llvm::LLVMContext::MD_nontemporal, nt);
+    streaming->insertBefore(then_term);
+    st->moveBefore(else_term);
+  }
+  llvm::Function *sfence = llvm::Intrinsic::getDeclaration(
+      f.getParent(), llvm::Intrinsic::x86_sse_sfence);
+  for (llvm::BasicBlock &bb : f)
+    if (auto *ret = llvm::dyn_cast<llvm::ReturnInst>(bb.getTerminator()))
+      llvm::CallInst::Create(sfence, "", ret);
+}
+} // namespace
+
 void *CpuJit::compile(KernelModule k, const std::string &entry,
                       const std::string &key, std::string *ir) {
   const std::string *outer = tls_compiling;
@@ -188,6 +271,9 @@ void *CpuJit::compile(KernelModule k, const std::string &entry,
   llvm::ModulePassManager mpm =
       pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   mpm.run(m, mam);
+  if (!k.streamed.empty() && tm_->getTargetTriple().isX86())
+    if (llvm::Function *f = m.getFunction(entry))
+      stream_stores(*f, k.streamed);
   if (ir) {
     llvm::raw_string_ostream os(*ir);
     m.print(os, nullptr);

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace llvm {
 class TargetMachine;
@@ -25,6 +26,10 @@ namespace ember::codegen {
 struct KernelModule {
   std::unique_ptr<llvm::LLVMContext> ctx;
   std::unique_ptr<llvm::Module> module;
+  /// The slots of the entry's `ptrs` (its first argument) whose buffers
+  /// are written with streaming stores where aligned (Note [Streaming
+  /// stores] in CpuJit.cpp).
+  std::vector<int> streamed;
 };
 
 class CpuJit {

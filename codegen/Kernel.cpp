@@ -266,6 +266,17 @@ void run_points(CompiledKernel::Fn f, int64_t numel, int64_t point_work,
                 char **ptrs) {
   if (numel == 0)
     return;
+  if (point_work == 1) {
+    // Pointwise: threads take runs of whole 64-byte blocks of a float
+    // output, so each thread's vector stores stay aligned (Note [Streaming
+    // stores] in CpuJit.cpp).
+    constexpr int64_t kBlock = 16;
+    parallel_for(0, (numel + kBlock - 1) / kBlock, kGrainSize / kBlock,
+                 [&](int64_t b, int64_t e) {
+                   f(ptrs, b * kBlock, std::min(e * kBlock, numel));
+                 });
+    return;
+  }
   parallel_for(
       0, numel,
       std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, point_work)),
@@ -423,6 +434,20 @@ public:
     return entry;
   }
 
+  /// The outputs (their `ptrs` slots) worth streaming stores (Note
+  /// [Streaming stores] in CpuJit.cpp): full, written once, not in place of
+  /// an input, of at least kStreamBytes.
+  std::vector<int> streamed() const {
+    std::vector<int> out;
+    for (size_t o = 0; o < k_.outputs.size(); ++o) {
+      int v = k_.outputs[o];
+      if (k_.is_full(v) && !in_place(o) && !holds_row_cache(o) &&
+          k_.numel() * int64_t(elementSize(k_.dtype(v))) >= kStreamBytes)
+        out.push_back(int(o));
+    }
+    return out;
+  }
+
   llvm::Function *emit(const std::string &name) {
     llvm::BasicBlock *entry = begin_function(name);
     LValue *end = fn_->getArg(2);
@@ -456,6 +481,16 @@ public:
   }
 
 protected:
+  /// Outputs smaller than this are stored as usual: the next kernel may
+  /// find them in the caches (4 MiB of L2 per core on the VM).
+  static constexpr int64_t kStreamBytes = int64_t(16) << 20;
+  bool in_place(size_t o) const {
+    return o < k_.output_inputs.size() && k_.output_inputs[o] >= 0;
+  }
+  /// Whether output o also holds a row cache (Note [Row cache]): written
+  /// twice, read between.
+  virtual bool holds_row_cache(size_t) const { return false; }
+
   /// The lanes every kernel loop asks the loop vectorizer for: 16 floats,
   /// one AVX-512 register or two AVX2 ones. Left to itself, the cost model
   /// (which targets 256-bit vectors on this host) takes 8, or 4 for a fold
@@ -535,8 +570,10 @@ protected:
   /// blocks). `vectorize_width`: ask the loop vectorizer for that many lanes (a
   /// fold of floats into a double: its cost model would take 4, the
   /// double's lanes, and run the float math feeding it at half width).
+  /// `unroll` false keeps the loop a loop.
   void loop(LValue *count, const std::function<void(LValue *)> &body,
-            unsigned vectorize_width = 0, const std::string &name = "loop") {
+            unsigned vectorize_width = 0, const std::string &name = "loop",
+            bool unroll = true) {
     auto *i64 = b_.getInt64Ty();
     llvm::BasicBlock *pre = b_.GetInsertBlock();
     auto *l = llvm::BasicBlock::Create(ctx_, name, fn_);
@@ -550,11 +587,17 @@ protected:
     iv->addIncoming(next, b_.GetInsertBlock());
     llvm::BranchInst *br =
         b_.CreateCondBr(b_.CreateICmpSLT(next, count), l, done);
+    std::vector<llvm::Metadata *> ops = {nullptr};
     if (vectorize_width) {
       llvm::Metadata *width[] = {
           llvm::MDString::get(ctx_, "llvm.loop.vectorize.width"),
           llvm::ConstantAsMetadata::get(b_.getInt32(vectorize_width))};
-      llvm::Metadata *ops[] = {nullptr, llvm::MDNode::get(ctx_, width)};
+      ops.push_back(llvm::MDNode::get(ctx_, width));
+    }
+    if (!unroll)
+      ops.push_back(llvm::MDNode::get(
+          ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")}));
+    if (ops.size() > 1) {
       llvm::MDNode *md = llvm::MDNode::getDistinct(ctx_, ops);
       md->replaceOperandWith(0, md);
       br->setMetadata(llvm::LLVMContext::MD_loop, md);
@@ -802,20 +845,22 @@ public:
       if (k_.is_full(k_.outputs[o]))
         full_outputs.push_back(o);
     if (!full_outputs.empty())
-      points([&](const std::vector<LValue *> &off, LValue *t) {
-        // Every result is computed before any is stored: a result written
-        // in place of an input must not be read back as that input.
-        std::vector<LValue *> vals(k_.values.size(), nullptr);
-        std::vector<LValue *> results;
-        for (size_t o : full_outputs)
-          results.push_back(eval(k_.outputs[o], vals, off, t));
-        for (size_t i = 0; i < full_outputs.size(); ++i) {
-          size_t o = full_outputs[i];
-          ScalarType dt = k_.dtype(k_.outputs[o]);
-          store(dt, results[i],
-                b_.CreateInBoundsGEP(memory_type(dt), base_[o], off[o]));
-        }
-      });
+      points(
+          [&](const std::vector<LValue *> &off, LValue *t) {
+            // Every result is computed before any is stored: a result written
+            // in place of an input must not be read back as that input.
+            std::vector<LValue *> vals(k_.values.size(), nullptr);
+            std::vector<LValue *> results;
+            for (size_t o : full_outputs)
+              results.push_back(eval(k_.outputs[o], vals, off, t));
+            for (size_t i = 0; i < full_outputs.size(); ++i) {
+              size_t o = full_outputs[i];
+              ScalarType dt = k_.dtype(k_.outputs[o]);
+              store(dt, results[i],
+                    b_.CreateInBoundsGEP(memory_type(dt), base_[o], off[o]));
+            }
+          },
+          kLanes);
     for_each_t([&](LValue *t) {
       for (size_t o = 0; o < k_.outputs.size(); ++o) {
         int v = k_.outputs[o];
@@ -920,15 +965,19 @@ private:
   void allocate_arrays() {
     arrays_.assign(k_.values.size(), nullptr);
     accs_.assign(k_.values.size(), nullptr);
+    partials_.assign(k_.values.size(), nullptr);
     for (size_t v = 0; v < k_.values.size(); ++v) {
       if (k_.is_full(int(v)) ||
           k_.values[v].kind == KernelSpec::Value::Kind::Constant)
         continue;
       arrays_[v] = b_.CreateAlloca(register_type(k_.dtype(int(v))),
                                    b_.getInt64(kRun), "r" + std::to_string(v));
-      if (k_.is_reduce(int(v)))
+      if (k_.is_reduce(int(v))) {
         accs_[v] = b_.CreateAlloca(acc_type(step_of(int(v))), b_.getInt64(kRun),
                                    "acc" + std::to_string(v));
+        partials_[v] = b_.CreateAlloca(b_.getFloatTy(), nullptr,
+                                       "part" + std::to_string(v));
+      }
     }
   }
 
@@ -954,9 +1003,13 @@ private:
 
   /// Every point of the block: loops over the reduced dims, then (a run)
   /// over the block's kept points, innermost.
+  /// With `flush` (a row block with a reduced dim), the innermost reduced loop
+  /// runs in chunks of kChunk points, calling `flush` after each (Note [Blocked
+  /// float sums]).
   void points(
       const std::function<void(const std::vector<LValue *> &, LValue *)> &body,
-      unsigned vectorize_width = 0) {
+      unsigned vectorize_width = 0,
+      const std::function<void()> &flush = nullptr) {
     std::function<void(size_t, std::vector<LValue *>)> level =
         [&](size_t r, std::vector<LValue *> off) {
           if (r == red_.size()) {
@@ -977,23 +1030,48 @@ private:
           }
           size_t d = size_t(red_[r]);
           LValue *outer = ridx_;
-          loop(
-              b_.getInt64(size_[d]),
-              [&](LValue *x) {
-                // The point's linear index over the reduced dims (the row
-                // cache's index).
-                ridx_ = outer
-                            ? b_.CreateAdd(
-                                  b_.CreateMul(outer, b_.getInt64(size_[d])), x)
-                            : x;
-                std::vector<LValue *> o = off;
-                for (size_t op = 0; op < nops_; ++op)
-                  if (int64_t st = stride_[op][d])
-                    o[op] =
-                        b_.CreateAdd(off[op], b_.CreateMul(x, b_.getInt64(st)));
-                level(r + 1, o);
-              },
-              !run_ && r + 1 == red_.size() ? vectorize_width : 0);
+          bool chunked = flush && !run_ && r + 1 == red_.size();
+          LValue *first = nullptr; // the chunk's first point
+          auto point = [&](LValue *x) {
+            if (first)
+              x = b_.CreateAdd(first, x, "", true, true);
+            // The point's linear index over the reduced dims (the row
+            // cache's index).
+            ridx_ = outer ? b_.CreateAdd(
+                                b_.CreateMul(outer, b_.getInt64(size_[d])), x)
+                          : x;
+            std::vector<LValue *> o = off;
+            for (size_t op = 0; op < nops_; ++op)
+              if (int64_t st = stride_[op][d])
+                o[op] = b_.CreateAdd(off[op], b_.CreateMul(x, b_.getInt64(st)));
+            level(r + 1, o);
+          };
+          unsigned width = !run_ && r + 1 == red_.size() ? vectorize_width : 0;
+          if (!chunked || size_[d] <= kChunk) {
+            // A short vectorized loop stays a loop: fully unrolled before
+            // the vectorizer saw it (rows of up to 64 floats), its fold
+            // became one serial chain of scalar adds. Longer ones gain from
+            // the unroller (layer_norm over rows of 4096: 1.55x -> 1.75x
+            // eager's speed).
+            loop(b_.getInt64(size_[d]), point, width, "loop",
+                 width == 0 || size_[d] > kShortRow);
+            if (chunked)
+              flush();
+          } else {
+            int64_t chunks = (size_[d] + kChunk - 1) / kChunk;
+            loop(
+                b_.getInt64(chunks),
+                [&](LValue *c) {
+                  first = b_.CreateMul(c, b_.getInt64(kChunk), "", true, true);
+                  LValue *n = b_.CreateSub(b_.getInt64(size_[d]), first);
+                  n = b_.CreateSelect(b_.CreateICmpSLT(n, b_.getInt64(kChunk)),
+                                      n, b_.getInt64(kChunk));
+                  loop(n, point, width, "chunk");
+                  first = nullptr;
+                  flush();
+                },
+                0, "chunks", /*unroll=*/false);
+          }
           ridx_ = outer;
         };
     ridx_ = nullptr;
@@ -1048,6 +1126,10 @@ private:
   static constexpr int64_t kRowCache = 8192;
   static constexpr unsigned kExpensive = 24;
 
+  bool holds_row_cache(size_t o) const override {
+    return std::find(row_output_.begin(), row_output_.end(), int(o)) !=
+           row_output_.end();
+  }
   /// Whether value v has a row cache (Note [Row cache]).
   bool cached(int v) const {
     return rows_[size_t(v)] || row_output_[size_t(v)] >= 0;
@@ -1226,6 +1308,23 @@ private:
     return cast(a, s.acc_dtype(), s.out);
   }
 
+  // Note [Blocked float sums]
+  // A sum of float, float16 or bfloat16 values accumulates in double, as
+  // eager's sum does; but widening every element costs the vectorized row
+  // loop more than its memory traffic (layer_norm's forward over rows of
+  // 4096 floats, one thread on the 2-core VM: 20 ms against eager's 15 ms).
+  // So in a row block (the innermost dim reduced) the innermost reduced
+  // loop runs in chunks of kChunk points: each chunk sums in float, with
+  // the vectorizer's partial sums per lane (reassociated, as the double
+  // loop is), and the chunk's sum is added to the double accumulator. The
+  // work per element is float's, and the rounding error of the float
+  // partials grows with kChunk / lanes (16 additions each), not with the
+  // row's length; the rest is double's, so a row of 2^24 floats loses no
+  // more than a row of 1024 (test CpuCodegen.LongFloatSumsAreBlocked). A
+  // run block (a column of kept points) keeps one double per point.
+  static constexpr int64_t kChunk = 1024;
+  static constexpr int64_t kShortRow = 256;
+
   /// Folds reduce step v over the block: its accumulators start at the
   /// fold's identity, then one loop over the block's points.
   void fold(int v) {
@@ -1234,6 +1333,30 @@ private:
     for_each_t([&](LValue *t) {
       b_.CreateStore(init(s), b_.CreateInBoundsGEP(aty, accs_[size_t(v)], t));
     });
+    if (!run_ && !red_.empty() && s.sums() &&
+        s.acc_dtype() == ScalarType::Double &&
+        register_type(s.in) == b_.getFloatTy()) {
+      // Note [Blocked float sums]: a float partial, flushed per chunk.
+      llvm::Type *fty = b_.getFloatTy();
+      llvm::AllocaInst *part = partials_[size_t(v)];
+      LValue *zero = llvm::ConstantFP::get(fty, 0.0);
+      b_.CreateStore(zero, part);
+      LValue *acc = accs_[size_t(v)]; // t is 0 in a row block
+      points(
+          [&](const std::vector<LValue *> &off, LValue *t) {
+            std::vector<LValue *> vals(k_.values.size(), nullptr);
+            int arg = s.args[0];
+            LValue *x = cast(eval(arg, vals, off, t), k_.dtype(arg), s.in);
+            b_.CreateStore(combine(s, b_.CreateLoad(fty, part), x), part);
+          },
+          kLanes,
+          [&] {
+            LValue *sum = b_.CreateFPExt(b_.CreateLoad(fty, part), aty);
+            b_.CreateStore(combine(s, b_.CreateLoad(aty, acc), sum), acc);
+            b_.CreateStore(zero, part);
+          });
+      return;
+    }
     points(
         [&](const std::vector<LValue *> &off, LValue *t) {
           std::vector<LValue *> vals(k_.values.size(), nullptr);
@@ -1257,8 +1380,9 @@ private:
   std::vector<int> reduces_;
   std::vector<int> stage_;
   std::vector<llvm::AllocaInst *> arrays_, accs_;
-  std::vector<llvm::AllocaInst *> rows_; // Note [Row cache]
-  std::vector<int> row_output_;          // the output holding it, or -1
+  std::vector<llvm::AllocaInst *> partials_; // Note [Blocked float sums]
+  std::vector<llvm::AllocaInst *> rows_;     // Note [Row cache]
+  std::vector<int> row_output_;              // the output holding it, or -1
   std::vector<int> first_phase_;
   int phase_ = 0;
   LValue *ridx_ = nullptr;
@@ -1455,8 +1579,10 @@ namespace {
 /// code emitted for a given spec changes, so that a disk cache written by an
 /// older ember is not loaded. 3: a number as the second operand of float16
 /// and bfloat16 mul and div keeps float precision. 5: split reductions
-/// cut their parts from the leading reduced dims merged.
-constexpr const char *kCodegenVersion = "codegen 5";
+/// cut their parts from the leading reduced dims merged. 6: float sums
+/// of a row block sum chunks in float (Note [Blocked float sums]); large
+/// outputs are written with streaming stores (Note [Streaming stores]).
+constexpr const char *kCodegenVersion = "codegen 6";
 
 /// The kernel of `spec` from the in-process cache, else made by `make` (and
 /// timed) and cached under `key`.
@@ -1508,10 +1634,15 @@ CompiledKernel compile_single(const KernelSpec &spec, const std::string &key,
     k.origin = why.find("disk cache entry") == 0 ? "compiled (" + why + ")"
                                                  : "compiled";
     KernelModule km = jit.new_module(k.name);
-    if (spec.has_reduction())
-      ReductionEmitter(spec, km).emit(k.name);
-    else
-      Emitter(spec, km).emit(k.name);
+    if (spec.has_reduction()) {
+      ReductionEmitter e(spec, km);
+      e.emit(k.name);
+      km.streamed = e.streamed();
+    } else {
+      Emitter e(spec, km);
+      e.emit(k.name);
+      km.streamed = e.streamed();
+    }
     fn = jit.compile(std::move(km), k.name, disk_key,
                      options.keep_ir ? &k.llvm_ir : nullptr);
   }

@@ -22,6 +22,13 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 # %ember_gen: the build tree's generated files (ir/EmberOpExamples.mlir).
 config.substitutions.append(("%ember_gen", config.ember_gen_dir))
 
+# "x86": the host is x86, where CPU kernels use x86's streaming stores
+# (Note [Streaming stores]).
+import platform
+
+if platform.machine() in ("x86_64", "AMD64", "i686"):
+    config.available_features.add("x86")
+
 # "nvrtc": NVRTC loads here (the CUDA toolkit; no GPU needed), so the
 # rendered CUDA kernels can be compiled (test/lit/codegen/cuda-nvrtc.test).
 import subprocess

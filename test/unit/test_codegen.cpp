@@ -428,3 +428,130 @@ TEST(Codegen, NarrowIntegerConversionsOfFloatsAsEager) {
           << toString(from) << " -> " << toString(to);
     }
 }
+
+// Note [Blocked float sums]: a row's float sum runs in float over chunks of
+// kChunk points and adds each chunk's sum in double, so a long row loses no
+// more than a short one. A row of 2^22 values 1 + 2^-10 sums exactly in
+// double; summed in float per lane, each lane's partial passes 2^14 where
+// the spacing of floats (2^-9) can no longer hold the 2^-10, and every
+// further addition rounds the same way (about 1e-4 relative). Rows whose
+// length is no multiple of the chunk, a mean and float16 too: the float
+// partials cost a few ulps (below 5e-7 relative for positive values), as
+// PyTorch's float sums do.
+TEST(Codegen, LongFloatSumsAreBlocked) {
+  // The fold feeds a step (times one), so that one long row is not split
+  // into parts (Note [Split reductions]) but folded by one block.
+  auto row_fold = [](ReductionInfo::Kind fold, ScalarType dt, int64_t rows,
+                     int64_t n) {
+    KernelSpec k;
+    k.shape = {rows, n};
+    k.reduced = {false, true};
+    int x = k.input(dt, {n, 1});
+    int s = k.reduce(fold, x, dt, kDouble, dt);
+    int one = k.constant(dt, Scalar(1));
+    k.outputs = {k.step(op("ember::mul.Tensor"), {s, one}, {},
+                        dt == kDouble ? kDouble : kFloat, dt)};
+    return k;
+  };
+  // run() gives outputs of the kernel's shape: a fold's are its first rows.
+  auto folded = [&](ReductionInfo::Kind fold, const Tensor &x) {
+    Tensor out =
+        run(row_fold(fold, x.scalar_type(), x.size(0), x.size(1)), {x})[0];
+    return out.flatten().slice(0, 0, x.size(0));
+  };
+  const int64_t big = int64_t(1) << 22;
+  Tensor ones = full({1, big}, 1.0f + 1.0f / 1024);
+  EXPECT_EQ(folded(ReductionInfo::Sum, ones).item<float>(),
+            float(double(big) * (1.0 + 1.0 / 1024)));
+
+  for (int64_t n : {int64_t(1), int64_t(1000), int64_t(1024), int64_t(1025),
+                    int64_t(5000), int64_t(70001)}) {
+    SCOPED_TRACE(n);
+    Tensor x = random({3, n}, kFloat, 30 + uint64_t(n)).abs() + 1;
+    Tensor want = x.to(kDouble).sum(1);
+    EXPECT_TRUE(
+        allclose(folded(ReductionInfo::Sum, x).to(kDouble), want, 5e-7, 0));
+    EXPECT_TRUE(allclose(folded(ReductionInfo::Mean, x).to(kDouble),
+                         want / double(n), 5e-7, 0));
+    Tensor h = x.to(kHalf);
+    EXPECT_TRUE(bit_equal(folded(ReductionInfo::Sum, h),
+                          h.to(kDouble).sum(1).to(kHalf)));
+  }
+}
+
+// Note [Streaming stores] (codegen/CpuJit.cpp): a full output of at least 16
+// MiB, written once, is stored with streaming stores where its address is
+// aligned, and with plain stores where not; a small output, one written in
+// place of an input, or one holding a row cache is never streamed. The
+// results are the same whichever way each vector went.
+TEST(Codegen, LargeOutputsAreStreamedWhereAligned) {
+  auto streams = [](const CompiledKernel &c) {
+    return c.llvm_ir.find("!nontemporal") != std::string::npos;
+  };
+  // y = x * 3 + 1 over rows of 1031 (no multiple of the vector width, so
+  // most rows start unaligned), 4100 rows: 16.1 MiB of floats.
+  auto affine = [](int64_t rows, int64_t n, bool in_place) {
+    KernelSpec k;
+    k.shape = {rows, n};
+    int x = k.input(kFloat, {n, 1});
+    int three = k.constant(kFloat, Scalar(3.0));
+    int m = k.step(op("ember::mul.Tensor"), {x, three}, {}, kFloat, kFloat);
+    int one = k.constant(kFloat, Scalar(1.0));
+    k.outputs = {
+        k.step(op("ember::add.Tensor"), {m, one}, {Scalar(1)}, kFloat, kFloat)};
+    if (in_place)
+      k.output_inputs = {0};
+    return k;
+  };
+  codegen::CompileKernelOptions keep;
+  keep.keep_ir = true;
+  Tensor x = random({4100, 1031}, kFloat, 40);
+  Tensor want = x * 3 + 1;
+  CompiledKernel big = compile_kernel(affine(4100, 1031, false), keep);
+  EXPECT_TRUE(streams(big));
+  EXPECT_NE(big.llvm_ir.find("sfence"), std::string::npos);
+  for (int64_t shift : {0, 1, 3}) {
+    SCOPED_TRACE(shift); // the output's address, 4 * shift bytes past 64
+    Tensor buf = full({4100 * 1031 + 16}, -1.0f);
+    Tensor out = buf.slice(0, shift, shift + 4100 * 1031).view({4100, 1031});
+    std::vector<char *> ptrs{static_cast<char *>(out.data_ptr()),
+                             static_cast<char *>(x.data_ptr())};
+    big.run(ptrs.data());
+    EXPECT_TRUE(bit_equal(out, want));
+    EXPECT_EQ(buf[shift + 4100 * 1031].item<float>(), -1.0f);
+    if (shift > 0)
+      EXPECT_EQ(buf[shift - 1].item<float>(), -1.0f);
+  }
+  EXPECT_FALSE(streams(compile_kernel(affine(100, 1031, false), keep)));
+  EXPECT_FALSE(streams(compile_kernel(affine(4100, 1031, true), keep)));
+
+  // A reduction kernel's full output (x - mean(x) over rows of 4096) is
+  // streamed; softmax's, which holds the exps between its loops, is not.
+  KernelSpec c;
+  c.shape = {1025, 4096};
+  c.reduced = {false, true};
+  int cx = c.input(kFloat, {4096, 1});
+  int mean = c.reduce(ReductionInfo::Mean, cx, kFloat, kDouble, kFloat);
+  c.outputs = {
+      c.step(op("ember::sub.Tensor"), {cx, mean}, {Scalar(1)}, kFloat, kFloat)};
+  CompiledKernel centred = compile_kernel(c, keep);
+  EXPECT_TRUE(streams(centred));
+  Tensor r = random({1025, 4096}, kFloat, 41);
+  Tensor got = empty({1025, 4096});
+  std::vector<char *> rp{static_cast<char *>(got.data_ptr()),
+                         static_cast<char *>(r.data_ptr())};
+  centred.run(rp.data());
+  EXPECT_TRUE(allclose(got, r - r.mean(1, true), 1e-5, 1e-5));
+
+  KernelSpec s;
+  s.shape = {1025, 4096};
+  s.reduced = {false, true};
+  int sx = s.input(kFloat, {4096, 1});
+  int sm = s.reduce(ReductionInfo::Amax, sx, kFloat, kFloat, kFloat);
+  int sd =
+      s.step(op("ember::sub.Tensor"), {sx, sm}, {Scalar(1)}, kFloat, kFloat);
+  int se = s.step(op("ember::exp"), {sd}, {}, kFloat, kFloat);
+  int ss = s.reduce(ReductionInfo::Sum, se, kFloat, kDouble, kFloat);
+  s.outputs = {s.step(op("ember::div.Tensor"), {se, ss}, {}, kFloat, kFloat)};
+  EXPECT_FALSE(streams(compile_kernel(s, keep)));
+}
