@@ -159,7 +159,7 @@ void *CpuJit::load_cached(const std::string &key, const std::string &entry,
 // it), then writes it back. A streaming (non-temporal) store writes the
 // line without reading it: y = 2x over 64 MiB of floats, 2 threads on the
 // 2-core VM, 4.7-5.0 ms with stores, 2.9-3.9 ms streaming (bench/results/
-// streaming_stores.md has the kernels' numbers). So the emitters name the
+// rows.md has the kernels' numbers). So the emitters name the
 // outputs worth it (KernelModule::streamed: a full output written once,
 // not in place of an input nor holding a row cache, of at least
 // kStreamBytes, too large for the caches to give it back to the next

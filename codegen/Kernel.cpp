@@ -482,7 +482,7 @@ public:
 
 protected:
   /// Outputs smaller than this are stored as usual: the next kernel may
-  /// find them in the caches (4 MiB of L2 per core on the VM).
+  /// find them in the caches (2 MiB of L2 per core on the VM).
   static constexpr int64_t kStreamBytes = int64_t(16) << 20;
   bool in_place(size_t o) const {
     return o < k_.output_inputs.size() && k_.output_inputs[o] >= 0;
