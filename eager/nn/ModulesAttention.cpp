@@ -169,17 +169,7 @@ std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(
   std::vector<Tensor> b(3);
   if (in_proj_bias.defined())
     b = in_proj_bias.chunk(3);
-  if (_qkv_same_embed_dim && query_in.is_same(key_in) &&
-      key_in.is_same(value_in)) {
-    // Self-attention, as PyTorch's _in_projection_packed: one product of
-    // [L * N, E] by [E, 3E] for q, k and v, split after (one matmul in
-    // the forward and two in the backward, instead of three and six).
-    Tensor proj = F::linear(query, in_proj_weight, in_proj_bias);
-    proj = proj.view({L, N, 3, E}).permute({2, 0, 1, 3}).contiguous();
-    q = proj[0];
-    k = proj[1];
-    v = proj[2];
-  } else if (_qkv_same_embed_dim) {
+  if (_qkv_same_embed_dim) {
     std::vector<Tensor> w = in_proj_weight.chunk(3);
     q = F::linear(query, w[0], b[0]);
     k = F::linear(key, w[1], b[1]);

@@ -1129,59 +1129,6 @@ TEST(NNAttention, DefaultInitAndForward) {
   EXPECT_EQ(vec(w4.sizes()), (std::vector<int64_t>{4, 4}));
 }
 
-// Self-attention (query, key and value one tensor) projects q, k and v with
-// one product of the packed in_proj_weight, as PyTorch's
-// _in_projection_packed: two matrix products in the forward (in and out
-// projections) instead of four, with the values and gradients of three
-// separate projections (the same module called with views of x as key and
-// value).
-TEST(NNAttention, SelfAttentionProjectsOnce) {
-  manual_seed(9);
-  const int64_t E = 8;
-  nn::MultiheadAttention mha(
-      nn::MultiheadAttentionOptions(E, 2).batch_first(true));
-  {
-    NoGradGuard g;
-    mha->in_proj_bias.copy_(random({3 * E}, kFloat, 50));
-  }
-  mha->to(kDouble);
-  Tensor x = random({2, 5, E}, kDouble, 51).requires_grad_();
-  auto products = [](const std::function<void()> &f) {
-    profiler::profile prof({profiler::ProfilerActivity::CPU});
-    {
-      auto g = prof.guard();
-      f();
-    }
-    profiler::EventList avg = prof.key_averages();
-    int64_t n = 0;
-    for (const char *op : {"ember::mm", "ember::addmm", "ember::bmm"})
-      for (const auto &row : avg)
-        if (row.key == op)
-          n += row.count;
-    return n;
-  };
-  for (bool need_weights : {true, false}) {
-    SCOPED_TRACE(need_weights);
-    Tensor packed, split;
-    int64_t n_packed = products(
-        [&] { packed = std::get<0>(mha->forward(x, x, x, {}, need_weights)); });
-    int64_t n_split = products([&] {
-      split = std::get<0>(mha->forward(x, x.view(x.sizes()), x.view(x.sizes()),
-                                       {}, need_weights));
-    });
-    EXPECT_EQ(n_split - n_packed, 2);
-    EXPECT_TRUE(close(packed, split, 1e-12, 1e-12));
-    Tensor gy = random({2, 5, E}, kDouble, 52);
-    auto grads = [&](const Tensor &y) {
-      return autograd::grad({y}, {x, mha->in_proj_weight, mha->in_proj_bias},
-                            {gy});
-    };
-    std::vector<Tensor> gp = grads(packed), gs = grads(split);
-    for (size_t i = 0; i < gp.size(); ++i)
-      EXPECT_TRUE(close(gp[i], gs[i], 1e-12, 1e-12)) << i;
-  }
-}
-
 TEST(NNAttention, MasksBatchFirstAndOptions) {
   manual_seed(8);
   const int64_t E = 6;
