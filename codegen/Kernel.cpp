@@ -573,7 +573,7 @@ protected:
   /// `unroll` false keeps the loop a loop.
   void loop(LValue *count, const std::function<void(LValue *)> &body,
             unsigned vectorize_width = 0, const std::string &name = "loop",
-            bool unroll = true) {
+            bool unroll = true, unsigned interleave = 0) {
     auto *i64 = b_.getInt64Ty();
     llvm::BasicBlock *pre = b_.GetInsertBlock();
     auto *l = llvm::BasicBlock::Create(ctx_, name, fn_);
@@ -597,6 +597,12 @@ protected:
     if (!unroll)
       ops.push_back(llvm::MDNode::get(
           ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")}));
+    if (interleave) {
+      llvm::Metadata *count[] = {
+          llvm::MDString::get(ctx_, "llvm.loop.interleave.count"),
+          llvm::ConstantAsMetadata::get(b_.getInt32(interleave))};
+      ops.push_back(llvm::MDNode::get(ctx_, count));
+    }
     if (ops.size() > 1) {
       llvm::MDNode *md = llvm::MDNode::getDistinct(ctx_, ops);
       md->replaceOperandWith(0, md);
@@ -1003,18 +1009,30 @@ private:
 
   /// Every point of the block: loops over the reduced dims, then (a run)
   /// over the block's kept points, innermost.
-  /// With `flush` (a row block with a reduced dim), the innermost reduced loop
-  /// runs in chunks of kChunk points, calling `flush` after each (Note [Blocked
-  /// float sums]).
-  void points(
-      const std::function<void(const std::vector<LValue *> &, LValue *)> &body,
-      unsigned vectorize_width = 0,
-      const std::function<void()> &flush = nullptr) {
+  using PointBody =
+      std::function<void(const std::vector<LValue *> &, LValue *)>;
+  /// A float sum folded in float over runs of a row (Note [Blocked float
+  /// sums]): `fbody` adds a point to the float partial, `take` returns the
+  /// partial and resets it, `add` adds a finite partial to the double
+  /// accumulator. points()'s own body adds a point in double.
+  struct Blocked {
+    PointBody fbody;
+    std::function<LValue *()> take;
+    std::function<void(LValue *)> add;
+  };
+
+  /// Every point of the block: loops over the reduced dims, then (a run)
+  /// over the block's kept points, innermost. With `blocked` (a row block
+  /// with a reduced dim), the innermost reduced loop runs as Note [Blocked
+  /// float sums] says.
+  void points(const PointBody &body, unsigned vectorize_width = 0,
+              const Blocked *blocked = nullptr) {
+    const PointBody *active = &body;
     std::function<void(size_t, std::vector<LValue *>)> level =
         [&](size_t r, std::vector<LValue *> off) {
           if (r == red_.size()) {
             if (!run_)
-              return body(off, b_.getInt64(0));
+              return (*active)(off, b_.getInt64(0));
             loop(
                 n_,
                 [&](LValue *t) {
@@ -1023,15 +1041,14 @@ private:
                     if (tstride_[op])
                       o[op] = b_.CreateAdd(
                           off[op], b_.CreateMul(t, b_.getInt64(tstride_[op])));
-                  body(o, t);
+                  (*active)(o, t);
                 },
                 vectorize_width);
             return;
           }
           size_t d = size_t(red_[r]);
           LValue *outer = ridx_;
-          bool chunked = flush && !run_ && r + 1 == red_.size();
-          LValue *first = nullptr; // the chunk's first point
+          LValue *first = nullptr; // the first point of a run
           auto point = [&](LValue *x) {
             if (first)
               x = b_.CreateAdd(first, x, "", true, true);
@@ -1046,29 +1063,79 @@ private:
                 o[op] = b_.CreateAdd(off[op], b_.CreateMul(x, b_.getInt64(st)));
             level(r + 1, o);
           };
-          unsigned width = !run_ && r + 1 == red_.size() ? vectorize_width : 0;
-          if (!chunked || size_[d] <= kChunk) {
-            // A short vectorized loop stays a loop: fully unrolled before
-            // the vectorizer saw it (rows of up to 64 floats), its fold
-            // became one serial chain of scalar adds. Longer ones gain from
-            // the unroller (layer_norm over rows of 4096: 1.55x -> 1.75x
-            // eager's speed).
-            loop(b_.getInt64(size_[d]), point, width, "loop",
-                 width == 0 || size_[d] > kShortRow);
-            if (chunked)
-              flush();
+          const bool last = !run_ && r + 1 == red_.size();
+          unsigned width = last ? vectorize_width : 0;
+          // A short vectorized loop stays a loop: fully unrolled before the
+          // vectorizer saw it (rows of 32 to 64 floats), its fold became one
+          // serial chain of scalar adds. Longer ones gain from the unroller
+          // (layer_norm over rows of 4096: 1.55x -> 1.75x eager's speed),
+          // and loops shorter than two vectors may unroll as before (a
+          // handful of adds, in eager's order).
+          auto run = [&](LValue *from, LValue *count, const PointBody *with,
+                         unsigned w, const char *name,
+                         unsigned interleave = 0) {
+            first = from;
+            active = with;
+            auto *c = llvm::dyn_cast<llvm::ConstantInt>(count);
+            bool unroll = w == 0 || !c || c->getSExtValue() > kShortRow ||
+                          c->getSExtValue() < 2 * int64_t(w);
+            loop(count, point, w, name, unroll && interleave != 1, interleave);
+            first = nullptr;
+            active = &body;
+          };
+          if (!blocked || !last) {
+            run(nullptr, b_.getInt64(size_[d]), &body, width, "loop");
+            ridx_ = outer;
+            return;
+          }
+          // Note [Blocked float sums]: per chunk, its whole kFloatRun-point
+          // runs in float, then its whole vectors (one vector a step), then
+          // the partial into double (or, when it is not finite, those
+          // points again in double), then the rest in double.
+          EMBER_INTERNAL_ASSERT(width > 0 && (width & (width - 1)) == 0);
+          auto chunk = [&](LValue *base, LValue *n) {
+            LValue *runs = b_.CreateAnd(n, b_.getInt64(~(kFloatRun - 1)));
+            LValue *nv = b_.CreateAnd(n, b_.getInt64(~int64_t(width - 1)));
+            run(base, runs, &blocked->fbody, width, "floats");
+            LValue *part = blocked->take();
+            // (a partial of its own: the vectors' lanes do not add into the
+            // runs' large sum)
+            run(b_.CreateAdd(base, runs), b_.CreateSub(nv, runs),
+                &blocked->fbody, width, "vectors", /*interleave=*/1);
+            LValue *rest = blocked->take();
+            auto finite = [&](LValue *x) {
+              return b_.CreateFCmpONE(
+                  b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x),
+                  llvm::ConstantFP::getInfinity(x->getType()));
+            };
+            auto *add = llvm::BasicBlock::Create(ctx_, "partial", fn_);
+            auto *redo = llvm::BasicBlock::Create(ctx_, "redo", fn_);
+            auto *join = llvm::BasicBlock::Create(ctx_, "partial.done", fn_);
+            b_.CreateCondBr(b_.CreateAnd(finite(part), finite(rest)), add,
+                            redo);
+            b_.SetInsertPoint(add);
+            blocked->add(part);
+            blocked->add(rest);
+            b_.CreateBr(join);
+            b_.SetInsertPoint(redo);
+            run(base, nv, &body, 0, "redo");
+            b_.CreateBr(join);
+            b_.SetInsertPoint(join);
+            run(b_.CreateAdd(base, nv), b_.CreateSub(n, nv), &body, 0, "tail");
+          };
+          if (size_[d] <= kChunk) {
+            chunk(b_.getInt64(0), b_.getInt64(size_[d]));
           } else {
             int64_t chunks = (size_[d] + kChunk - 1) / kChunk;
             loop(
                 b_.getInt64(chunks),
                 [&](LValue *c) {
-                  first = b_.CreateMul(c, b_.getInt64(kChunk), "", true, true);
-                  LValue *n = b_.CreateSub(b_.getInt64(size_[d]), first);
+                  LValue *base =
+                      b_.CreateMul(c, b_.getInt64(kChunk), "", true, true);
+                  LValue *n = b_.CreateSub(b_.getInt64(size_[d]), base);
                   n = b_.CreateSelect(b_.CreateICmpSLT(n, b_.getInt64(kChunk)),
                                       n, b_.getInt64(kChunk));
-                  loop(n, point, width, "chunk");
-                  first = nullptr;
-                  flush();
+                  chunk(base, n);
                 },
                 0, "chunks", /*unroll=*/false);
           }
@@ -1314,15 +1381,26 @@ private:
   // loop more than its memory traffic (layer_norm's forward over rows of
   // 4096 floats, one thread on the 2-core VM: 20 ms against eager's 15 ms).
   // So in a row block (the innermost dim reduced) the innermost reduced
-  // loop runs in chunks of kChunk points: each chunk sums in float, with
-  // the vectorizer's partial sums per lane (reassociated, as the double
-  // loop is), and the chunk's sum is added to the double accumulator. The
-  // work per element is float's, and the rounding error of the float
-  // partials grows with kChunk / lanes (16 additions each), not with the
-  // row's length; the rest is double's, so a row of 2^24 floats loses no
-  // more than a row of 1024 (test CpuCodegen.LongFloatSumsAreBlocked). A
-  // run block (a column of kept points) keeps one double per point.
+  // loop runs in chunks of kChunk points. Each chunk sums its whole runs of
+  // kFloatRun points (one iteration of the vectorized loop: 16 lanes, 4
+  // interleaved) in float, with a partial sum per lane, reassociated as the
+  // double loop is, then its remaining whole vectors of 16 (one a step, so
+  // that rows of 16 to 63 points are vectorized too); the chunk's float sum
+  // is then added to the double accumulator, and its last points (fewer
+  // than 16) are added in double one by one. The work per element is float's;
+  // each lane adds at most kChunk / kFloatRun = 16 points in float, so the
+  // rounding error is float's over 16 additions and a tree of 64, relative to
+  // the sum of the magnitudes of a chunk, wherever the row ends (a probe found
+  // up to 26 ulps when a row's last points were added in float to a large
+  // partial, now 1). A float partial that overflows (values near FLT_MAX, whose
+  // double sum is finite) or is NaN sends its chunk again through the
+  // double loop, so results that are finite eagerly stay finite, and inf
+  // and NaN come out as eagerly. What float cannot keep is an exact
+  // cancellation within a chunk (1e8 + 1 - 1e8 adds to 1 in double, to 0 in
+  // float): there the compiled sum is float's, as PyTorch's is. A run block
+  // (a column of kept points) keeps one double per point.
   static constexpr int64_t kChunk = 1024;
+  static constexpr int64_t kFloatRun = 64; ///< 16 lanes, 4 interleaved
   static constexpr int64_t kShortRow = 256;
 
   /// Folds reduce step v over the block: its accumulators start at the
@@ -1333,40 +1411,40 @@ private:
     for_each_t([&](LValue *t) {
       b_.CreateStore(init(s), b_.CreateInBoundsGEP(aty, accs_[size_t(v)], t));
     });
-    if (!run_ && !red_.empty() && s.sums() &&
-        s.acc_dtype() == ScalarType::Double &&
-        register_type(s.in) == b_.getFloatTy()) {
-      // Note [Blocked float sums]: a float partial, flushed per chunk.
-      llvm::Type *fty = b_.getFloatTy();
-      llvm::AllocaInst *part = partials_[size_t(v)];
-      LValue *zero = llvm::ConstantFP::get(fty, 0.0);
+    const int arg = s.args[0];
+    PointBody body = [&](const std::vector<LValue *> &off, LValue *t) {
+      std::vector<LValue *> vals(k_.values.size(), nullptr);
+      LValue *x = cast(eval(arg, vals, off, t), k_.dtype(arg), s.in);
+      x = cast(x, s.in, s.acc_dtype());
+      LValue *p = b_.CreateInBoundsGEP(aty, accs_[size_t(v)], t);
+      b_.CreateStore(combine(s, b_.CreateLoad(aty, p), x), p);
+    };
+    if (run_ || red_.empty() || !s.sums() ||
+        s.acc_dtype() != ScalarType::Double ||
+        register_type(s.in) != b_.getFloatTy())
+      return points(body, kLanes);
+    // Note [Blocked float sums]: a float partial, taken per chunk.
+    llvm::Type *fty = b_.getFloatTy();
+    llvm::AllocaInst *part = partials_[size_t(v)];
+    LValue *zero = llvm::ConstantFP::get(fty, 0.0);
+    LValue *acc = accs_[size_t(v)]; // t is 0 in a row block
+    b_.CreateStore(zero, part);
+    Blocked blocked;
+    blocked.fbody = [&](const std::vector<LValue *> &off, LValue *t) {
+      std::vector<LValue *> vals(k_.values.size(), nullptr);
+      LValue *x = cast(eval(arg, vals, off, t), k_.dtype(arg), s.in);
+      b_.CreateStore(combine(s, b_.CreateLoad(fty, part), x), part);
+    };
+    blocked.take = [&] {
+      LValue *p = b_.CreateLoad(fty, part);
       b_.CreateStore(zero, part);
-      LValue *acc = accs_[size_t(v)]; // t is 0 in a row block
-      points(
-          [&](const std::vector<LValue *> &off, LValue *t) {
-            std::vector<LValue *> vals(k_.values.size(), nullptr);
-            int arg = s.args[0];
-            LValue *x = cast(eval(arg, vals, off, t), k_.dtype(arg), s.in);
-            b_.CreateStore(combine(s, b_.CreateLoad(fty, part), x), part);
-          },
-          kLanes,
-          [&] {
-            LValue *sum = b_.CreateFPExt(b_.CreateLoad(fty, part), aty);
-            b_.CreateStore(combine(s, b_.CreateLoad(aty, acc), sum), acc);
-            b_.CreateStore(zero, part);
-          });
-      return;
-    }
-    points(
-        [&](const std::vector<LValue *> &off, LValue *t) {
-          std::vector<LValue *> vals(k_.values.size(), nullptr);
-          int arg = s.args[0];
-          LValue *x = cast(eval(arg, vals, off, t), k_.dtype(arg), s.in);
-          x = cast(x, s.in, s.acc_dtype());
-          LValue *p = b_.CreateInBoundsGEP(aty, accs_[size_t(v)], t);
-          b_.CreateStore(combine(s, b_.CreateLoad(aty, p), x), p);
-        },
-        kLanes);
+      return p;
+    };
+    blocked.add = [&](LValue *p) {
+      b_.CreateStore(
+          combine(s, b_.CreateLoad(aty, acc), b_.CreateFPExt(p, aty)), acc);
+    };
+    points(body, kLanes, &blocked);
   }
 
   size_t nops_ = 0;

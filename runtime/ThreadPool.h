@@ -18,6 +18,9 @@ namespace detail {
 void parallel_for_impl(int64_t begin, int64_t end, int64_t grain,
                        const std::function<void(int64_t, int64_t)> &fn);
 bool in_parallel_region();
+/// Sends the pool's workers that spin for the next job to sleep, so that a
+/// BLAS call's own threads get the cores (Note [Thread pool]).
+void park_workers();
 } // namespace detail
 
 /// Splits [begin, end) into contiguous chunks of at least `grain` and runs

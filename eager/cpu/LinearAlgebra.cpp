@@ -87,12 +87,14 @@ struct BlasOperand {
 // cblas dispatch on the element type.
 void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
           int lda, const float *b, int ldb, float beta, float *c, int ldc) {
+  ember::detail::park_workers(); // (Note [Thread pool])
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
               tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,
               beta, c, ldc);
 }
 void gemm(bool ta, bool tb, int m, int n, int k, double alpha, const double *a,
           int lda, const double *b, int ldb, double beta, double *c, int ldc) {
+  ember::detail::park_workers(); // (Note [Thread pool])
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
               tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,
               beta, c, ldc);

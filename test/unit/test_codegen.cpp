@@ -437,7 +437,8 @@ TEST(Codegen, NarrowIntegerConversionsOfFloatsAsEager) {
 // further addition rounds the same way (about 1e-4 relative). Rows whose
 // length is no multiple of the chunk, a mean and float16 too: the float
 // partials cost a few ulps (below 5e-7 relative for positive values), as
-// PyTorch's float sums do.
+// PyTorch's float sums do; rows ending in a partial run, and partials that
+// overflow where the double sum does not, as the probe found them.
 TEST(Codegen, LongFloatSumsAreBlocked) {
   // The fold feeds a step (times one), so that one long row is not split
   // into parts (Note [Split reductions]) but folded by one block.
@@ -476,6 +477,34 @@ TEST(Codegen, LongFloatSumsAreBlocked) {
     Tensor h = x.to(kHalf);
     EXPECT_TRUE(bit_equal(folded(ReductionInfo::Sum, h),
                           h.to(kDouble).sum(1).to(kHalf)));
+  }
+
+  // Found by a probe: a row's last points (n % 64) were added in float to
+  // the chunk's large partial, 26 ulps off for n = 1023 (now in double: at
+  // most 1 ulp, at any length).
+  for (int64_t n : {int64_t(958), int64_t(1023), int64_t(2047)}) {
+    SCOPED_TRACE(n);
+    Tensor c = full({1, n}, 0.15f);
+    float want = float(double(0.15f) * double(n));
+    float got = folded(ReductionInfo::Sum, c).item<float>();
+    EXPECT_LE(std::fabs(got - want), std::nextafter(want, 1e9f) - want);
+  }
+  // A float partial that overflows where the double sum is finite (values
+  // near FLT_MAX) sums its chunk again in double: finite as eagerly; a
+  // chunk holding inf or NaN gives what the double sum gives.
+  for (int64_t n : {int64_t(64), int64_t(1024), int64_t(5000)}) {
+    SCOPED_TRACE(n);
+    Tensor big = full({1, n}, 1e37f);
+    EXPECT_EQ(folded(ReductionInfo::Mean, big).item<float>(), 1e37f);
+    Tensor mixed = zeros({3, n});
+    for (int64_t i : {int64_t(0), int64_t(16), int64_t(33)})
+      mixed.index_put_({0, i}, i == 33 ? -3e38f : 3e38f);
+    mixed.index_put_({1, n / 2}, std::numeric_limits<float>::infinity());
+    mixed.index_put_({2, n - 1}, std::numeric_limits<float>::quiet_NaN());
+    Tensor s = folded(ReductionInfo::Sum, mixed);
+    EXPECT_EQ(s[0].item<float>(), 3e38f);
+    EXPECT_EQ(s[1].item<float>(), std::numeric_limits<float>::infinity());
+    EXPECT_TRUE(std::isnan(s[2].item<float>()));
   }
 }
 
@@ -519,8 +548,9 @@ TEST(Codegen, LargeOutputsAreStreamedWhereAligned) {
     big.run(ptrs.data());
     EXPECT_TRUE(bit_equal(out, want));
     EXPECT_EQ(buf[shift + 4100 * 1031].item<float>(), -1.0f);
-    if (shift > 0)
+    if (shift > 0) {
       EXPECT_EQ(buf[shift - 1].item<float>(), -1.0f);
+    }
   }
   EXPECT_FALSE(streams(compile_kernel(affine(100, 1031, false), keep)));
   EXPECT_FALSE(streams(compile_kernel(affine(4100, 1031, true), keep)));

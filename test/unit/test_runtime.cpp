@@ -5,6 +5,7 @@
 #include "runtime/Philox.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <thread>
 
@@ -161,6 +162,39 @@ TEST(Runtime, ThreadPoolServesSeveralCallersWhileItIsResized) {
   r1.join();
   r2.join();
   EXPECT_EQ(covered.load(), 2 * 100 * 10000);
+  set_num_threads(saved);
+}
+
+// Note [Thread pool]: between jobs, workers spin for the next one, or sleep
+// once parked (as before a BLAS call) or after the spin. Jobs right after
+// each other, after a park, and after a long pause all run on every
+// thread: each job's two chunks wait for each other, so one thread alone
+// would time out (the caller never takes both).
+TEST(Runtime, ThreadPoolWorkersTakePartAfterSpinningParkingOrSleeping) {
+  int saved = get_num_threads();
+  set_num_threads(2);
+  auto both_threads = [] {
+    std::atomic<int> arrived{0};
+    std::atomic<bool> met{true};
+    parallel_for(0, 2, 1, [&](int64_t, int64_t) {
+      arrived++;
+      auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      while (arrived.load() < 2)
+        if (std::chrono::steady_clock::now() > until) {
+          met = false;
+          return;
+        }
+    });
+    return met.load();
+  };
+  for (int i = 0; i < 50; ++i)
+    ASSERT_TRUE(both_threads()) << "back to back, job " << i;
+  for (int i = 0; i < 20; ++i) {
+    ember::detail::park_workers();
+    ASSERT_TRUE(both_threads()) << "after a park, job " << i;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(both_threads()) << "after sleeping";
   set_num_threads(saved);
 }
 
