@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <pthread.h>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -245,13 +246,41 @@ void chooseBlasCore() {
 // before any of ember's BLAS calls.
 const bool g_blas_core_chosen = (chooseBlasCore(), true);
 
+// Note [Thread pool after fork]
+// fork() copies only the calling thread. A child's pool still held the
+// parent's workers: resizing it joined threads that do not exist there
+// (it hung on a handle glibc had reused for one of OpenBLAS's threads, or
+// aborted on another's), and a job would have waited for them forever. A
+// pthread_atfork handler marks the pool stale in the child; the child's
+// next use leaks it (its threads, mutexes and condition variables are the
+// parent's, never touched again) and starts a pool of the same size, as
+// PyTorch does with its intra-op pool.
+std::atomic<ThreadPool *> g_pool{nullptr};
+std::atomic<bool> g_pool_stale{false};
+
+ThreadPool *fresh_pool() {
+  // (a child's own: a mutex a parent thread held at the fork stays held)
+  static std::mutex *mu = new std::mutex();
+  std::lock_guard<std::mutex> g(*mu);
+  if (g_pool_stale.load()) {
+    g_pool.store(new ThreadPool(g_pool.load()->size()));
+    g_pool_stale.store(false);
+  }
+  return g_pool.load();
+}
+
 ThreadPool &pool() {
-  static ThreadPool *p = [] {
+  static const bool started = [] {
     int n = defaultThreads();
     syncBlas(n);
-    return new ThreadPool(n); // never destroyed: workers outlive statics
+    g_pool.store(new ThreadPool(n)); // never destroyed: workers outlive statics
+    pthread_atfork(nullptr, nullptr, [] { g_pool_stale.store(true); });
+    return true;
   }();
-  return *p;
+  (void)started;
+  if (__builtin_expect(g_pool_stale.load(std::memory_order_relaxed), 0))
+    return *fresh_pool();
+  return *g_pool.load(std::memory_order_acquire);
 }
 
 } // namespace

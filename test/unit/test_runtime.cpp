@@ -9,6 +9,9 @@
 #include <cstdlib>
 #include <thread>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 using namespace ember;
 using namespace ember::test;
 
@@ -195,6 +198,39 @@ TEST(Runtime, ThreadPoolWorkersTakePartAfterSpinningParkingOrSleeping) {
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_TRUE(both_threads()) << "after sleeping";
+  set_num_threads(saved);
+}
+
+// Note [Thread pool after fork]: a forked child starts a pool of its own.
+// Found by a probe: a child that had started a thread (here OpenBLAS's, by
+// a product) and then resized the pool hung joining the parent's workers.
+// The child checks its results and exits with 0; a hang ends it by alarm.
+TEST(Runtime, ThreadPoolWorksInAForkedChild) {
+  int saved = get_num_threads();
+  set_num_threads(2);
+  Tensor x = randn({1 << 18}), y = randn({1 << 18});
+  Tensor want = x + y;
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    alarm(30);
+    Tensor m = randn({256, 256});
+    bool ok = allclose(m.mm(m), m.to(kDouble).mm(m.to(kDouble)).to(kFloat),
+                       1e-4, 1e-3);
+    set_num_threads(3);
+    ok = ok && equal(x + y, want) && get_num_threads() == 3;
+    set_num_threads(2);
+    std::atomic<int64_t> covered{0};
+    parallel_for(0, 100000, 100,
+                 [&](int64_t b, int64_t e) { covered += e - b; });
+    ok = ok && covered.load() == 100000 && equal(x + y, want);
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "child status " << status;
+  EXPECT_TRUE(equal(x + y, want)); // the parent's pool still works
   set_num_threads(saved);
 }
 
