@@ -70,6 +70,18 @@ void layer_norm_kernel(const C *x, const C *w, const C *b, C *y, C *mean,
       // of the deviations, not of the mean, so a large mean costs no bits.
       const C x0 = xr[0];
       C m = x0 + row_sum(xr, N, [x0](C v) { return v - x0; }) / C(N);
+      if (!std::isfinite(m)) {
+        // The deviations from x[0] overflowed (values near the type's
+        // limit, of both signs: [2e38, -2e38] gave a NaN mean and NaN
+        // outputs, found by a probe): the mean in double. The variance
+        // then overflows, rstd is 0 and y is 0, as PyTorch's float kernel
+        // and the compiled kernel give; an inf or NaN input keeps its
+        // non-finite mean.
+        double sum = 0;
+        for (int64_t j = 0; j < N; ++j)
+          sum += double(xr[j]);
+        m = C(sum / double(N));
+      }
       C var = row_sum(xr, N,
                       [m](C v) {
                         C d = v - m;

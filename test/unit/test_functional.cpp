@@ -1015,6 +1015,20 @@ TEST(LayerNorm, NativeKernelEdgeCases) {
   EXPECT_EMBER_ERROR(
       ember::native_layer_norm_backward(g, xs, {5}, m2, r2, {}, {}, {1, 1}),
       "output_mask must have 3 elements");
+  // Values near FLT_MAX of both signs (found by a probe): the deviations
+  // from the first value overflowed and the mean and every output were NaN;
+  // now the variance overflows and the output is 0, as PyTorch's float
+  // kernel and the compiled kernel give. An inf input still gives NaN.
+  Tensor huge = ember::tensor({2e38f, -2e38f, 2e38f, -2e38f}).view({2, 2});
+  Tensor yh = F::layer_norm(huge, F::LayerNormFuncOptions({2}));
+  EXPECT_TRUE(close(yh, zeros({2, 2}), 0, 0)) << yh;
+  auto ln2 = [](const Tensor &t) {
+    return F::layer_norm(t, F::LayerNormFuncOptions({2}));
+  };
+  EXPECT_TRUE(close(compile(ln2)(huge), yh, 0, 0));
+  Tensor with_inf =
+      ember::tensor({std::numeric_limits<float>::infinity(), 1.f});
+  EXPECT_TRUE(ln2(with_inf.view({1, 2})).isnan().all().item<bool>());
   // The weight/bias gradients do not depend on the thread count.
   Tensor xb = random({257, 40}, kFloat, 162),
          gb = random({257, 40}, kFloat, 163);
