@@ -4,7 +4,9 @@
 #include <ember/ember.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <vector>
@@ -22,6 +24,26 @@ inline void parallel_copy(const Tensor &dst, const Tensor &src) {
                [&](int64_t lo, int64_t hi) {
                  std::memcpy(d + lo, s + lo, size_t(hi - lo));
                });
+}
+
+/// `--threads T` from the command line (else `fallback`), set as ember's
+/// thread count; returns it.
+inline int threads_from_args(int argc, char **argv, int fallback = 2) {
+  int threads = fallback;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], "--threads") == 0)
+      threads = std::atoi(argv[i + 1]);
+  set_num_threads(threads);
+  return threads;
+}
+
+/// The wall time of one call of `f`, in ms.
+inline double time_ms(const std::function<void()> &f) {
+  auto start = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - start)
+      .count();
 }
 
 /// A GPU case's times: 5 warm-up runs, then 30 each timed with CUDA events

@@ -19,24 +19,15 @@ using namespace ember;
 namespace {
 double median_us(const std::function<void()> &f) {
   std::vector<double> us;
-  for (int i = 0; i < 200; ++i) {
-    auto s = std::chrono::steady_clock::now();
-    f();
-    us.push_back(std::chrono::duration<double, std::micro>(
-                     std::chrono::steady_clock::now() - s)
-                     .count());
-  }
+  for (int i = 0; i < 200; ++i)
+    us.push_back(1000 * bench::time_ms(f));
   std::sort(us.begin(), us.end());
   return us[us.size() / 2];
 }
 } // namespace
 
 int main(int argc, char **argv) {
-  int threads = 2;
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::string(argv[i]) == "--threads")
-      threads = std::atoi(argv[i + 1]);
-  set_num_threads(threads);
+  const int threads = bench::threads_from_args(argc, argv);
   Tensor x = rand({1024, 256}), y = rand({1024, 256}), o = rand({1024, 256});
   std::vector<std::pair<const char *, std::function<void()>>> ops = {
       {"x + y", [&] { x + y; }},

@@ -28,14 +28,6 @@ struct Times {
   double median() const { return ms[ms.size() / 2]; }
 };
 
-double time_ms(const std::function<void()> &f) {
-  auto s = std::chrono::steady_clock::now();
-  f();
-  return std::chrono::duration<double, std::milli>(
-             std::chrono::steady_clock::now() - s)
-      .count();
-}
-
 /// Eager `a` against compiled `b`, alternating which goes first.
 void compare(const std::string &name, const std::function<void()> &a,
              const std::function<void()> &b) {
@@ -44,11 +36,11 @@ void compare(const std::string &name, const std::function<void()> &a,
   b();
   for (int i = 0; i < 30; ++i) {
     if (i % 2) {
-      ta.ms.push_back(time_ms(a));
-      tb.ms.push_back(time_ms(b));
+      ta.ms.push_back(bench::time_ms(a));
+      tb.ms.push_back(bench::time_ms(b));
     } else {
-      tb.ms.push_back(time_ms(b));
-      ta.ms.push_back(time_ms(a));
+      tb.ms.push_back(bench::time_ms(b));
+      ta.ms.push_back(bench::time_ms(a));
     }
   }
   std::sort(ta.ms.begin(), ta.ms.end());
@@ -62,11 +54,7 @@ void compare(const std::string &name, const std::function<void()> &a,
 } // namespace
 
 int main(int argc, char **argv) {
-  int threads = 2;
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::string(argv[i]) == "--threads")
-      threads = std::atoi(argv[i + 1]);
-  set_num_threads(threads);
+  const int threads = bench::threads_from_args(argc, argv);
   std::printf("threads %d\n\n| case | eager ms | compiled ms | speed-up |\n"
               "|---|---|---|---|\n",
               threads);
