@@ -1007,8 +1007,6 @@ private:
     loop(n_, [&](LValue *t) { body(t); });
   }
 
-  /// Every point of the block: loops over the reduced dims, then (a run)
-  /// over the block's kept points, innermost.
   using PointBody =
       std::function<void(const std::vector<LValue *> &, LValue *)>;
   /// A float sum folded in float over runs of a row (Note [Blocked float
@@ -1215,8 +1213,7 @@ private:
       return -1;
     for (size_t o = 0; o < k_.outputs.size(); ++o)
       if (!taken[o] && k_.is_full(k_.outputs[o]) &&
-          k_.dtype(k_.outputs[o]) == dt &&
-          (o >= k_.output_inputs.size() || k_.output_inputs[o] < 0))
+          k_.dtype(k_.outputs[o]) == dt && !in_place(o))
         return int(o);
     return -1;
   }
@@ -1712,15 +1709,14 @@ CompiledKernel compile_single(const KernelSpec &spec, const std::string &key,
     k.origin = why.find("disk cache entry") == 0 ? "compiled (" + why + ")"
                                                  : "compiled";
     KernelModule km = jit.new_module(k.name);
-    if (spec.has_reduction()) {
-      ReductionEmitter e(spec, km);
-      e.emit(k.name);
-      km.streamed = e.streamed();
-    } else {
-      Emitter e(spec, km);
-      e.emit(k.name);
-      km.streamed = e.streamed();
-    }
+    auto emit = [&](auto &&emitter) {
+      emitter.emit(k.name);
+      km.streamed = emitter.streamed();
+    };
+    if (spec.has_reduction())
+      emit(ReductionEmitter(spec, km));
+    else
+      emit(Emitter(spec, km));
     fn = jit.compile(std::move(km), k.name, disk_key,
                      options.keep_ir ? &k.llvm_ir : nullptr);
   }

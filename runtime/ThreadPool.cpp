@@ -49,19 +49,19 @@ constexpr int kMaxThreads = 1024;
 // atomic.
 constexpr std::chrono::microseconds kSpin(50);
 
-/// Spins until `done()` or kSpin has passed; whether `done()` held.
-template <class Done> bool spin(const Done &done) {
+/// Spins until `done()` or kSpin has passed.
+template <class Done> void spin(const Done &done) {
   auto until = std::chrono::steady_clock::now() + kSpin;
   for (;;) {
     for (int i = 0; i < 64; ++i) {
       if (done())
-        return true;
+        return;
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
 #endif
     }
     if (std::chrono::steady_clock::now() >= until)
-      return done();
+      return;
   }
 }
 
@@ -112,9 +112,10 @@ public:
     }
     cv_.notify_all();
     work(job);
-    spin([&] { return pending_.load() == 0 && active_.load() == 0; });
+    auto finished = [&] { return pending_.load() == 0 && active_.load() == 0; };
+    spin(finished);
     std::unique_lock<std::mutex> lk(mu_);
-    doneCv_.wait(lk, [&] { return pending_.load() == 0 && active_ == 0; });
+    doneCv_.wait(lk, finished);
     if (error_)
       std::rethrow_exception(error_);
   }
@@ -151,14 +152,13 @@ private:
 
   void workerLoop() {
     uint64_t seen = 0;
+    auto called = [&] { return stop_.load() || generation_.load() != seen; };
     for (;;) {
       Job job;
-      spin([&] {
-        return stop_.load() || generation_.load() != seen || park_.load();
-      });
+      spin([&] { return called() || park_.load(); });
       {
         std::unique_lock<std::mutex> lk(mu_);
-        cv_.wait(lk, [&] { return stop_ || generation_ != seen; });
+        cv_.wait(lk, called);
         if (stop_)
           return;
         seen = generation_;

@@ -66,6 +66,25 @@ std::vector<Tensor> run(const KernelSpec &k, const std::vector<Tensor> &inputs,
   return ::testing::AssertionFailure() << "got\n" << got << "\nwant\n" << want;
 }
 
+/// Softmax over rows of n as one kernel (max, exp, sum, division), its
+/// output in `out_dt`, written in place of its input when `in_place`.
+KernelSpec softmax_spec(int64_t rows, int64_t n, ScalarType out_dt = kFloat,
+                        bool in_place = false) {
+  KernelSpec k;
+  k.shape = {rows, n};
+  k.reduced = {false, true};
+  int x = k.input(kFloat, {n, 1});
+  int m = k.reduce(ReductionInfo::Amax, x, kFloat, kFloat, kFloat);
+  int d = k.step(op("ember::sub.Tensor"), {x, m}, {Scalar(1)}, kFloat, kFloat);
+  int e = k.step(op("ember::exp"), {d}, {}, kFloat, kFloat);
+  int s = k.reduce(ReductionInfo::Sum, e, kFloat, kDouble, kFloat);
+  int y = k.step(op("ember::div.Tensor"), {e, s}, {}, kFloat, kFloat);
+  k.outputs = {out_dt == kFloat ? y : k.convert(y, out_dt)};
+  if (in_place)
+    k.output_inputs = {0};
+  return k;
+}
+
 } // namespace
 
 TEST(Codegen, FusedChainWithBroadcastEqualsEagerBitForBit) {
@@ -371,29 +390,13 @@ TEST(Codegen, RowCacheLivesInTheOutputWhenItCan) {
   // float buffer; in place of the input (the division reads the cache
   // while writing the input's row) or in float16 they go to a stack
   // buffer. Each way the result is softmax.
-  auto softmax = [](ScalarType out_dt, bool in_place) {
-    KernelSpec k;
-    k.shape = {5, 777};
-    k.reduced = {false, true};
-    int x = k.input(kFloat, {777, 1});
-    int m = k.reduce(ReductionInfo::Amax, x, kFloat, kFloat, kFloat);
-    int d =
-        k.step(op("ember::sub.Tensor"), {x, m}, {Scalar(1)}, kFloat, kFloat);
-    int e = k.step(op("ember::exp"), {d}, {}, kFloat, kFloat);
-    int s = k.reduce(ReductionInfo::Sum, e, kFloat, kDouble, kFloat);
-    int y = k.step(op("ember::div.Tensor"), {e, s}, {}, kFloat, kFloat);
-    k.outputs = {out_dt == kFloat ? y : k.convert(y, out_dt)};
-    if (in_place)
-      k.output_inputs = {0};
-    return k;
-  };
   Tensor x = random({5, 777}, kFloat, 21);
   Tensor want = x.softmax(1);
   for (auto [dt, in_place, stack_buffer] :
        {std::tuple{kFloat, false, false}, std::tuple{kFloat, true, true},
         std::tuple{kHalf, false, true}}) {
     SCOPED_TRACE(std::string(toString(dt)) + (in_place ? " in place" : ""));
-    KernelSpec k = softmax(dt, in_place);
+    KernelSpec k = softmax_spec(5, 777, dt, in_place);
     codegen::CompileKernelOptions o;
     o.keep_ir = true;
     CompiledKernel c = compile_kernel(k, o);
@@ -573,15 +576,5 @@ TEST(Codegen, LargeOutputsAreStreamedWhereAligned) {
   centred.run(rp.data());
   EXPECT_TRUE(allclose(got, r - r.mean(1, true), 1e-5, 1e-5));
 
-  KernelSpec s;
-  s.shape = {1025, 4096};
-  s.reduced = {false, true};
-  int sx = s.input(kFloat, {4096, 1});
-  int sm = s.reduce(ReductionInfo::Amax, sx, kFloat, kFloat, kFloat);
-  int sd =
-      s.step(op("ember::sub.Tensor"), {sx, sm}, {Scalar(1)}, kFloat, kFloat);
-  int se = s.step(op("ember::exp"), {sd}, {}, kFloat, kFloat);
-  int ss = s.reduce(ReductionInfo::Sum, se, kFloat, kDouble, kFloat);
-  s.outputs = {s.step(op("ember::div.Tensor"), {se, ss}, {}, kFloat, kFloat)};
-  EXPECT_FALSE(streams(compile_kernel(s, keep)));
+  EXPECT_FALSE(streams(compile_kernel(softmax_spec(1025, 4096), keep)));
 }
