@@ -235,13 +235,17 @@ int main(int argc, char **argv) {
       auto closs = compile(loss);
       auto cstep = compile([&] { opt.step(); });
       row(name, "compiled", 0, run(closs, cstep));
-      // The loss in replay mode (Note [Replaying training graphs]): captured
-      // once. (A step is never replayed: it reads each call's gradients.)
+      // The loss and the step in replay mode (Note [Replaying training
+      // graphs], Note [Replayed optimizer steps]): each captured once (the
+      // step twice: its first call makes the state, which the eager row
+      // already did here).
       auto rloss = compile(loss, CompileOptions().replay(true));
-      row(name, "replay", 0, run(rloss, cstep));
+      auto rstep = compile([&] { opt.step(); }, CompileOptions().replay(true));
+      row(name, "replay", 0, run(rloss, rstep));
       explained.emplace_back(name + " loss", closs.explain());
       explained.emplace_back(name + " step", cstep.explain());
       explained.emplace_back(name + " loss, replay", rloss.explain());
+      explained.emplace_back(name + " step, replay", rstep.explain());
       if (profile) {
         using profiler::ProfilerActivity;
         for (bool compiled : {false, true}) {

@@ -95,7 +95,7 @@ void train(const std::string &only, const std::string &name,
 
 /// Training steps (zero_grad, loss(in, target).backward(), opt.step())
 /// eagerly, then with the loss (forward and backward) and the optimizer
-/// step compiled (captured at every call), then with the loss in replay mode.
+/// step compiled (captured at every call), then with both in replay mode.
 template <class Loss>
 void optimizer_steps(const std::string &name, Loss &loss, optim::Optimizer &opt,
                      const Tensor &in, const Tensor &target, int iters) {
@@ -110,10 +110,11 @@ void optimizer_steps(const std::string &name, Loss &loss, optim::Optimizer &opt,
   auto closs = compile(loss);
   auto cstep = compile([&] { opt.step(); });
   report(name, "ember_compiled", steps(closs, cstep), iters);
-  // The loss in replay mode (Note [Replaying training graphs]): captured
-  // once. (A step is never replayed: it reads each call's gradients.)
+  // The loss and the step in replay mode (Note [Replaying training
+  // graphs], Note [Replayed optimizer steps]): each captured once.
   auto rloss = compile(loss, CompileOptions().replay(true));
-  report(name, "ember_replay", steps(rloss, cstep), iters);
+  auto rstep = compile([&] { opt.step(); }, CompileOptions().replay(true));
+  report(name, "ember_replay", steps(rloss, rstep), iters);
 }
 
 /// An SGD step of the MLP 784-1024-1024-10 at batch 256 with cross

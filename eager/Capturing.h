@@ -4,7 +4,11 @@
 
 #include "eager/DispatchKey.h"
 
+#include <functional>
+
 namespace ember {
+
+class Tensor;
 
 /// Its Capture key is on and not excluded: an eager kernel that capture
 /// itself calls sees false.
@@ -23,7 +27,51 @@ inline void (*capture_after_backward_fn)() = nullptr;
 /// Set by frontend/Capture.cpp: marks the call being captured as one replay
 /// mode must not replay (no_replay()).
 inline void (*capture_no_replay_fn)(const char *why) = nullptr;
+/// Set by frontend/Capture.cpp: the hooks of Note [Host state in replayed
+/// calls] (on_replay(), remake_on_replay(), and Tensor::grad()'s record of
+/// each read).
+inline void (*capture_replay_guard_fn)(std::function<bool()>) = nullptr;
+inline void (*capture_replay_effect_fn)(std::function<void()>) = nullptr;
+inline void (*capture_remake_fn)(const Tensor &,
+                                 std::function<Tensor()>) = nullptr;
+inline void (*capture_grad_read_fn)(const Tensor &owner,
+                                    const Tensor &grad) = nullptr;
 } // namespace detail
+
+// Note [Host state in replayed calls]
+// Replay mode (CompileOptions::replay) runs a call's captured program
+// without running the function's C++ again, so whatever the function reads
+// or writes on the host is the first call's. Code that knows its host state
+// declares it while it is captured, and a replay then does what the code
+// would have done:
+// - replay_guard(f): f() is checked before every replay (after the replay
+//   key); false captures the call again (state the graph depended on
+//   changed, or is gone). It must only read.
+// - replay_effect(f): f() runs at every replay, before the program, in the
+//   order declared (a step counter's increment).
+// - remake_on_replay(t, f): t, a tensor this call made outside the graph
+//   from host values (a factory's result, which the graph reads as an
+//   input), is made again by f() at every replay, in order with the
+//   effects, and the program reads that one.
+// - A read of a leaf's .grad (Tensor::grad()) is recorded with its owner: a
+//   replay reads the owner's .grad of that call (zero_grad() and backward
+//   make a new one each step), and needs it defined where the capture's
+//   was, with the same metadata, else the call is captured again.
+// The optimizers' steps use them (eager/optim), so a training loop's step
+// replays. Code that reads host state and declares none of it calls
+// no_replay() instead.
+inline void replay_guard(std::function<bool()> still_valid) {
+  if (is_capturing() && detail::capture_replay_guard_fn)
+    detail::capture_replay_guard_fn(std::move(still_valid));
+}
+inline void replay_effect(std::function<void()> effect) {
+  if (is_capturing() && detail::capture_replay_effect_fn)
+    detail::capture_replay_effect_fn(std::move(effect));
+}
+inline void remake_on_replay(const Tensor &t, std::function<Tensor()> remake) {
+  if (is_capturing() && detail::capture_remake_fn)
+    detail::capture_remake_fn(t, std::move(remake));
+}
 
 /// Called by code whose ops read state that compile()'s replay key does not
 /// see: an optimizer's step reads each parameter's .grad, a new tensor at
@@ -36,15 +84,12 @@ inline void no_replay(const char *why) {
 }
 
 namespace detail {
-/// no_replay()'s reason for a read of a defined .grad (Tensor::grad()).
+/// no_replay()'s reason for a read of the .grad of a compiled function's
+/// argument (a capture tensor, Note [An argument's grad] in
+/// frontend/Capture.h).
 inline constexpr const char *kReadsGrad =
-    "it reads a tensor's .grad (a new tensor after every zero_grad() and "
+    "it reads an argument's .grad (a new tensor after every zero_grad() and "
     "backward): a replay would read the first call's";
-/// no_replay()'s reason for the optimizers' steps.
-inline constexpr const char *kStepReadsGrads =
-    "an optimizer's step reads each parameter's current .grad (a new tensor "
-    "after every zero_grad() and backward) and makes its state on its first "
-    "call: a replay would update with the first call's gradients";
 } // namespace detail
 
 } // namespace ember

@@ -543,6 +543,7 @@ std::vector<Tensor> Session::wrap_arguments(const std::vector<Tensor> &reals) {
     // zero_grad) is handed on to the real tensor when the call ends; a grad
     // a backward pass inside the function made for an argument without one
     // is handed to its capture tensor when the pass ends (take_real_grads).
+    OwnGradReads own(this);
     const Tensor &g = reals[i].grad();
     if (g.defined() && !out[i].grad().defined())
       out[i].mutable_grad() = g;
@@ -552,6 +553,7 @@ std::vector<Tensor> Session::wrap_arguments(const std::vector<Tensor> &reals) {
 }
 
 void Session::give_back_grads() {
+  OwnGradReads own(this);
   for (size_t i = 0; i < arg_pairs_.size(); ++i) {
     const auto &[wrapper, real] = arg_pairs_[i];
     const Tensor &g = wrapper.grad();
@@ -561,6 +563,7 @@ void Session::give_back_grads() {
 }
 
 void Session::take_real_grads() {
+  OwnGradReads own(this);
   for (size_t i = 0; i < arg_pairs_.size(); ++i) {
     auto &[wrapper, real] = arg_pairs_[i];
     const Tensor &g = real.grad();
@@ -1033,14 +1036,29 @@ std::vector<OutputRecipe> Session::finish(const std::vector<Tensor> &outs) {
       replay_blocker_ = "it returns a tensor it created outside the graph "
                         "(a factory's result)";
   // A tensor it made outside the graph from host values (a factory's
-  // result: Adam's bias corrections under compile, Note [Compiled optimizer
-  // steps]) would keep the first call's values in every replay.
-  for (const ir::Input &in : last_inputs_)
-    if (in.kind == ir::InputKind::Lifted && in.fresh)
+  // result) would keep the first call's values in every replay, unless the
+  // code that made it remakes it at each replay (Note [Host state in
+  // replayed calls]: the optimizers' step-dependent factors).
+  for (size_t i = 0; i < last_inputs_.size(); ++i) {
+    const ir::Input &in = last_inputs_[i];
+    if (in.kind != ir::InputKind::Lifted)
+      continue;
+    const TensorImpl *real = last_input_tensors_.at(i).unsafeGetTensorImpl();
+    if (in.fresh && std::none_of(replay_steps_.begin(), replay_steps_.end(),
+                                 [&](const ReplayStep &s) {
+                                   return s.made.unsafeGetTensorImpl() == real;
+                                 }))
       replay_blocker_ = "it reads a tensor it created outside the graph (a "
-                        "factory's result, such as an optimizer's step-"
-                        "dependent factors: a replay would reuse the first "
+                        "factory's result: a replay would reuse the first "
                         "call's values)";
+    // A replay reads each .grad anew (Note [Host state in replayed
+    // calls]), the tensor itself: not one sharing its memory.
+    for (const GradRead &g : grad_reads_)
+      if (g.grad.defined() && g.grad.unsafeGetTensorImpl() != real &&
+          last_input_tensors_[i].is_alias_of(g.grad))
+        replay_blocker_ = "it reads a .grad through a view or another "
+                          "tensor sharing its memory";
+  }
   for (const ir::Mutation &m : last_mutations_)
     if (fresh(last_input_tensors_.at(size_t(m.input))))
       replay_blocker_ = "it writes into a tensor it created outside the "
@@ -1053,6 +1071,18 @@ std::vector<OutputRecipe> Session::finish(const std::vector<Tensor> &outs) {
   if (!no_replay_.empty())
     replay_blocker_ = no_replay_;
   return recipes;
+}
+
+void Session::add_grad_read(const Tensor &owner, const Tensor &grad) {
+  if (own_grad_reads_)
+    return;
+  // A .grad this call made (a backward inside it) is not one a replay can
+  // read at its start.
+  if (grad.defined() &&
+      (grad.unsafeGetTensorImpl()->key_set().has(DispatchKey::Capture) ||
+       fresh(grad)))
+    set_no_replay("it reads a .grad that the call itself made");
+  grad_reads_.push_back({owner, grad});
 }
 
 Tensor Session::stand_in(const Tensor &t) {
@@ -1497,6 +1527,24 @@ void install_capture() {
     ember::detail::capture_no_replay_fn = [](const char *why) {
       if (Session *s = Session::current())
         s->set_no_replay(why);
+    };
+    ember::detail::capture_grad_read_fn = [](const Tensor &owner,
+                                             const Tensor &grad) {
+      if (Session *s = Session::current())
+        s->add_grad_read(owner, grad);
+    };
+    ember::detail::capture_replay_guard_fn = [](std::function<bool()> g) {
+      if (Session *s = Session::current())
+        s->add_replay_guard(std::move(g));
+    };
+    ember::detail::capture_replay_effect_fn = [](std::function<void()> f) {
+      if (Session *s = Session::current())
+        s->add_replay_step({std::move(f), nullptr, Tensor()});
+    };
+    ember::detail::capture_remake_fn = [](const Tensor &t,
+                                          std::function<Tensor()> f) {
+      if (Session *s = Session::current())
+        s->add_replay_step({nullptr, std::move(f), t});
     };
   });
 }

@@ -279,6 +279,28 @@ public:
   /// no_replay()'s hook (eager/Capturing.h): this call is not replayed,
   /// for `why`.
   void set_no_replay(const char *why) { no_replay_ = why; }
+
+  /// Note [Host state in replayed calls] (eager/Capturing.h): what this
+  /// call declared, in the order it did.
+  struct GradRead {
+    Tensor owner; ///< the leaf whose .grad was read
+    Tensor grad;  ///< what the read gave (undefined when it had none)
+  };
+  struct ReplayStep {
+    std::function<void()> effect;   ///< an effect, or
+    std::function<Tensor()> remake; ///< a tensor made again at each replay
+    Tensor made;                    ///< (remake) this call's tensor
+  };
+  void add_grad_read(const Tensor &owner, const Tensor &grad);
+  void add_replay_guard(std::function<bool()> g) {
+    replay_guards_.push_back(std::move(g));
+  }
+  void add_replay_step(ReplayStep s) { replay_steps_.push_back(std::move(s)); }
+  const std::vector<GradRead> &grad_reads() const { return grad_reads_; }
+  const std::vector<std::function<bool()>> &replay_guards() const {
+    return replay_guards_;
+  }
+  const std::vector<ReplayStep> &replay_steps() const { return replay_steps_; }
   /// The last graph's JointReplay when it made a CompiledFunctionBackward
   /// node (a training graph), else none.
   const std::optional<JointReplay> &last_joint() const { return last_joint_; }
@@ -418,6 +440,20 @@ private:
   std::optional<JointReplay> last_joint_; ///< last_joint()
   /// Why this call must not be replayed (no_replay() in eager/Capturing.h).
   std::string no_replay_;
+  std::vector<GradRead> grad_reads_;
+  /// Set while the capture reads .grads itself (Note [An argument's grad]):
+  /// those are not the function's reads.
+  bool own_grad_reads_ = false;
+  struct OwnGradReads {
+    Session *s;
+    bool was;
+    explicit OwnGradReads(Session *s) : s(s), was(s->own_grad_reads_) {
+      s->own_grad_reads_ = true;
+    }
+    ~OwnGradReads() { s->own_grad_reads_ = was; }
+  };
+  std::vector<std::function<bool()>> replay_guards_;
+  std::vector<ReplayStep> replay_steps_;
   /// The real tensors that capture tensors of this graph stand for and
   /// that require grad (each capture tensor's CaptureInput leads to one):
   /// where the backward trace is cut, and the node's next edges.

@@ -93,10 +93,12 @@ struct CompileOptions {
   /// Training graphs replay too (Note [Replaying training graphs] in
   /// frontend/Frontend.cpp): a replay's outputs get their
   /// CompiledFunctionBackward node as the capture's did; a parameter frozen,
-  /// unfrozen or converted makes the next call capture again. A call that
-  /// reads a tensor's .grad (an optimizer's step does) is never replayed:
-  /// each backward makes new gradients. explain() says why a call is not
-  /// replayed.
+  /// unfrozen or converted makes the next call capture again. A replay
+  /// reads each call's .grad where the capture read one (a .grad that
+  /// appeared, went or changed shape captures again), and optimizers'
+  /// steps replay from their second call with each call's step counts and
+  /// learning rates (Note [Host state in replayed calls] in
+  /// eager/Capturing.h). explain() says why a call is not replayed.
   EMBER_ARG(bool, replay) = false;
   /// In replay mode on CUDA, replays launch the program as one CUDA graph
   /// (torch.compile's mode="reduce-overhead"), captured at the first

@@ -141,6 +141,87 @@ struct Entry {
   std::string cuda_graph; ///< GraphInfo::cuda_graph
 };
 
+/// Note [Host state in replayed calls] (eager/Capturing.h): what a replay
+/// does on the host besides running its program, from what the capture's
+/// code declared.
+struct HostReplay {
+  struct GradRead {
+    Tensor owner;
+    std::optional<InputGuard> guard; ///< the read's; none: it was undefined
+    int input = -1;                  ///< the graph input it is, or -1
+  };
+  struct Step {
+    std::function<void()> effect;
+    std::function<Tensor()> remake;
+    int input = -1; ///< (remake) the graph input it is, or -1
+  };
+  std::vector<GradRead> grads;
+  std::vector<std::function<bool()>> guards;
+  std::vector<Step> steps;
+
+  static HostReplay of(const Session &s) {
+    const std::vector<ir::Input> &ins = s.last_inputs();
+    const std::vector<Tensor> &reals = s.last_input_tensors();
+    auto input_of = [&](const Tensor &t) {
+      for (size_t i = 0; i < ins.size(); ++i)
+        if (t.defined() && ins[i].kind == ir::InputKind::Lifted &&
+            reals.at(i).is_same(t))
+          return int(i);
+      return -1;
+    };
+    HostReplay h;
+    for (const Session::GradRead &g : s.grad_reads())
+      h.grads.push_back({g.owner,
+                         g.grad.defined() ? std::optional<InputGuard>(
+                                                InputGuard::of("", g.grad))
+                                          : std::nullopt,
+                         input_of(g.grad)});
+    h.guards = s.replay_guards();
+    for (const Session::ReplayStep &st : s.replay_steps())
+      h.steps.push_back({st.effect, st.remake, input_of(st.made)});
+    return h;
+  }
+  /// Whether a replay may run: every guard holds, and each .grad read gives
+  /// what the capture's gave (defined or not, and its metadata). Changes
+  /// nothing.
+  bool valid() const {
+    for (const GradRead &g : grads) {
+      const Tensor &now = g.owner.grad();
+      if (now.defined() != g.guard.has_value() ||
+          (g.guard && !g.guard->matches(now)))
+        return false;
+    }
+    return std::all_of(guards.begin(), guards.end(),
+                       [](const std::function<bool()> &f) { return f(); });
+  }
+  /// The graph inputs that are .grad reads, from this call's.
+  void read_grads(std::vector<Tensor> &lifted) const {
+    for (const GradRead &g : grads)
+      if (g.input >= 0)
+        lifted.at(size_t(g.input)) = g.owner.grad();
+  }
+  /// Runs the effects and remakes in order (the replay goes ahead); sets
+  /// the inputs the remakes give, which must match the capture's `guards`.
+  void run(std::vector<Tensor> &lifted,
+           const std::vector<std::optional<InputGuard>> &guards) const {
+    for (const Step &st : steps) {
+      if (st.effect) {
+        st.effect();
+        continue;
+      }
+      Tensor t = st.remake();
+      if (st.input < 0)
+        continue;
+      const std::optional<InputGuard> &g = guards.at(size_t(st.input));
+      EMBER_CHECK(g && g->matches(t),
+                  "internal error: a tensor remade for a replay "
+                  "(remake_on_replay) differs from the capture's in dtype, "
+                  "device, shape or strides");
+      lifted.at(size_t(st.input)) = std::move(t);
+    }
+  }
+};
+
 struct ReplayEntry {
   Entry *entry = nullptr;
   /// Note [CUDA graphs in replay mode]: the program as a CUDA graph once a
@@ -157,6 +238,9 @@ struct ReplayEntry {
   /// frozen parameter, or a module moved to another dtype in place, changes
   /// the graph).
   std::vector<std::optional<InputGuard>> lifted_guards;
+  /// Lifted inputs that are .grad reads or remade tensors are not held in
+  /// `lifted`: a replay takes this call's.
+  HostReplay host;
   /// A training graph (Note [Replaying training graphs]): how its outputs
   /// get their node; per grad_reals entry, the argument it is (its edge is
   /// read from this call's argument), or -1 (a lifted tensor, held).
@@ -780,25 +864,32 @@ std::vector<Tensor> apply_recipes(const std::vector<OutputRecipe> &recipes,
 } // namespace
 
 namespace {
-/// Whether replay `r`'s lifted tensors still have the metadata they were
-/// captured with.
-bool lifted_still_match(const ReplayEntry &r) {
-  for (size_t i = 0; i < r.lifted.size(); ++i) {
+/// Whether replay `r`'s lifted tensors (`lifted`: the held ones and this
+/// call's .grad reads) still have the metadata they were captured with.
+/// Remade tensors (undefined here) are checked when made.
+bool lifted_still_match(const ReplayEntry &r,
+                        const std::vector<Tensor> &lifted) {
+  for (size_t i = 0; i < lifted.size(); ++i) {
     const std::optional<InputGuard> &g = r.lifted_guards.at(i);
-    if (r.lifted[i].defined() != g.has_value() ||
-        (g && !g->matches(r.lifted[i])))
+    if (!lifted[i].defined() &&
+        std::any_of(
+            r.host.steps.begin(), r.host.steps.end(),
+            [&](const HostReplay::Step &s) { return s.input == int(i); }))
+      continue;
+    if (lifted[i].defined() != g.has_value() || (g && !g->matches(lifted[i])))
       return false;
   }
   return true;
 }
 
 /// Whether an argument of this call shares memory with a lifted tensor of
-/// `r` (a capture that saw it would not have been replayed: Session's
-/// "a captured tensor shares memory with an argument").
-bool lifted_is_argument(const ReplayEntry &r, const std::vector<Tensor> &args) {
+/// the replay (a capture that saw it would not have been replayed:
+/// Session's "a captured tensor shares memory with an argument").
+bool lifted_is_argument(const std::vector<Tensor> &lifted,
+                        const std::vector<Tensor> &args) {
   for (const Tensor &a : args)
     if (a.defined() && a.storage().defined())
-      for (const Tensor &l : r.lifted)
+      for (const Tensor &l : lifted)
         if (l.defined() && l.storage().defined() &&
             l.storage().unsafeGetStorageImpl() ==
                 a.storage().unsafeGetStorageImpl())
@@ -869,18 +960,27 @@ FlatOutputs run_compiled(
     auto it = st.replays.find(*rkey);
     if (it != st.replays.end()) {
       ReplayEntry &r = it->second;
-      if (!lifted_still_match(r)) {
-        // A lifted tensor was frozen, unfrozen or converted: captured anew.
+      std::vector<Tensor> lifted;
+      bool valid = r.host.valid();
+      if (valid) {
+        lifted = r.lifted;
+        r.host.read_grads(lifted);
+      }
+      if (!valid || !lifted_still_match(r, lifted)) {
+        // A lifted tensor was frozen, unfrozen or converted, a .grad
+        // appeared, went or changed, or host state the graph depends on
+        // changed (Note [Host state in replayed calls]): captured anew.
         st.replays.erase(it);
-      } else if (lifted_is_argument(r, tensors)) {
+      } else if (lifted_is_argument(lifted, tensors)) {
         // Captured with other arguments: this call's reads and writes
         // through the shared memory are not the graph's (captured, without
         // replacing the entry).
       } else {
+        r.host.run(lifted, r.lifted_guards);
         std::vector<Tensor> inputs;
         for (size_t i = 0; i < r.inputs.size(); ++i)
           if (r.inputs[i].kind != ir::InputKind::Tangent) // (the backward's)
-            inputs.push_back(input_of(r.inputs[i], tensors, r.lifted.at(i)));
+            inputs.push_back(input_of(r.inputs[i], tensors, lifted.at(i)));
         ++st.stats.cache_hits;
         // (the last call's: graph_count and op_count describe one call)
         st.stats.graph_count = r.entry ? 1 : 0;
@@ -965,6 +1065,14 @@ FlatOutputs run_compiled(
       r.lifted_guards.push_back(
           t.defined() ? std::optional<InputGuard>(InputGuard::of("", t))
                       : std::nullopt);
+    // (.grad reads and remade tensors: each replay's own, not held)
+    r.host = HostReplay::of(s);
+    for (const HostReplay::GradRead &g : r.host.grads)
+      if (g.input >= 0)
+        r.lifted.at(size_t(g.input)) = Tensor();
+    for (const HostReplay::Step &h : r.host.steps)
+      if (h.input >= 0)
+        r.lifted.at(size_t(h.input)) = Tensor();
     r.outputs = std::move(recipes);
     r.list_sizes = out.list_sizes;
     if (const auto &j = s.last_joint()) {
@@ -982,7 +1090,7 @@ FlatOutputs run_compiled(
     if (!s.graphs_run() || r.entry)
       st.replays.emplace(std::move(*rkey), std::move(r));
   } else if (st.options.replay() && !s.replay_blocker().empty()) {
-    st.add_eager_reason("replay: this call is captured every time: " +
+    st.add_eager_reason("replay: a call was captured, not kept for replays: " +
                         s.replay_blocker());
   } else if (st.options.replay() && st.stats.cache_misses > misses_before) {
     st.add_eager_reason(

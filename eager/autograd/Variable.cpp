@@ -305,9 +305,16 @@ const Tensor &Tensor::requires_grad_(bool r) const {
 const Tensor &Tensor::grad() const {
   static const Tensor undefined;
   AutogradMeta *m = get_meta(*this);
-  if (m && m->grad_.defined())
-    no_replay(ember::detail::kReadsGrad);
-  return m ? m->grad_ : undefined;
+  const Tensor &g = m ? m->grad_ : undefined;
+  if (is_capturing()) {           // Note [Host state in replayed calls]
+    if (impl()->capture_meta()) { // (a capture tensor: an argument)
+      if (g.defined())
+        no_replay(ember::detail::kReadsGrad);
+    } else if (ember::detail::capture_grad_read_fn) {
+      ember::detail::capture_grad_read_fn(*this, g);
+    }
+  }
+  return g;
 }
 
 Tensor &Tensor::mutable_grad() const { return materialize_meta(*this)->grad_; }

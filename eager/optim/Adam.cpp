@@ -7,6 +7,7 @@
 #include "eager/generated/Functions.h"
 
 #include <cmath>
+#include <map>
 
 namespace ember::optim {
 
@@ -30,9 +31,15 @@ std::unique_ptr<OptimizerOptions> checked(const Options &o) {
 /// adamw's _single_tensor_adam(w)). `decoupled` selects AdamW's weight
 /// decay (p *= 1 - lr * wd) over Adam's (g += wd * p).
 template <class Options, class State>
-void adam_step(std::vector<OptimizerParamGroup> &groups,
-               Optimizer::StateMap &state, bool decoupled) {
-  for (auto &group : groups) {
+void adam_step(Optimizer &opt, Optimizer::StateMap &state, bool decoupled) {
+  std::vector<OptimizerParamGroup> &groups = opt.param_groups();
+  detail::StepReplay replay(opt); // Note [Replayed optimizer steps]
+  // The states sharing one set of factors (one step count) in a group:
+  // a replay needs their counts still equal.
+  auto sharing =
+      std::make_shared<std::map<std::string, std::vector<State *>>>();
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    auto &group = groups[gi];
     const auto &o = detail::options_as<Options>(group);
     auto [beta1, beta2] = o.betas();
     const double lr = o.lr(), wd = o.weight_decay();
@@ -42,15 +49,36 @@ void adam_step(std::vector<OptimizerParamGroup> &groups,
         continue;
       auto [st, fresh] = detail::state_of<State>(state, p);
       if (fresh) {
+        replay.made_state();
         st.step(0);
         st.exp_avg(zeros_like(p));
         st.exp_avg_sq(zeros_like(p));
       }
-      if (o.amsgrad() && !st.max_exp_avg_sq().defined())
+      if (o.amsgrad() && !st.max_exp_avg_sq().defined()) {
+        replay.made_state();
         st.max_exp_avg_sq(zeros_like(p));
+      }
 
       st.step(st.step() + 1);
-      if (decoupled)
+      replay.count_step(st);
+      const std::string key = std::to_string(gi) + "/" +
+                              std::to_string(st.step()) + "/" +
+                              p.device().str();
+      if (replay.on())
+        (*sharing)[key].push_back(&st);
+      // (the factors a replay reads anew: from the group's learning rate
+      // and the step count of the state that made them)
+      auto factor = [&](const char *name, auto f) {
+        return replay.value(name + key, p.device(),
+                            [gi, s = &st, f](Optimizer &opt) {
+                              return f(opt.param_groups()[gi].options(), *s);
+                            });
+      };
+      if (decoupled && replay.on())
+        p.mul_(factor("decay", [wd](const OptimizerOptions &og, const State &) {
+          return 1 - og.get_lr() * wd;
+        }));
+      else if (decoupled)
         p.mul_(1 - lr * wd);
       else if (wd != 0)
         grad = grad.add(p, wd);
@@ -71,8 +99,9 @@ void adam_step(std::vector<OptimizerParamGroup> &groups,
       // at each call, where numbers are constants of the graph. So one
       // compiled graph serves every step, instead of a recompile per step
       // (PyTorch's capturable Adam keeps its step in a tensor for the same
-      // reason).
-      const bool capturing = is_capturing();
+      // reason), and a replay remakes them from that call's step count and
+      // learning rate (Note [Replayed optimizer steps]).
+      const bool capturing = replay.on();
       Tensor denom;
       if (o.amsgrad()) {
         // torch.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
@@ -81,13 +110,16 @@ void adam_step(std::vector<OptimizerParamGroup> &groups,
       }
       const Tensor &sq = o.amsgrad() ? st.max_exp_avg_sq() : st.exp_avg_sq();
       if (capturing) {
-        denom = sq.sqrt() /
-                scalar_tensor(bias_correction2_sqrt,
-                              TensorOptions(kDouble).device(p.device()));
+        denom = sq.sqrt() / factor("bc2", [beta2](const OptimizerOptions &,
+                                                  const State &s) {
+                  return std::sqrt(1 - std::pow(beta2, double(s.step())));
+                });
         denom.add_(o.eps());
         p.add_(st.exp_avg() / denom *
-               scalar_tensor(-step_size,
-                             TensorOptions(kDouble).device(p.device())));
+               factor("-step_size", [beta1](const OptimizerOptions &og,
+                                            const State &s) {
+                 return -og.get_lr() / (1 - std::pow(beta1, double(s.step())));
+               }));
         continue;
       }
       denom = sq.sqrt() / bias_correction2_sqrt;
@@ -95,6 +127,13 @@ void adam_step(std::vector<OptimizerParamGroup> &groups,
       p.addcdiv_(st.exp_avg(), denom, -step_size);
     }
   }
+  replay.finish(&detail::same_options_but_lr<Options>, [sharing] {
+    for (const auto &[key, states] : *sharing)
+      for (const State *s : states)
+        if (s->step() != states.front()->step())
+          return false;
+    return true;
+  });
 }
 
 template <class State> bool state_equal(const State &a, const State &b) {
@@ -138,8 +177,7 @@ Adam::Adam(std::vector<Tensor> params, AdamOptions defaults)
 Tensor Adam::step(LossClosure closure) {
   NoGradGuard no_grad;
   Tensor loss = detail::run_closure(closure);
-  adam_step<AdamOptions, AdamParamState>(param_groups_, state_,
-                                         /*decoupled=*/false);
+  adam_step<AdamOptions, AdamParamState>(*this, state_, /*decoupled=*/false);
   return loss;
 }
 
@@ -153,8 +191,7 @@ AdamW::AdamW(std::vector<Tensor> params, AdamWOptions defaults)
 Tensor AdamW::step(LossClosure closure) {
   NoGradGuard no_grad;
   Tensor loss = detail::run_closure(closure);
-  adam_step<AdamWOptions, AdamWParamState>(param_groups_, state_,
-                                           /*decoupled=*/true);
+  adam_step<AdamWOptions, AdamWParamState>(*this, state_, /*decoupled=*/true);
   return loss;
 }
 

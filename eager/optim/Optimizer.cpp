@@ -1,13 +1,20 @@
 #include "eager/optim/Optimizer.h"
 
 #include "eager/Capturing.h"
+#include "eager/Factory.h"
 #include "eager/autograd/GradMode.h"
 #include "eager/generated/Functions.h"
 
+#include <atomic>
 #include <typeinfo>
 #include <unordered_set>
 
 namespace ember::optim {
+
+uint64_t OptimizerParamState::next_serial() {
+  static std::atomic<uint64_t> n{0};
+  return ++n;
+}
 
 std::unique_ptr<OptimizerParamState> OptimizerParamState::clone() const {
   throw NotImplementedError(
@@ -122,11 +129,20 @@ void Optimizer::add_parameters(const std::vector<Tensor> &parameters) {
 }
 
 void Optimizer::zero_grad(bool set_to_none) {
+  // Note [Host state in replayed calls]: a replay clears the .grads too
+  // (after taking the ones its program reads); the zeros of
+  // set_to_none=false are ops of the graph, on this call's .grad (read
+  // through grad(), which records it).
+  if (set_to_none && is_capturing())
+    replay_effect([self = std::weak_ptr<Optimizer *>(self_)] {
+      if (auto o = self.lock())
+        (*o)->zero_grad(true);
+    });
   for (auto &group : param_groups_) {
     for (auto &p : group.params()) {
-      Tensor &g = p.mutable_grad();
-      if (!g.defined())
+      if (!p.grad().defined())
         continue;
+      Tensor &g = p.mutable_grad();
       if (set_to_none) {
         g.reset();
         continue;
@@ -171,16 +187,97 @@ Tensor run_closure(const Optimizer::LossClosure &closure) {
 }
 
 const Tensor &checked_grad(const Tensor &p) {
-  // A step reads each parameter's .grad of this call (zero_grad() sets them
-  // to None, backward makes new ones) and makes its state on its first call:
-  // replay mode, which would read the first call's tensors, captures it.
+  // (replayed: Note [Replayed optimizer steps])
   const Tensor &g = p.grad();
-  no_replay(ember::detail::kStepReadsGrads); // (after grad()'s own reason)
   EMBER_CHECK(!g.defined() || g.sizes() == p.sizes(), "a parameter of shape ",
               p.sizes(), " has a gradient of shape ", g.sizes(),
               "; an optimizer needs gradients of the parameter's shape");
   return g;
 }
+StepReplay::StepReplay(Optimizer &opt) : on_(is_capturing()), opt_(&opt) {
+  if (!on_)
+    return;
+  // Registered first, so that it runs before the guards and effects that
+  // dereference the states it checks; filled by finish().
+  guard_ = std::make_shared<std::function<bool()>>();
+  replay_guard([g = guard_] { return *g && (*g)(); });
+}
+
+void StepReplay::made_state() {
+  if (on_)
+    no_replay("an optimizer's step made its state (its first step, or a "
+              "buffer an option asks for): a replay cannot; the next call's "
+              "capture replays");
+}
+
+void StepReplay::effect(std::function<void()> f) {
+  if (on_)
+    replay_effect(std::move(f));
+}
+
+Tensor StepReplay::value(const std::string &key, const Device &device,
+                         std::function<double(Optimizer &)> f) {
+  std::string k = key + "@" + device.str();
+  auto it = values_.find(k);
+  if (it != values_.end())
+    return it->second;
+  auto make = [device](double v) {
+    return scalar_tensor(v, TensorOptions(kDouble).device(device));
+  };
+  Tensor t = make(f(*opt_));
+  if (on_)
+    remake_on_replay(t, [self = std::weak_ptr<Optimizer *>(opt_->self_), f,
+                         make] { return make(f(**self.lock())); });
+  values_.emplace(std::move(k), t);
+  return t;
+}
+
+void StepReplay::finish(bool (*same_but_lr)(const OptimizerOptions &,
+                                            const OptimizerOptions &),
+                        std::function<bool()> extra) {
+  if (!on_)
+    return;
+  struct Group {
+    std::vector<Tensor> params;
+    std::unique_ptr<OptimizerOptions> options;
+    std::vector<std::pair<const OptimizerParamState *, uint64_t>> states;
+  };
+  auto groups = std::make_shared<std::vector<Group>>();
+  for (const OptimizerParamGroup &g : opt_->param_groups()) {
+    Group c{g.params(), g.options().clone(), {}};
+    for (const Tensor &p : g.params()) {
+      const OptimizerParamState *st = opt_->find_state(p);
+      c.states.emplace_back(st, st ? st->replay_serial() : 0);
+    }
+    groups->push_back(std::move(c));
+  }
+  *guard_ = [self = std::weak_ptr<Optimizer *>(opt_->self_), groups,
+             same_but_lr, extra = std::move(extra)] {
+    auto o = self.lock();
+    if (!o)
+      return false;
+    const Optimizer &opt = **o;
+    if (opt.param_groups().size() != groups->size())
+      return false;
+    for (size_t i = 0; i < groups->size(); ++i) {
+      const Group &c = (*groups)[i];
+      const OptimizerParamGroup &g = opt.param_groups()[i];
+      if (g.params().size() != c.params.size() ||
+          !same_but_lr(g.options(), *c.options))
+        return false;
+      for (size_t k = 0; k < c.params.size(); ++k) {
+        if (!g.params()[k].is_same(c.params[k]))
+          return false;
+        const OptimizerParamState *st = opt.find_state(c.params[k]);
+        if (st != c.states[k].first ||
+            (st && st->replay_serial() != c.states[k].second))
+          return false;
+      }
+    }
+    return !extra || extra();
+  };
+}
+
 } // namespace detail
 
 } // namespace ember::optim

@@ -25,10 +25,13 @@ namespace optim {
 class OptimizerParamState {
 public:
   OptimizerParamState() = default;
-  OptimizerParamState(const OptimizerParamState &) = default;
-  OptimizerParamState &operator=(const OptimizerParamState &) = default;
-  OptimizerParamState(OptimizerParamState &&) noexcept = default;
-  OptimizerParamState &operator=(OptimizerParamState &&) noexcept = default;
+  // (a copy is another state: it gets its own replay_serial())
+  OptimizerParamState(const OptimizerParamState &) {}
+  OptimizerParamState &operator=(const OptimizerParamState &) { return *this; }
+  OptimizerParamState(OptimizerParamState &&) noexcept {}
+  OptimizerParamState &operator=(OptimizerParamState &&) noexcept {
+    return *this;
+  }
   virtual ~OptimizerParamState() = default;
   /// A copy of the derived state (its tensors are shared, not copied).
   virtual std::unique_ptr<OptimizerParamState> clone() const;
@@ -36,6 +39,15 @@ public:
   virtual void serialize(serialize::OutputArchive &archive) const;
   /// Reads the state's fields back from `archive`.
   virtual void serialize(serialize::InputArchive &archive);
+
+  /// Note [Replayed optimizer steps]: a number no other state object had,
+  /// which a replayed step checks (a state made again at the same address
+  /// is another state).
+  uint64_t replay_serial() const { return serial_; }
+
+private:
+  static uint64_t next_serial();
+  uint64_t serial_ = next_serial();
 };
 
 /// CRTP helper: implements clone() for a derived param state.
@@ -117,6 +129,10 @@ protected:
   std::unique_ptr<OptimizerOptions> options_;
 };
 
+namespace detail {
+class StepReplay;
+}
+
 /// The base of all optimizers (torch::optim::Optimizer).
 ///
 /// Parameters are updated in place by step(), which reads each parameter's
@@ -131,8 +147,23 @@ public:
 
   Optimizer(const Optimizer &) = delete;
   Optimizer &operator=(const Optimizer &) = delete;
-  Optimizer(Optimizer &&) = default;
-  Optimizer &operator=(Optimizer &&) = default;
+  // (Note [Replayed optimizer steps]: the moved-to optimizer takes the
+  // handle replays find it by)
+  Optimizer(Optimizer &&o) noexcept
+      : param_groups_(std::move(o.param_groups_)), state_(std::move(o.state_)),
+        defaults_(std::move(o.defaults_)), self_(std::move(o.self_)) {
+    *self_ = this;
+    o.self_ = std::make_shared<Optimizer *>(&o);
+  }
+  Optimizer &operator=(Optimizer &&o) noexcept {
+    param_groups_ = std::move(o.param_groups_);
+    state_ = std::move(o.state_);
+    defaults_ = std::move(o.defaults_);
+    std::swap(self_, o.self_);
+    *self_ = this;
+    *o.self_ = &o;
+    return *this;
+  }
   virtual ~Optimizer() = default;
 
   /// An optimizer over the given groups; groups without options use
@@ -203,6 +234,12 @@ protected:
   std::vector<OptimizerParamGroup> param_groups_;
   StateMap state_;
   std::unique_ptr<OptimizerOptions> defaults_;
+
+private:
+  friend class detail::StepReplay;
+  /// Note [Replayed optimizer steps]: how a replay finds this optimizer,
+  /// and sees that it is gone.
+  std::shared_ptr<Optimizer *> self_ = std::make_shared<Optimizer *>(this);
 };
 
 namespace detail {
@@ -237,6 +274,72 @@ std::pair<State &, bool> state_of(Optimizer::StateMap &state, const Tensor &p) {
 /// The gradient of `p` (undefined when it has none), checked against p's
 /// shape.
 const Tensor &checked_grad(const Tensor &p);
+
+/// Note [Replayed optimizer steps]
+/// A step captured by compile() in replay mode declares what its replays
+/// do on the host (Note [Host state in replayed calls] in
+/// eager/Capturing.h), so that a training loop's step replays:
+/// - a guard: the optimizer still exists, its groups hold the same
+///   parameters with the same options (the learning rate aside), and each
+///   parameter has the state object the capture used;
+/// - effects: each step count's increment;
+/// - remade values: each factor that depends on the learning rate or on a
+///   step count is a 0-dim tensor the graph reads, made again at each
+///   replay from that call's options and counts. So a scheduler's new
+///   learning rate and each step's bias corrections need no new capture
+///   (where a number would be a constant of the graph).
+/// The .grad reads need nothing here: Tensor::grad() records them. A first
+/// step makes the state (zeros from a factory), which a replay cannot
+/// repeat: that call is captured, and the next one's capture replays.
+class StepReplay {
+public:
+  /// Declares nothing when the step is not being captured.
+  explicit StepReplay(Optimizer &opt);
+  /// Whether the step is being captured.
+  bool on() const { return on_; }
+  /// A 0-dim float64 tensor on `device` holding f(opt): remade by f at each
+  /// replay, in the order of the step's effects. `key` names the value
+  /// within this step: the same key gives the same tensor (one input,
+  /// remade once per replay). Plain `f(opt)` in a double when not
+  /// capturing is the caller's business.
+  Tensor value(const std::string &key, const Device &device,
+               std::function<double(Optimizer &)> f);
+  /// The step made or replaced a parameter's state (its first step, or a
+  /// buffer an option change asks for): a replay could not repeat that, so
+  /// this call is not replayed (a later one is).
+  void made_state();
+  /// Declares `st`'s step count increment (st.step(st.step() + 1)).
+  template <class State> void count_step(State &st) {
+    effect([p = &st] { p->step(p->step() + 1); });
+  }
+  /// The guard, once the step ran (its states exist): `same_but_lr` says
+  /// whether two options of this optimizer's type are equal but for the
+  /// learning rate; `extra` (optional) checks more, after the guard found
+  /// the optimizer and its states as captured.
+  void finish(bool (*same_but_lr)(const OptimizerOptions &,
+                                  const OptimizerOptions &),
+              std::function<bool()> extra = nullptr);
+
+private:
+  void effect(std::function<void()> f);
+  bool on_ = false;
+  Optimizer *opt_ = nullptr;
+  std::shared_ptr<std::function<bool()>> guard_;
+  std::unordered_map<std::string, Tensor> values_;
+};
+
+/// same_but_lr for StepReplay::finish: `Options`' operator== with the
+/// learning rates made equal.
+template <class Options>
+bool same_options_but_lr(const OptimizerOptions &a, const OptimizerOptions &b) {
+  auto *x = dynamic_cast<const Options *>(&a);
+  auto *y = dynamic_cast<const Options *>(&b);
+  if (!x || !y)
+    return false;
+  Options z = *y;
+  z.lr(x->lr());
+  return *x == z;
+}
 } // namespace detail
 
 } // namespace optim

@@ -49,7 +49,9 @@ RMSprop::RMSprop(std::vector<Tensor> params, RMSpropOptions defaults)
 Tensor RMSprop::step(LossClosure closure) {
   NoGradGuard no_grad;
   Tensor loss = detail::run_closure(closure);
-  for (auto &group : param_groups_) {
+  detail::StepReplay replay(*this); // Note [Replayed optimizer steps]
+  for (size_t gi = 0; gi < param_groups_.size(); ++gi) {
+    auto &group = param_groups_[gi];
     const auto &o = detail::options_as<RMSpropOptions>(group);
     const double alpha = o.alpha();
     for (const auto &p : group.params()) {
@@ -58,15 +60,28 @@ Tensor RMSprop::step(LossClosure closure) {
         continue;
       auto [st, fresh] = detail::state_of<RMSpropParamState>(state_, p);
       if (fresh) {
+        replay.made_state();
         st.step(0);
         st.square_avg(zeros_like(p));
       }
-      if (o.momentum() > 0 && !st.momentum_buffer().defined())
+      if (o.momentum() > 0 && !st.momentum_buffer().defined()) {
+        replay.made_state();
         st.momentum_buffer(zeros_like(p));
-      if (o.centered() && !st.grad_avg().defined())
+      }
+      if (o.centered() && !st.grad_avg().defined()) {
+        replay.made_state();
         st.grad_avg(zeros_like(p));
+      }
 
       st.step(st.step() + 1);
+      replay.count_step(st);
+      // (the learning rate, read at each replay)
+      auto lr = [&] {
+        return replay.value("-lr" + std::to_string(gi), p.device(),
+                            [gi](Optimizer &opt) {
+                              return -opt.param_groups()[gi].options().get_lr();
+                            });
+      };
       if (o.weight_decay() != 0)
         grad = grad.add(p, o.weight_decay());
 
@@ -83,12 +98,18 @@ Tensor RMSprop::step(LossClosure closure) {
 
       if (o.momentum() > 0) {
         st.momentum_buffer().mul_(o.momentum()).addcdiv_(grad, avg);
-        p.add_(st.momentum_buffer(), -o.lr());
+        if (replay.on())
+          p.add_(st.momentum_buffer() * lr());
+        else
+          p.add_(st.momentum_buffer(), -o.lr());
+      } else if (replay.on()) {
+        p.add_(grad / avg * lr());
       } else {
         p.addcdiv_(grad, avg, -o.lr());
       }
     }
   }
+  replay.finish(&detail::same_options_but_lr<RMSpropOptions>);
   return loss;
 }
 

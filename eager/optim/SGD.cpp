@@ -43,7 +43,9 @@ SGD::SGD(std::vector<Tensor> params, SGDOptions defaults)
 Tensor SGD::step(LossClosure closure) {
   NoGradGuard no_grad;
   Tensor loss = detail::run_closure(closure);
-  for (auto &group : param_groups_) {
+  detail::StepReplay replay(*this); // Note [Replayed optimizer steps]
+  for (size_t gi = 0; gi < param_groups_.size(); ++gi) {
+    auto &group = param_groups_[gi];
     const auto &o = detail::options_as<SGDOptions>(group);
     for (const auto &p : group.params()) {
       const Tensor &grad = detail::checked_grad(p);
@@ -55,6 +57,7 @@ Tensor SGD::step(LossClosure closure) {
       if (o.momentum() != 0) {
         auto [st, fresh] = detail::state_of<SGDParamState>(state_, p);
         if (fresh || !st.momentum_buffer().defined()) {
+          replay.made_state();
           st.momentum_buffer(ember::clone(d_p).detach());
         } else {
           st.momentum_buffer().mul_(o.momentum()).add_(d_p, 1 - o.dampening());
@@ -62,9 +65,19 @@ Tensor SGD::step(LossClosure closure) {
         const Tensor &buf = st.momentum_buffer();
         d_p = o.nesterov() ? d_p.add(buf, o.momentum()) : buf;
       }
-      p.add_(d_p, -o.lr());
+      if (!replay.on()) {
+        p.add_(d_p, -o.lr());
+        continue;
+      }
+      // (the learning rate, read at each replay)
+      p.add_(d_p *
+             replay.value("-lr" + std::to_string(gi), p.device(),
+                          [gi](Optimizer &opt) {
+                            return -opt.param_groups()[gi].options().get_lr();
+                          }));
     }
   }
+  replay.finish(&detail::same_options_but_lr<SGDOptions>);
   return loss;
 }
 

@@ -662,14 +662,21 @@ TEST(E2ETraining, ReplayProbeFindings) {
   }
   {
     // (the second probe) A step written by hand that reads a parameter's
-    // .grad, a new tensor after each backward, is not replayed either.
+    // .grad, a new tensor after each backward, reads each call's .grad when
+    // replayed (Note [Host state in replayed calls]).
     Tensor w = random({3}, kDouble, 95).requires_grad_();
     Tensor we = w.detach().clone().requires_grad_();
     auto update = [](const Tensor &p) {
       NoGradGuard g;
       p.sub_(p.grad() * 0.1);
     };
-    auto step = compile([&] { update(w); }, CompileOptions().replay(true));
+    int bodies = 0;
+    auto step = compile(
+        [&] {
+          ++bodies;
+          update(w);
+        },
+        CompileOptions().replay(true));
     for (int s = 0; s < 4; ++s) {
       Tensor g = random({3}, kDouble, 96 + s);
       w.mutable_grad() = Tensor();
@@ -680,10 +687,7 @@ TEST(E2ETraining, ReplayProbeFindings) {
       update(we);
       EXPECT_TRUE(same(w.detach(), we.detach())) << "step " << s;
     }
-    bool said = false;
-    for (const std::string &r : step.explain().eager_reasons)
-      said = said || contains(r, "reads a tensor's .grad");
-    EXPECT_TRUE(said) << step.explain();
+    EXPECT_EQ(bodies, 1) << step.explain();
   }
   for (bool rg : {false, true}) {
     SCOPED_TRACE(rg ? "W requires grad" : "W without grad");
@@ -1156,41 +1160,157 @@ TEST(E2ETraining, CompiledOptimizerSteps) {
 // tensors it makes at each call (Note [Compiled optimizer steps]); a replay
 // would reuse the first call's (found after replayed steps gave stale
 // updates), so steps are captured at every call and explain() says why.
+// Note [Replayed optimizer steps]: a compiled step replays from its second
+// call (the first makes the state), reading each call's .grad, step counts
+// and learning rate, equal to eager's step for step: SGD with momentum,
+// Adam with amsgrad, AdamW, RMSprop centered with momentum. A learning rate
+// changed between steps (a scheduler's) is read by the replay; a
+// parameter whose .grad is None at one step, a state cleared, and a new
+// optimizer each capture anew.
 TEST(E2ETraining, ReplayedOptimizerStepsEqualEager) {
   StayOnCpu cpu("the optimizers step CPU parameters");
-  for (bool adam : {false, true}) {
-    SCOPED_TRACE(adam ? "AdamW" : "SGD momentum");
+  for (int kind = 0; kind < 4; ++kind) {
+    const char *names[] = {"SGD momentum", "Adam amsgrad", "AdamW",
+                           "RMSprop centered momentum"};
+    SCOPED_TRACE(names[kind]);
     auto make = [] {
       manual_seed(17);
       return nn::Sequential(nn::Linear(4, 8), nn::Tanh(), nn::Linear(8, 2));
     };
     nn::Sequential me = make(), mc = make();
     auto opt = [&](std::vector<Tensor> p) -> std::unique_ptr<optim::Optimizer> {
-      if (adam)
+      switch (kind) {
+      case 1:
+        return std::make_unique<optim::Adam>(
+            p, optim::AdamOptions(1e-2).weight_decay(0.1).amsgrad(true));
+      case 2:
         return std::make_unique<optim::AdamW>(
             p, optim::AdamWOptions(1e-2).weight_decay(0.1));
-      return std::make_unique<optim::SGD>(
-          p, optim::SGDOptions(0.05).momentum(0.9));
+      case 3:
+        return std::make_unique<optim::RMSprop>(
+            p, optim::RMSpropOptions(1e-2).momentum(0.5).centered(true));
+      default:
+        return std::make_unique<optim::SGD>(
+            p, optim::SGDOptions(0.05).momentum(0.9));
+      }
     };
     auto oe = opt(me->parameters()), oc = opt(mc->parameters());
-    auto step = compile([&] { oc->step(); }, CompileOptions().replay(true));
-    Tensor x = random({6, 4}, kFloat, 192);
-    for (int i = 0; i < 5; ++i) {
-      oe->zero_grad();
-      oc->zero_grad();
-      me->forward(x).pow(2).sum().backward();
-      mc->forward(x).pow(2).sum().backward();
-      oe->step();
-      step();
+    int bodies = 0;
+    auto step = compile(
+        [&] {
+          ++bodies;
+          oc->step();
+        },
+        CompileOptions().replay(true));
+    auto expect_same = [&](int i) {
       auto pe = me->parameters(), pc = mc->parameters();
       for (size_t k = 0; k < pe.size(); ++k)
         EXPECT_TRUE(same(pc[k].detach(), pe[k].detach()))
             << "step " << i << " param " << k;
+    };
+    auto train = [&](int i, bool skip_bias) {
+      Tensor x = random({6, 4}, kFloat, 192 + i);
+      oe->zero_grad();
+      oc->zero_grad();
+      me->forward(x).pow(2).sum().backward();
+      mc->forward(x).pow(2).sum().backward();
+      if (skip_bias) { // (the last layer's bias gets no gradient)
+        me->parameters().back().mutable_grad() = Tensor();
+        mc->parameters().back().mutable_grad() = Tensor();
+      }
+      oe->step();
+      step();
+      expect_same(i);
+    };
+    for (int i = 0; i < 5; ++i)
+      train(i, false);
+    // The first call made the state; the second was captured and kept.
+    EXPECT_EQ(bodies, 2) << step.explain();
+    EXPECT_EQ(step.explain().cache_hits, 3) << step.explain();
+    // A scheduler's learning rate: replayed, read anew.
+    for (auto *o : {oe.get(), oc.get()})
+      o->param_groups()[0].options().set_lr(3e-3);
+    train(5, false);
+    EXPECT_EQ(bodies, 2) << step.explain();
+    // A .grad that is None: captured anew (it is not updated), and the
+    // next full step captured again (its grad is back).
+    train(6, true);
+    EXPECT_EQ(bodies, 3) << step.explain();
+    train(7, false);
+    EXPECT_EQ(bodies, 4) << step.explain();
+    train(8, false);
+    EXPECT_EQ(bodies, 4) << step.explain();
+    // Another option (not the learning rate): captured anew.
+    if (kind == 0) {
+      for (auto *o : {oe.get(), oc.get()})
+        static_cast<optim::SGDOptions &>(o->param_groups()[0].options())
+            .momentum(0.5);
+      train(9, false);
+      EXPECT_EQ(bodies, 5) << step.explain();
     }
-    bool said = false;
-    for (const std::string &r : step.explain().eager_reasons)
-      said = said || contains(r, "reads each parameter's current .grad");
-    EXPECT_TRUE(said) << step.explain();
+    // The state cleared (made again by the next step) and a new optimizer
+    // over the same parameters: captured anew each, values as eager's.
+    int before = bodies;
+    oe->state().clear();
+    oc->state().clear();
+    train(10, false);
+    train(11, false);
+    train(12, false);
+    EXPECT_EQ(bodies, before + 2) << step.explain();
+    oe = opt(me->parameters());
+    oc = opt(mc->parameters());
+    train(13, false);
+    train(14, false);
+    train(15, false);
+    EXPECT_EQ(bodies, before + 4) << step.explain();
+    if (HasFailure())
+      return;
+  }
+}
+
+// zero_grad() inside a replayed call clears the .grads at each replay
+// (set_to_none) or zeroes each call's .grad in the graph.
+TEST(E2ETraining, ReplayedZeroGradClearsEachCallsGrads) {
+  StayOnCpu cpu("the optimizer steps CPU parameters");
+  for (bool to_none : {true, false}) {
+    SCOPED_TRACE(to_none ? "set_to_none" : "zeros");
+    manual_seed(5);
+    nn::Linear me(3, 2), mc(3, 2);
+    {
+      NoGradGuard g;
+      mc->weight.copy_(me->weight);
+      mc->bias.copy_(me->bias);
+    }
+    optim::SGD oe(me->parameters(), optim::SGDOptions(0.1).momentum(0.9));
+    optim::SGD oc(mc->parameters(), optim::SGDOptions(0.1).momentum(0.9));
+    int bodies = 0;
+    auto step = compile(
+        [&] {
+          ++bodies;
+          oc.step();
+          oc.zero_grad(to_none);
+        },
+        CompileOptions().replay(true));
+    for (int i = 0; i < 5; ++i) {
+      Tensor x = random({4, 3}, kFloat, 300 + i);
+      me->forward(x).sum().backward();
+      mc->forward(x).sum().backward();
+      oe.step();
+      oe.zero_grad(to_none);
+      step();
+      for (size_t k = 0; k < 2; ++k) {
+        const Tensor &ge = me->parameters()[k].grad();
+        const Tensor &gc = mc->parameters()[k].grad();
+        ASSERT_EQ(gc.defined(), ge.defined()) << "step " << i;
+        if (ge.defined()) {
+          EXPECT_TRUE(same(gc, ge)) << "step " << i;
+        }
+        EXPECT_TRUE(
+            same(mc->parameters()[k].detach(), me->parameters()[k].detach()))
+            << "step " << i;
+      }
+    }
+    EXPECT_EQ(bodies, 2) << step.explain();
   }
 }
 
