@@ -30,7 +30,8 @@ inline void (*capture_no_replay_fn)(const char *why) = nullptr;
 /// Set by frontend/Capture.cpp: the hooks of Note [Host state in replayed
 /// calls] (on_replay(), remake_on_replay(), and Tensor::grad()'s record of
 /// each read).
-inline void (*capture_replay_guard_fn)(std::function<bool()>) = nullptr;
+inline void (*capture_replay_guard_fn)(const char *what,
+                                       std::function<bool()>) = nullptr;
 inline void (*capture_replay_effect_fn)(std::function<void()>) = nullptr;
 inline void (*capture_remake_fn)(const Tensor &,
                                  std::function<Tensor()>) = nullptr;
@@ -44,9 +45,10 @@ inline void (*capture_grad_read_fn)(const Tensor &owner,
 // or writes on the host is the first call's. Code that knows its host state
 // declares it while it is captured, and a replay then does what the code
 // would have done:
-// - replay_guard(f): f() is checked before every replay (after the replay
-//   key); false captures the call again (state the graph depended on
-//   changed, or is gone). It must only read.
+// - replay_guard(what, f): f() is checked before every replay (after the
+//   replay key); false captures the call again (state the graph depended
+//   on changed, or is gone: explain() lists `what` among the recompiles).
+//   It must only read.
 // - replay_effect(f): f() runs at every replay, before the program, in the
 //   order declared (a step counter's increment).
 // - remake_on_replay(t, f): t, a tensor this call made outside the graph
@@ -56,13 +58,14 @@ inline void (*capture_grad_read_fn)(const Tensor &owner,
 // - A read of a leaf's .grad (Tensor::grad()) is recorded with its owner: a
 //   replay reads the owner's .grad of that call (zero_grad() and backward
 //   make a new one each step), and needs it defined where the capture's
-//   was, with the same metadata, else the call is captured again.
+//   was, with the same metadata and sharing memory with no other tensor
+//   the graph reads, else the call is captured again.
 // The optimizers' steps use them (eager/optim), so a training loop's step
 // replays. Code that reads host state and declares none of it calls
 // no_replay() instead.
-inline void replay_guard(std::function<bool()> still_valid) {
+inline void replay_guard(const char *what, std::function<bool()> still_valid) {
   if (is_capturing() && detail::capture_replay_guard_fn)
-    detail::capture_replay_guard_fn(std::move(still_valid));
+    detail::capture_replay_guard_fn(what, std::move(still_valid));
 }
 inline void replay_effect(std::function<void()> effect) {
   if (is_capturing() && detail::capture_replay_effect_fn)

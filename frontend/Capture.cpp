@@ -1079,8 +1079,7 @@ void Session::add_grad_read(const Tensor &owner, const Tensor &grad) {
   // A .grad this call made (a backward inside it) is not one a replay can
   // read at its start.
   if (grad.defined() &&
-      (grad.unsafeGetTensorImpl()->key_set().has(DispatchKey::Capture) ||
-       fresh(grad)))
+      (grad.unsafeGetTensorImpl()->capture_meta() || fresh(grad)))
     set_no_replay("it reads a .grad that the call itself made");
   grad_reads_.push_back({owner, grad});
 }
@@ -1533,9 +1532,10 @@ void install_capture() {
       if (Session *s = Session::current())
         s->add_grad_read(owner, grad);
     };
-    ember::detail::capture_replay_guard_fn = [](std::function<bool()> g) {
+    ember::detail::capture_replay_guard_fn = [](const char *what,
+                                                std::function<bool()> g) {
       if (Session *s = Session::current())
-        s->add_replay_guard(std::move(g));
+        s->add_replay_guard({what, std::move(g)});
     };
     ember::detail::capture_replay_effect_fn = [](std::function<void()> f) {
       if (Session *s = Session::current())

@@ -292,12 +292,16 @@ public:
     Tensor made;                    ///< (remake) this call's tensor
   };
   void add_grad_read(const Tensor &owner, const Tensor &grad);
-  void add_replay_guard(std::function<bool()> g) {
+  struct ReplayGuard {
+    std::string what;
+    std::function<bool()> holds;
+  };
+  void add_replay_guard(ReplayGuard g) {
     replay_guards_.push_back(std::move(g));
   }
   void add_replay_step(ReplayStep s) { replay_steps_.push_back(std::move(s)); }
   const std::vector<GradRead> &grad_reads() const { return grad_reads_; }
-  const std::vector<std::function<bool()>> &replay_guards() const {
+  const std::vector<ReplayGuard> &replay_guards() const {
     return replay_guards_;
   }
   const std::vector<ReplayStep> &replay_steps() const { return replay_steps_; }
@@ -452,7 +456,7 @@ private:
     }
     ~OwnGradReads() { s->own_grad_reads_ = was; }
   };
-  std::vector<std::function<bool()>> replay_guards_;
+  std::vector<ReplayGuard> replay_guards_;
   std::vector<ReplayStep> replay_steps_;
   /// The real tensors that capture tensors of this graph stand for and
   /// that require grad (each capture tensor's CaptureInput leads to one):

@@ -27,6 +27,7 @@
 #include <sstream>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace ember {
 
@@ -156,8 +157,12 @@ struct HostReplay {
     int input = -1; ///< (remake) the graph input it is, or -1
   };
   std::vector<GradRead> grads;
-  std::vector<std::function<bool()>> guards;
+  std::vector<Session::ReplayGuard> guards;
   std::vector<Step> steps;
+  /// The storages of the lifted tensors a replay holds: a .grad read must
+  /// share memory with none of them (nor with another one), as at the
+  /// capture (Session::finish() keeps no replay where one did).
+  std::unordered_set<const void *> held;
 
   static HostReplay of(const Session &s) {
     const std::vector<ir::Input> &ins = s.last_inputs();
@@ -179,20 +184,59 @@ struct HostReplay {
     h.guards = s.replay_guards();
     for (const Session::ReplayStep &st : s.replay_steps())
       h.steps.push_back({st.effect, st.remake, input_of(st.made)});
+    for (size_t i = 0; i < ins.size(); ++i)
+      if (ins[i].kind == ir::InputKind::Lifted && reals.at(i).nbytes() > 0 &&
+          std::none_of(h.grads.begin(), h.grads.end(),
+                       [&](const GradRead &g) { return g.input == int(i); }) &&
+          std::none_of(h.steps.begin(), h.steps.end(),
+                       [&](const Step &st) { return st.input == int(i); }))
+        h.held.insert(reals[i].storage().unsafeGetStorageImpl());
     return h;
   }
-  /// Whether a replay may run: every guard holds, and each .grad read gives
-  /// what the capture's gave (defined or not, and its metadata). Changes
-  /// nothing.
-  bool valid() const {
+  /// Why a replay may not run ("" when it may): a guard does not hold, or a
+  /// .grad read gives what the capture's did not (defined or not, its
+  /// metadata, memory it shares). Changes nothing.
+  std::string invalid() const {
+    std::vector<std::pair<const void *, int>> read; // (storage, input)
     for (const GradRead &g : grads) {
       const Tensor &now = g.owner.grad();
-      if (now.defined() != g.guard.has_value() ||
-          (g.guard && !g.guard->matches(now)))
-        return false;
+      if (now.defined() != g.guard.has_value())
+        return ember::detail::str("the .grad of a tensor of shape ",
+                                  g.owner.sizes(),
+                                  now.defined() ? " appeared" : " went");
+      if (g.guard && !g.guard->matches(now))
+        return ember::detail::str(
+            "the .grad of a tensor of shape ", g.owner.sizes(),
+            " changed its dtype, device, shape or strides");
+      if (g.input >= 0 && now.nbytes() > 0) {
+        const void *st = now.storage().unsafeGetStorageImpl();
+        if (held.count(st))
+          return "a .grad shares memory with another tensor the graph reads";
+        read.emplace_back(st, g.input);
+      }
     }
-    return std::all_of(guards.begin(), guards.end(),
-                       [](const std::function<bool()> &f) { return f(); });
+    // One input read twice (the same .grad tensor of two parameters, or
+    // read twice) must be one tensor again.
+    std::vector<std::pair<int, const TensorImpl *>> inputs;
+    for (const GradRead &g : grads)
+      if (g.input >= 0)
+        inputs.emplace_back(g.input, g.owner.grad().unsafeGetTensorImpl());
+    std::sort(inputs.begin(), inputs.end());
+    if (std::adjacent_find(inputs.begin(), inputs.end(),
+                           [](const auto &a, const auto &b) {
+                             return a.first == b.first && a.second != b.second;
+                           }) != inputs.end())
+      return "two .grads that were one tensor at the capture are two now";
+    std::sort(read.begin(), read.end());
+    if (std::adjacent_find(read.begin(), read.end(),
+                           [](const auto &a, const auto &b) {
+                             return a.first == b.first && a.second != b.second;
+                           }) != read.end())
+      return "two .grads the graph reads share memory";
+    for (const Session::ReplayGuard &g : guards)
+      if (!g.holds())
+        return g.what;
+    return "";
   }
   /// The graph inputs that are .grad reads, from this call's.
   void read_grads(std::vector<Tensor> &lifted) const {
@@ -451,6 +495,13 @@ public:
 
   frontend::GraphResult run_graph(ir::Trace &trace,
                                   const std::vector<Tensor> &inputs);
+  /// A recompile of replay mode's (said once).
+  void add_recompile(const std::string &why) {
+    for (const Recompile &r : stats.recompiles)
+      if (r.reason == why)
+        return;
+    stats.recompiles.push_back({0, why});
+  }
   void add_eager_reason(const std::string &why) {
     if (std::find(stats.eager_reasons.begin(), stats.eager_reasons.end(),
                   why) == stats.eager_reasons.end())
@@ -961,15 +1012,17 @@ FlatOutputs run_compiled(
     if (it != st.replays.end()) {
       ReplayEntry &r = it->second;
       std::vector<Tensor> lifted;
-      bool valid = r.host.valid();
-      if (valid) {
+      std::string invalid = r.host.invalid();
+      if (invalid.empty()) {
         lifted = r.lifted;
         r.host.read_grads(lifted);
       }
-      if (!valid || !lifted_still_match(r, lifted)) {
+      if (!invalid.empty() || !lifted_still_match(r, lifted)) {
         // A lifted tensor was frozen, unfrozen or converted, a .grad
         // appeared, went or changed, or host state the graph depends on
         // changed (Note [Host state in replayed calls]): captured anew.
+        if (!invalid.empty())
+          st.add_recompile("replay: captured again: " + invalid);
         st.replays.erase(it);
       } else if (lifted_is_argument(lifted, tensors)) {
         // Captured with other arguments: this call's reads and writes

@@ -61,6 +61,10 @@ void adam_step(Optimizer &opt, Optimizer::StateMap &state, bool decoupled) {
 
       st.step(st.step() + 1);
       replay.count_step(st);
+      replay.watch(st, [](const State &s) {
+        return std::array<Tensor, 3>{s.exp_avg(), s.exp_avg_sq(),
+                                     s.max_exp_avg_sq()};
+      });
       const std::string key = std::to_string(gi) + "/" +
                               std::to_string(st.step()) + "/" +
                               p.device().str();

@@ -200,7 +200,9 @@ StepReplay::StepReplay(Optimizer &opt) : on_(is_capturing()), opt_(&opt) {
   // Registered first, so that it runs before the guards and effects that
   // dereference the states it checks; filled by finish().
   guard_ = std::make_shared<std::function<bool()>>();
-  replay_guard([g = guard_] { return *g && (*g)(); });
+  replay_guard("an optimizer's parameters, options (but the learning rate) "
+               "or state changed, or it is gone",
+               [g = guard_] { return *g && (*g)(); });
 }
 
 void StepReplay::made_state() {
@@ -252,7 +254,8 @@ void StepReplay::finish(bool (*same_but_lr)(const OptimizerOptions &,
     groups->push_back(std::move(c));
   }
   *guard_ = [self = std::weak_ptr<Optimizer *>(opt_->self_), groups,
-             same_but_lr, extra = std::move(extra)] {
+             same_but_lr, checks = std::move(checks_),
+             extra = std::move(extra)] {
     auto o = self.lock();
     if (!o)
       return false;
@@ -274,6 +277,9 @@ void StepReplay::finish(bool (*same_but_lr)(const OptimizerOptions &,
           return false;
       }
     }
+    for (const auto &c : checks)
+      if (!c())
+        return false;
     return !extra || extra();
   };
 }

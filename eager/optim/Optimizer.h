@@ -9,6 +9,7 @@
 #include "eager/nn/Options.h"
 #include "eager/nn/Serialize.h"
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -147,21 +148,19 @@ public:
 
   Optimizer(const Optimizer &) = delete;
   Optimizer &operator=(const Optimizer &) = delete;
-  // (Note [Replayed optimizer steps]: the moved-to optimizer takes the
-  // handle replays find it by)
+  // (Note [Replayed optimizer steps]: both optimizers get new handles, so
+  // that replays of steps captured on either capture again)
   Optimizer(Optimizer &&o) noexcept
       : param_groups_(std::move(o.param_groups_)), state_(std::move(o.state_)),
-        defaults_(std::move(o.defaults_)), self_(std::move(o.self_)) {
-    *self_ = this;
+        defaults_(std::move(o.defaults_)) {
     o.self_ = std::make_shared<Optimizer *>(&o);
   }
   Optimizer &operator=(Optimizer &&o) noexcept {
     param_groups_ = std::move(o.param_groups_);
     state_ = std::move(o.state_);
     defaults_ = std::move(o.defaults_);
-    std::swap(self_, o.self_);
-    *self_ = this;
-    *o.self_ = &o;
+    self_ = std::make_shared<Optimizer *>(this);
+    o.self_ = std::make_shared<Optimizer *>(&o);
     return *this;
   }
   virtual ~Optimizer() = default;
@@ -312,10 +311,28 @@ public:
   template <class State> void count_step(State &st) {
     effect([p = &st] { p->step(p->step() + 1); });
   }
+  /// The guard checks that `st`'s tensors (`fields(st)`, an array of
+  /// tensors) are still the ones the capture read and wrote: a state
+  /// field set to another tensor (moments reset by assignment) captures
+  /// again.
+  template <class State, class Fields>
+  void watch(const State &st, Fields fields) {
+    if (!on_)
+      return;
+    auto impls = [fields](const State &s) {
+      auto ts = fields(s);
+      std::array<const TensorImpl *, std::tuple_size_v<decltype(ts)>> r{};
+      for (size_t i = 0; i < ts.size(); ++i)
+        r[i] = ts[i].unsafeGetTensorImpl();
+      return r;
+    };
+    checks_.push_back(
+        [s = &st, impls, was = impls(st)] { return impls(*s) == was; });
+  }
   /// The guard, once the step ran (its states exist): `same_but_lr` says
   /// whether two options of this optimizer's type are equal but for the
   /// learning rate; `extra` (optional) checks more, after the guard found
-  /// the optimizer and its states as captured.
+  /// the optimizer and its states as captured (and watch()'s checks).
   void finish(bool (*same_but_lr)(const OptimizerOptions &,
                                   const OptimizerOptions &),
               std::function<bool()> extra = nullptr);
@@ -325,6 +342,7 @@ private:
   bool on_ = false;
   Optimizer *opt_ = nullptr;
   std::shared_ptr<std::function<bool()>> guard_;
+  std::vector<std::function<bool()>> checks_; ///< watch()'s
   std::unordered_map<std::string, Tensor> values_;
 };
 

@@ -75,6 +75,10 @@ Tensor RMSprop::step(LossClosure closure) {
 
       st.step(st.step() + 1);
       replay.count_step(st);
+      replay.watch(st, [](const RMSpropParamState &s) {
+        return std::array<Tensor, 3>{s.square_avg(), s.momentum_buffer(),
+                                     s.grad_avg()};
+      });
       // (the learning rate, read at each replay)
       auto lr = [&] {
         return replay.value("-lr" + std::to_string(gi), p.device(),

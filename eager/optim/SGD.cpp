@@ -62,6 +62,9 @@ Tensor SGD::step(LossClosure closure) {
         } else {
           st.momentum_buffer().mul_(o.momentum()).add_(d_p, 1 - o.dampening());
         }
+        replay.watch(st, [](const SGDParamState &s) {
+          return std::array<Tensor, 1>{s.momentum_buffer()};
+        });
         const Tensor &buf = st.momentum_buffer();
         d_p = o.nesterov() ? d_p.add(buf, o.momentum()) : buf;
       }

@@ -1268,6 +1268,122 @@ TEST(E2ETraining, ReplayedOptimizerStepsEqualEager) {
   }
 }
 
+// The probe of replayed steps: a state tensor replaced by assignment (the
+// moments reset), a step on a moved-from optimizer, an AdamW .grad that is
+// its parameter's memory, and clip_grad_value_ before the step.
+TEST(E2ETraining, ReplayedStepProbeFindings) {
+  StayOnCpu cpu("the optimizers step CPU parameters");
+  auto grad_of = [](const Tensor &p, double v) {
+    p.mutable_grad() = full({3}, v, TensorOptions(p.dtype()));
+  };
+  {
+    SCOPED_TRACE("exp_avg replaced");
+    Tensor we = ones({3}).requires_grad_(), wc = ones({3}).requires_grad_();
+    optim::Adam oe({we}, optim::AdamOptions(0.1)),
+        oc({wc}, optim::AdamOptions(0.1));
+    auto step = compile([&] { oc.step(); }, CompileOptions().replay(true));
+    for (int i = 0; i < 7; ++i) {
+      if (i == 4)
+        for (auto *o : {&oe, &oc})
+          for (auto &kv : o->state()) {
+            auto &st = static_cast<optim::AdamParamState &>(*kv.second);
+            st.exp_avg(zeros_like(st.exp_avg()));
+          }
+      grad_of(we, i + 1);
+      grad_of(wc, i + 1);
+      oe.step();
+      step();
+      EXPECT_TRUE(same(wc.detach(), we.detach())) << "step " << i;
+    }
+    bool said = false;
+    for (const Recompile &r : step.explain().recompiles)
+      said = said || contains(r.reason, "replay: captured again: an "
+                                        "optimizer's parameters, options");
+    EXPECT_TRUE(said) << step.explain();
+  }
+  {
+    SCOPED_TRACE("moved-from optimizer");
+    Tensor w = ones({3}).requires_grad_();
+    optim::SGD a({w}, optim::SGDOptions(0.1));
+    auto step = compile([&] { a.step(); }, CompileOptions().replay(true));
+    for (int i = 0; i < 3; ++i) {
+      grad_of(w, 1);
+      step();
+    }
+    optim::SGD b({zeros({1}).requires_grad_()}, optim::SGDOptions(0.1));
+    b = std::move(a); // (a has no groups now: its step does nothing)
+    Tensor before = w.detach().clone();
+    step();
+    EXPECT_TRUE(same(w.detach(), before));
+    b.step();
+    EXPECT_TRUE(same(w.detach(), before - 0.1));
+  }
+  {
+    SCOPED_TRACE("AdamW .grad aliasing its parameter");
+    Tensor we = full({3}, 2.0).requires_grad_(),
+           wc = full({3}, 2.0).requires_grad_();
+    optim::AdamW oe({we}, optim::AdamWOptions(0.1).weight_decay(0.5)),
+        oc({wc}, optim::AdamWOptions(0.1).weight_decay(0.5));
+    auto step = compile([&] { oc.step(); }, CompileOptions().replay(true));
+    for (int i = 0; i < 6; ++i) {
+      if (i < 2 || i == 5) {
+        grad_of(we, 1);
+        grad_of(wc, 1);
+      } else {
+        we.mutable_grad() = we.detach();
+        wc.mutable_grad() = wc.detach();
+      }
+      oe.step();
+      step();
+      EXPECT_TRUE(same(wc.detach(), we.detach())) << "step " << i;
+    }
+  }
+  {
+    SCOPED_TRACE("one .grad tensor for two parameters, then two");
+    Tensor ae = ones({3}).requires_grad_(), be = ones({3}).requires_grad_();
+    Tensor ac = ones({3}).requires_grad_(), bc = ones({3}).requires_grad_();
+    optim::SGD oe({ae, be}, optim::SGDOptions(0.1)),
+        oc({ac, bc}, optim::SGDOptions(0.1));
+    auto step = compile([&] { oc.step(); }, CompileOptions().replay(true));
+    for (int i = 0; i < 6; ++i) {
+      Tensor g = random({3}, kFloat, 500 + i), h = random({3}, kFloat, 600 + i);
+      ae.mutable_grad() = g.clone();
+      ac.mutable_grad() = g.clone();
+      be.mutable_grad() = i < 3 ? ae.grad() : h.clone();
+      bc.mutable_grad() = i < 3 ? ac.grad() : h.clone();
+      oe.step();
+      step();
+      EXPECT_TRUE(same(ac.detach(), ae.detach())) << "step " << i;
+      EXPECT_TRUE(same(bc.detach(), be.detach())) << "step " << i;
+    }
+  }
+  {
+    SCOPED_TRACE("clip_grad_value_ then step");
+    Tensor we = ones({3}).requires_grad_(), wc = ones({3}).requires_grad_();
+    optim::SGD oe({we}, optim::SGDOptions(0.1).momentum(0.9)),
+        oc({wc}, optim::SGDOptions(0.1).momentum(0.9));
+    int bodies = 0;
+    auto step = compile(
+        [&] {
+          ++bodies;
+          nn::utils::clip_grad_value_(std::vector<Tensor>{wc}, 0.5);
+          oc.step();
+        },
+        CompileOptions().replay(true));
+    for (int i = 0; i < 5; ++i) {
+      Tensor g = random({3}, kFloat, 400 + i);
+      we.mutable_grad() = g.clone();
+      wc.mutable_grad() = g.clone();
+      nn::utils::clip_grad_value_(std::vector<Tensor>{we}, 0.5);
+      oe.step();
+      step();
+      EXPECT_TRUE(same(wc.grad(), we.grad())) << "step " << i;
+      EXPECT_TRUE(same(wc.detach(), we.detach())) << "step " << i;
+    }
+    EXPECT_EQ(bodies, 2) << step.explain();
+  }
+}
+
 // zero_grad() inside a replayed call clears the .grads at each replay
 // (set_to_none) or zeroes each call's .grad in the graph.
 TEST(E2ETraining, ReplayedZeroGradClearsEachCallsGrads) {
