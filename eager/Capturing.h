@@ -37,6 +37,13 @@ inline void (*capture_remake_fn)(const Tensor &,
                                  std::function<Tensor()>) = nullptr;
 inline void (*capture_grad_read_fn)(const Tensor &owner,
                                     const Tensor &grad) = nullptr;
+/// Set by frontend/Capture.cpp: a factory (zeros, full) made `t`, which
+/// `remake` makes again; a replay remakes the ones that the derivative
+/// formulas of a traced backward made (their values follow from shapes
+/// alone), not the function's own (whose values may come from host
+/// state: Note [Host state in replayed calls]).
+inline void (*capture_factory_fn)(const Tensor &t,
+                                  std::function<Tensor()> remake) = nullptr;
 } // namespace detail
 
 // Note [Host state in replayed calls]

@@ -79,8 +79,13 @@ Tensor empty_strided(IntArrayRef size, IntArrayRef stride,
 
 Tensor zeros(IntArrayRef size, const TensorOptions &options) {
   Tensor t = empty(size, options.requires_grad(false));
-  ExcludeDispatchKeyGuard no_capture(DispatchKey::Capture); // as full()
-  t.zero_();
+  {
+    ExcludeDispatchKeyGuard no_capture(DispatchKey::Capture); // as full()
+    t.zero_();
+  }
+  if (is_capturing() && detail::capture_factory_fn)
+    detail::capture_factory_fn(
+        t, [s = size.vec(), options] { return zeros(s, options); });
   return finish(t, options);
 }
 Tensor ones(IntArrayRef size, const TensorOptions &options) {
@@ -92,10 +97,16 @@ Tensor full(IntArrayRef size, const Scalar &value,
   if (!options.has_dtype())
     o = o.dtype(value.isFloatingPoint() ? get_default_dtype() : value.type());
   Tensor t = empty(size, o);
-  // A factory's own writes are not ops of the caller (compile() captures
-  // ops, not how a new tensor gets its first values).
-  ExcludeDispatchKeyGuard no_capture(DispatchKey::Capture);
-  t.fill_(value);
+  {
+    // A factory's own writes are not ops of the caller (compile() captures
+    // ops, not how a new tensor gets its first values).
+    ExcludeDispatchKeyGuard no_capture(DispatchKey::Capture);
+    t.fill_(value);
+  }
+  if (is_capturing() && detail::capture_factory_fn)
+    detail::capture_factory_fn(t, [s = size.vec(), value, options] {
+      return full(s, value, options);
+    });
   return finish(t, options);
 }
 

@@ -1546,6 +1546,11 @@ void install_capture() {
       if (Session *s = Session::current())
         s->add_replay_step({nullptr, std::move(f), t});
     };
+    ember::detail::capture_factory_fn = [](const Tensor &t,
+                                           std::function<Tensor()> f) {
+      if (Session *s = Session::current(); s && s->tracing_backward())
+        s->add_replay_step({nullptr, std::move(f), t});
+    };
   });
 }
 

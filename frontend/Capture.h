@@ -300,6 +300,9 @@ public:
     replay_guards_.push_back(std::move(g));
   }
   void add_replay_step(ReplayStep s) { replay_steps_.push_back(std::move(s)); }
+  /// Whether the graph's backward is being traced (its derivative
+  /// formulas run on capture tensors: Note [The joint graph]).
+  bool tracing_backward() const { return in_backward_; }
   const std::vector<GradRead> &grad_reads() const { return grad_reads_; }
   const std::vector<ReplayGuard> &replay_guards() const {
     return replay_guards_;

@@ -182,8 +182,10 @@ struct HostReplay {
                                           : std::nullopt,
                          input_of(g.grad)});
     h.guards = s.replay_guards();
+    // (a remade tensor the graph does not read is not made again)
     for (const Session::ReplayStep &st : s.replay_steps())
-      h.steps.push_back({st.effect, st.remake, input_of(st.made)});
+      if (st.effect || input_of(st.made) >= 0)
+        h.steps.push_back({st.effect, st.remake, input_of(st.made)});
     for (size_t i = 0; i < ins.size(); ++i)
       if (ins[i].kind == ir::InputKind::Lifted && reals.at(i).nbytes() > 0 &&
           std::none_of(h.grads.begin(), h.grads.end(),

@@ -1268,6 +1268,54 @@ TEST(E2ETraining, ReplayedOptimizerStepsEqualEager) {
   }
 }
 
+// Derivative formulas that make tensors with a factory (the zeros a
+// slice's or a chunk's gradient is scattered into: MultiheadAttention's
+// packed in_proj) no longer keep a training graph from replaying: the
+// replay makes them again (detail::capture_factory_fn) instead of holding
+// the first call's. The function's
+// own factories still capture every call (their values may come from host
+// state).
+TEST(E2ETraining, ReplayedTrainingRemakesTheBackwardsFactories) {
+  StayOnCpu cpu("the function closes over CPU parameters");
+  manual_seed(23);
+  nn::MultiheadAttention mha(8, 2);
+  int bodies = 0;
+  auto fn = [&](const Tensor &x) {
+    ++bodies;
+    return std::get<0>(mha->forward(x, x, x, {}, false)).tanh().sum();
+  };
+  auto f = compile(fn, CompileOptions().replay(true));
+  for (int i = 0; i < 4; ++i) {
+    Tensor x = random({3, 5, 8}, kFloat, 700 + i);
+    std::vector<Tensor> ge, gc;
+    for (bool compiled : {false, true}) {
+      mha->zero_grad();
+      Tensor xi = x.detach().requires_grad_();
+      (compiled ? f(xi) : fn(xi)).backward();
+      auto &g = compiled ? gc : ge;
+      g.push_back(xi.grad());
+      for (const Tensor &p : mha->parameters())
+        g.push_back(p.grad());
+    }
+    for (size_t k = 0; k < ge.size(); ++k) {
+      ASSERT_EQ(gc[k].defined(), ge[k].defined()) << "call " << i << " " << k;
+      if (ge[k].defined()) {
+        EXPECT_TRUE(same(gc[k], ge[k])) << "call " << i << " grad " << k;
+      }
+    }
+  }
+  EXPECT_EQ(bodies, 4 + 1) << f.explain(); // 4 eager calls, one capture
+  int host = 1;
+  auto own = compile(
+      [&](const Tensor &x) { return (x * full({}, double(host++))).sum(); },
+      CompileOptions().replay(true));
+  for (int i = 0; i < 3; ++i) {
+    Tensor x = random({3}, kFloat, 800 + i).requires_grad_();
+    own(x).backward();
+    EXPECT_TRUE(same(x.grad(), full({3}, float(i + 1)))) << "call " << i;
+  }
+}
+
 // The probe of replayed steps: a state tensor replaced by assignment (the
 // moments reset), a step on a moved-from optimizer, an AdamW .grad that is
 // its parameter's memory, and clip_grad_value_ before the step.
