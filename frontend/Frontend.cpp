@@ -142,6 +142,16 @@ struct Entry {
   std::string cuda_graph; ///< GraphInfo::cuda_graph
 };
 
+/// Whether two of `pairs` (sorted here) have one key and two values.
+template <class K, class V>
+bool one_key_two_values(std::vector<std::pair<K, V>> &pairs) {
+  std::sort(pairs.begin(), pairs.end());
+  return std::adjacent_find(pairs.begin(), pairs.end(),
+                            [](const auto &a, const auto &b) {
+                              return a.first == b.first && a.second != b.second;
+                            }) != pairs.end();
+}
+
 /// Note [Host state in replayed calls] (eager/Capturing.h): what a replay
 /// does on the host besides running its program, from what the capture's
 /// code declared.
@@ -223,17 +233,9 @@ struct HostReplay {
     for (const GradRead &g : grads)
       if (g.input >= 0)
         inputs.emplace_back(g.input, g.owner.grad().unsafeGetTensorImpl());
-    std::sort(inputs.begin(), inputs.end());
-    if (std::adjacent_find(inputs.begin(), inputs.end(),
-                           [](const auto &a, const auto &b) {
-                             return a.first == b.first && a.second != b.second;
-                           }) != inputs.end())
+    if (one_key_two_values(inputs))
       return "two .grads that were one tensor at the capture are two now";
-    std::sort(read.begin(), read.end());
-    if (std::adjacent_find(read.begin(), read.end(),
-                           [](const auto &a, const auto &b) {
-                             return a.first == b.first && a.second != b.second;
-                           }) != read.end())
+    if (one_key_two_values(read))
       return "two .grads the graph reads share memory";
     for (const Session::ReplayGuard &g : guards)
       if (!g.holds())
