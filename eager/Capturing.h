@@ -38,12 +38,22 @@ inline void (*capture_remake_fn)(const Tensor &,
 inline void (*capture_grad_read_fn)(const Tensor &owner,
                                     const Tensor &grad) = nullptr;
 /// Set by frontend/Capture.cpp: a factory (zeros, full) made `t`, which
-/// `remake` makes again; a replay remakes the ones that the derivative
-/// formulas of a traced backward made (their values follow from shapes
-/// alone), not the function's own (whose values may come from host
-/// state: Note [Host state in replayed calls]).
+/// `remake` makes again; a replay remakes the ones that ember's own code
+/// made (the derivative formulas of a traced backward, composite ops, code
+/// in a LibraryFactories scope: their values follow from shapes and the
+/// ops' arguments), not the function's own (whose values may come from
+/// host state: Note [Host state in replayed calls]).
 inline void (*capture_factory_fn)(const Tensor &t,
                                   std::function<Tensor()> remake) = nullptr;
+/// While one is alive on a thread, the factories that thread calls are
+/// ember's own code's (capture_factory_fn).
+inline thread_local int library_factories_depth = 0;
+struct LibraryFactories {
+  LibraryFactories() { ++library_factories_depth; }
+  ~LibraryFactories() { --library_factories_depth; }
+  LibraryFactories(const LibraryFactories &) = delete;
+  LibraryFactories &operator=(const LibraryFactories &) = delete;
+};
 } // namespace detail
 
 // Note [Host state in replayed calls]

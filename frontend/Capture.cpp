@@ -1548,7 +1548,9 @@ void install_capture() {
     };
     ember::detail::capture_factory_fn = [](const Tensor &t,
                                            std::function<Tensor()> f) {
-      if (Session *s = Session::current(); s && s->tracing_backward())
+      if (Session *s = Session::current();
+          s &&
+          (s->tracing_backward() || ember::detail::library_factories_depth > 0))
         s->add_replay_step({nullptr, std::move(f), t});
     };
   });

@@ -1,4 +1,5 @@
 #include "eager/nn/ModulesAttention.h"
+#include "eager/Capturing.h"
 
 #include "eager/Factory.h"
 #include "eager/nn/Init.h"
@@ -92,6 +93,7 @@ namespace {
 Tensor canonical_mask(const Tensor &mask, ScalarType dtype, const char *name) {
   if (!mask.defined())
     return mask;
+  ember::detail::LibraryFactories library_factories; // (zeros: a constant)
   if (mask.dtype() == kBool)
     return ember::zeros(mask.sizes(),
                         TensorOptions(dtype).device(mask.device()))

@@ -753,7 +753,8 @@ def generate(ops, out):
          '#include "eager/generated/Functions.h"',
          '#include "eager/generated/NativeFunctions.h"',
          '#include "eager/OpsSupport.h"',
-         '#include "eager/amp/Autocast.h"', "",
+         '#include "eager/amp/Autocast.h"',
+         '#include "eager/Capturing.h"', "",
          "namespace ember::autograd::generated {",
          "void register_autograd_kernels();",
          "}", "", "namespace ember {", "namespace {",
@@ -818,13 +819,17 @@ def generate(ops, out):
         if o.kind == "scalar_overload":
             return scalar_overload_body(o)
         if o.kind == "composite":
+            # (its factories' values follow from its arguments: Note [Host
+            # state in replayed calls])
+            guard = "  ember::detail::LibraryFactories library_factories;\n"
             pol = autocast_policies(o)
             if not pol:
-                return f"  return native::{o.native}({names(s)});\n"
+                return guard + f"  return native::{o.native}({names(s)});\n"
             # Not dispatched: the composite casts as the Autocast key's
             # kernels do, and runs below autocast when it cast.
             lines, casted = autocast_plan(o, pol)
-            return ("  if (EMBER_UNLIKELY(autocast::detail::active())) {\n" +
+            return (guard +
+                    "  if (EMBER_UNLIKELY(autocast::detail::active())) {\n" +
                     "\n".join("  " + l for l in lines[:1]) + "\n"
                     "    if (plan.cast) {\n"
                     "      ExcludeDispatchKeyGuard no_autocast(DispatchKey::Autocast);\n" +

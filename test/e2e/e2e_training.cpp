@@ -1305,6 +1305,35 @@ TEST(E2ETraining, ReplayedTrainingRemakesTheBackwardsFactories) {
     }
   }
   EXPECT_EQ(bodies, 4 + 1) << f.explain(); // 4 eager calls, one capture
+  // Factories of composite ops (scaled_dot_product_attention's zeros for
+  // a masked row) and of modules' code (a key_padding_mask made additive)
+  // are remade too.
+  nn::Linear lin(8, 4);
+  int ce_bodies = 0;
+  auto ce = [&](const Tensor &x, const Tensor &pad) {
+    ++ce_bodies;
+    Tensor h = std::get<0>(mha->forward(x, x, x, pad, false));
+    return lin->forward(h).tanh().sum();
+  };
+  auto fce = compile(ce, CompileOptions().replay(true));
+  Tensor pad = tensor({false, false, true}, kBool).expand({5, 3}).contiguous();
+  for (int i = 0; i < 4; ++i) {
+    Tensor x = random({3, 5, 8}, kFloat, 900 + i);
+    std::vector<Tensor> ge, gc;
+    for (bool compiled : {false, true}) {
+      mha->zero_grad();
+      lin->zero_grad();
+      Tensor xi = x.detach().requires_grad_();
+      (compiled ? fce(xi, pad) : ce(xi, pad)).backward();
+      auto &g = compiled ? gc : ge;
+      g.push_back(xi.grad());
+      for (const Tensor &p : lin->parameters())
+        g.push_back(p.grad());
+    }
+    for (size_t k = 0; k < ge.size(); ++k)
+      EXPECT_TRUE(same(gc[k], ge[k])) << "call " << i << " grad " << k;
+  }
+  EXPECT_EQ(ce_bodies, 4 + 1) << fce.explain();
   int host = 1;
   auto own = compile(
       [&](const Tensor &x) { return (x * full({}, double(host++))).sum(); },
