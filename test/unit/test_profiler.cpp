@@ -973,7 +973,9 @@ TEST(Profiler, DeviceWorkIsTimedAndCharged) {
       continue;
     ++device_events;
     EXPECT_EQ(e.device_index, 0);
-    EXPECT_DOUBLE_EQ(e.end_us - e.start_us, 5.0);
+    // (times in microseconds since the session's start: the difference of
+    // two such doubles is 5 within their rounding, not to 4 ulps of 5)
+    EXPECT_NEAR(e.end_us - e.start_us, 5.0, 1e-6);
     auto launcher = std::find_if(
         prof.events().begin(), prof.events().end(),
         [&](const FunctionEvent &c) { return c.id == e.launched_by; });
