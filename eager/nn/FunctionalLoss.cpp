@@ -1,4 +1,5 @@
 // nn::functional losses, as compositions of ember ops (see Functional.h).
+#include "eager/Capturing.h"
 #include "eager/Factory.h"
 #include "eager/autograd/CustomFunction.h"
 #include "eager/generated/Functions.h"
@@ -88,8 +89,10 @@ std::pair<Tensor, Tensor> checkClassTarget(const char *op, const Tensor &input,
 /// the targets' log-probabilities checks them when it runs (IndexError
 /// "gather(): index 5 is out of bounds for dimension 1 with size 3").
 void checkTargetRange(const Tensor &t, int64_t C, int64_t ignore_index) {
-  if (t.numel() == 0 ||
-      t.unsafeGetTensorImpl()->key_set().has(DispatchKey::Capture))
+  // Inside ember::compile the gather of the target's classes checks them
+  // (its bounds check raises, as for any index): reading the values here
+  // would break the graph at every call, and a replay would not repeat it.
+  if (t.numel() == 0 || is_capturing())
     return;
   Tensor bad = (t != ignore_index).logical_and((t < 0).logical_or(t >= C));
   if (bad.any().item<bool>()) {
