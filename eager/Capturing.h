@@ -28,8 +28,8 @@ inline void (*capture_after_backward_fn)() = nullptr;
 /// mode must not replay (no_replay()).
 inline void (*capture_no_replay_fn)(const char *why) = nullptr;
 /// Set by frontend/Capture.cpp: the hooks of Note [Host state in replayed
-/// calls] (on_replay(), remake_on_replay(), and Tensor::grad()'s record of
-/// each read).
+/// calls] (replay_guard(), replay_effect(), remake_on_replay(), and
+/// Tensor::grad()'s record of each read).
 inline void (*capture_replay_guard_fn)(const char *what,
                                        std::function<bool()>) = nullptr;
 inline void (*capture_replay_effect_fn)(std::function<void()>) = nullptr;

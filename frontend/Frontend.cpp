@@ -169,6 +169,8 @@ struct HostReplay {
   std::vector<GradRead> grads;
   std::vector<Session::ReplayGuard> guards;
   std::vector<Step> steps;
+  /// Per graph input: whether a remake gives it (not held, made anew).
+  std::vector<bool> remade;
   /// The storages of the lifted tensors a replay holds: a .grad read must
   /// share memory with none of them (nor with another one), as at the
   /// capture (Session::finish() keeps no replay where one did).
@@ -193,15 +195,19 @@ struct HostReplay {
                          input_of(g.grad)});
     h.guards = s.replay_guards();
     // (a remade tensor the graph does not read is not made again)
-    for (const Session::ReplayStep &st : s.replay_steps())
-      if (st.effect || input_of(st.made) >= 0)
-        h.steps.push_back({st.effect, st.remake, input_of(st.made)});
+    h.remade.assign(ins.size(), false);
+    for (const Session::ReplayStep &st : s.replay_steps()) {
+      int input = input_of(st.made);
+      if (input >= 0)
+        h.remade[size_t(input)] = true;
+      if (st.effect || input >= 0)
+        h.steps.push_back({st.effect, st.remake, input});
+    }
     for (size_t i = 0; i < ins.size(); ++i)
       if (ins[i].kind == ir::InputKind::Lifted && reals.at(i).nbytes() > 0 &&
           std::none_of(h.grads.begin(), h.grads.end(),
                        [&](const GradRead &g) { return g.input == int(i); }) &&
-          std::none_of(h.steps.begin(), h.steps.end(),
-                       [&](const Step &st) { return st.input == int(i); }))
+          !h.remade[i])
         h.held.insert(reals[i].storage().unsafeGetStorageImpl());
     return h;
   }
@@ -210,6 +216,9 @@ struct HostReplay {
   /// metadata, memory it shares). Changes nothing.
   std::string invalid() const {
     std::vector<std::pair<const void *, int>> read; // (storage, input)
+    // One input read twice (the same .grad tensor of two parameters, or
+    // read twice) must be one tensor again.
+    std::vector<std::pair<int, const TensorImpl *>> inputs;
     for (const GradRead &g : grads) {
       const Tensor &now = g.owner.grad();
       if (now.defined() != g.guard.has_value())
@@ -220,19 +229,16 @@ struct HostReplay {
         return ember::detail::str(
             "the .grad of a tensor of shape ", g.owner.sizes(),
             " changed its dtype, device, shape or strides");
-      if (g.input >= 0 && now.nbytes() > 0) {
+      if (g.input < 0)
+        continue;
+      inputs.emplace_back(g.input, now.unsafeGetTensorImpl());
+      if (now.nbytes() > 0) {
         const void *st = now.storage().unsafeGetStorageImpl();
         if (held.count(st))
           return "a .grad shares memory with another tensor the graph reads";
         read.emplace_back(st, g.input);
       }
     }
-    // One input read twice (the same .grad tensor of two parameters, or
-    // read twice) must be one tensor again.
-    std::vector<std::pair<int, const TensorImpl *>> inputs;
-    for (const GradRead &g : grads)
-      if (g.input >= 0)
-        inputs.emplace_back(g.input, g.owner.grad().unsafeGetTensorImpl());
     if (one_key_two_values(inputs))
       return "two .grads that were one tensor at the capture are two now";
     if (one_key_two_values(read))
@@ -926,10 +932,7 @@ bool lifted_still_match(const ReplayEntry &r,
                         const std::vector<Tensor> &lifted) {
   for (size_t i = 0; i < lifted.size(); ++i) {
     const std::optional<InputGuard> &g = r.lifted_guards.at(i);
-    if (!lifted[i].defined() &&
-        std::any_of(
-            r.host.steps.begin(), r.host.steps.end(),
-            [&](const HostReplay::Step &s) { return s.input == int(i); }))
+    if (!lifted[i].defined() && r.host.remade.at(i))
       continue;
     if (lifted[i].defined() != g.has_value() || (g && !g->matches(lifted[i])))
       return false;
@@ -1127,9 +1130,9 @@ FlatOutputs run_compiled(
     for (const HostReplay::GradRead &g : r.host.grads)
       if (g.input >= 0)
         r.lifted.at(size_t(g.input)) = Tensor();
-    for (const HostReplay::Step &h : r.host.steps)
-      if (h.input >= 0)
-        r.lifted.at(size_t(h.input)) = Tensor();
+    for (size_t i = 0; i < r.lifted.size(); ++i)
+      if (r.host.remade.at(i))
+        r.lifted[i] = Tensor();
     r.outputs = std::move(recipes);
     r.list_sizes = out.list_sizes;
     if (const auto &j = s.last_joint()) {

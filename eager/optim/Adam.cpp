@@ -65,11 +65,12 @@ void adam_step(Optimizer &opt, Optimizer::StateMap &state, bool decoupled) {
         return std::array<Tensor, 3>{s.exp_avg(), s.exp_avg_sq(),
                                      s.max_exp_avg_sq()};
       });
-      const std::string key = std::to_string(gi) + "/" +
-                              std::to_string(st.step()) + "/" +
-                              p.device().str();
-      if (replay.on())
+      // (the factors of one group and step count are one tensor each)
+      std::string key;
+      if (replay.on()) {
+        key = std::to_string(gi) + "/" + std::to_string(st.step());
         (*sharing)[key].push_back(&st);
+      }
       // (the factors a replay reads anew: from the group's learning rate
       // and the step count of the state that made them)
       auto factor = [&](const char *name, auto f) {

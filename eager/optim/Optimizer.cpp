@@ -234,6 +234,12 @@ Tensor StepReplay::value(const std::string &key, const Device &device,
   return t;
 }
 
+Tensor StepReplay::neg_lr(size_t group, const Device &device) {
+  return value("-lr" + std::to_string(group), device, [group](Optimizer &opt) {
+    return -opt.param_groups()[group].options().get_lr();
+  });
+}
+
 void StepReplay::finish(bool (*same_but_lr)(const OptimizerOptions &,
                                             const OptimizerOptions &),
                         std::function<bool()> extra) {

@@ -303,6 +303,8 @@ public:
   /// capturing is the caller's business.
   Tensor value(const std::string &key, const Device &device,
                std::function<double(Optimizer &)> f);
+  /// value() of minus group `group`'s learning rate.
+  Tensor neg_lr(size_t group, const Device &device);
   /// The step made or replaced a parameter's state (its first step, or a
   /// buffer an option change asks for): a replay could not repeat that, so
   /// this call is not replayed (a later one is).

@@ -79,13 +79,6 @@ Tensor RMSprop::step(LossClosure closure) {
         return std::array<Tensor, 3>{s.square_avg(), s.momentum_buffer(),
                                      s.grad_avg()};
       });
-      // (the learning rate, read at each replay)
-      auto lr = [&] {
-        return replay.value("-lr" + std::to_string(gi), p.device(),
-                            [gi](Optimizer &opt) {
-                              return -opt.param_groups()[gi].options().get_lr();
-                            });
-      };
       if (o.weight_decay() != 0)
         grad = grad.add(p, o.weight_decay());
 
@@ -103,11 +96,11 @@ Tensor RMSprop::step(LossClosure closure) {
       if (o.momentum() > 0) {
         st.momentum_buffer().mul_(o.momentum()).addcdiv_(grad, avg);
         if (replay.on())
-          p.add_(st.momentum_buffer() * lr());
+          p.add_(st.momentum_buffer() * replay.neg_lr(gi, p.device()));
         else
           p.add_(st.momentum_buffer(), -o.lr());
       } else if (replay.on()) {
-        p.add_(grad / avg * lr());
+        p.add_(grad / avg * replay.neg_lr(gi, p.device()));
       } else {
         p.addcdiv_(grad, avg, -o.lr());
       }

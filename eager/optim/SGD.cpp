@@ -73,11 +73,7 @@ Tensor SGD::step(LossClosure closure) {
         continue;
       }
       // (the learning rate, read at each replay)
-      p.add_(d_p *
-             replay.value("-lr" + std::to_string(gi), p.device(),
-                          [gi](Optimizer &opt) {
-                            return -opt.param_groups()[gi].options().get_lr();
-                          }));
+      p.add_(d_p * replay.neg_lr(gi, p.device()));
     }
   }
   replay.finish(&detail::same_options_but_lr<SGDOptions>);
