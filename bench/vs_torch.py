@@ -179,13 +179,23 @@ def time_calls(call, iters, no_grad):
     return ms
 
 
-def ember_round(binary, iters, only):
+def ember_round(binary, iters, only, lib_dir=None):
+    """One run of the ember binary; with lib_dir, against the libember.so
+    there (an earlier build: its rows' implementations get "@baseline")."""
     cmd = [binary, "--iters", str(iters), "--threads", "2"]
     if only:
         cmd += ["--only", only]
-    res = subprocess.run(cmd, check=True, capture_output=True, text=True)
-    return [json.loads(line) for line in res.stdout.splitlines()
+    env = dict(os.environ)
+    if lib_dir:
+        env["LD_LIBRARY_PATH"] = lib_dir
+    res = subprocess.run(cmd, check=True, capture_output=True, text=True,
+                         env=env)
+    recs = [json.loads(line) for line in res.stdout.splitlines()
             if line.startswith("{")]
+    for rec in recs:
+        if lib_dir:
+            rec["impl"] += "@baseline"
+    return recs
 
 
 def machine():
@@ -255,6 +265,15 @@ def summarize(rounds, meta):
                          "of ember eager's time")
         if parts:
             lines.append(f"- {wl}: " + "; ".join(parts))
+    base = [(wl, impl) for (wl, impl) in med if impl.endswith("@baseline")]
+    if base:
+        lines += ["", "Against the baseline build (its time / this build's):",
+                  ""]
+        for wl, impl in base:
+            now = get(wl, impl[:-len("@baseline")])
+            if now:
+                lines.append(f"- {wl} {impl[:-len('@baseline')]}: "
+                             f"{get(wl, impl) / now:.2f}x")
     return "\n".join(lines) + "\n"
 
 
@@ -268,6 +287,10 @@ def main():
     ap.add_argument("--binary",
                     default=os.path.join(ROOT, "build/bench/bench_vs_torch"))
     ap.add_argument("--out", default=os.path.join(ROOT, "bench/results"))
+    ap.add_argument("--baseline-lib", default="",
+                    help="a folder holding an earlier build's libember.so: "
+                    "each round also runs ember against it (rows marked "
+                    "@baseline), for a before/after ratio from one run")
     args = ap.parse_args()
 
     if (args.malloc == "tcmalloc" and
@@ -284,9 +307,11 @@ def main():
     work = torch_workloads(torch, args.only)
     rounds = {}
     for r in range(args.rounds):
-        for rec in ember_round(args.binary, args.iters, args.only):
-            rounds.setdefault((rec["workload"], rec["impl"]), []).append(
-                statistics.median(rec["ms"]))
+        libs = [None] + ([args.baseline_lib] if args.baseline_lib else [])
+        for lib in libs if r % 2 == 0 else reversed(libs):
+            for rec in ember_round(args.binary, args.iters, args.only, lib):
+                rounds.setdefault((rec["workload"], rec["impl"]), []).append(
+                    statistics.median(rec["ms"]))
         for name, impl, call in work:
             ms = time_calls(call, args.iters,
                             not name.endswith(("_bwd", "_train")))

@@ -38,9 +38,8 @@ constexpr int kMaxThreads = 1024;
 // one thread, at 2.5x PyTorch's time with its spinning OpenMP workers
 // (x + y: 100 us against 36; with the spin 22 us). A sleeping worker
 // costs nothing; a spinning one takes a core for at most kSpin after each
-// job, which a BLAS call would share with its own threads: before a gemm,
-// detail::park_workers() sends spinning workers to sleep (the next job
-// wakes them). A job is a range split in
+// job. BLAS has no threads of its own to share the cores with: it runs on
+// the pool's (Note [Threading matrix products]). A job is a range split in
 // `nchunks` equal chunks; workers and the caller claim chunks with an atomic
 // counter. The first exception thrown by a chunk is rethrown in the caller.
 // Any thread may call run() or resize(): runMu_ lets one job or one resize
@@ -104,7 +103,6 @@ public:
       // the counters are reset.
       doneCv_.wait(lk, [&] { return active_ == 0; });
       job_ = job;
-      park_.store(false);
       next_.store(0);
       pending_.store(nchunks);
       error_ = nullptr;
@@ -155,7 +153,7 @@ private:
     auto called = [&] { return stop_.load() || generation_.load() != seen; };
     for (;;) {
       Job job;
-      spin([&] { return called() || park_.load(); });
+      spin(called);
       {
         std::unique_lock<std::mutex> lk(mu_);
         cv_.wait(lk, called);
@@ -193,11 +191,7 @@ private:
   // Written under mu_; atomic for the spinning reads.
   std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stop_{false};
-  std::atomic<int> active_{0};    // workers inside work()
-  std::atomic<bool> park_{false}; // spinning workers go to sleep
-
-public:
-  void park() { park_.store(true, std::memory_order_relaxed); }
+  std::atomic<int> active_{0}; // workers inside work()
 };
 
 int defaultThreads() {
@@ -206,9 +200,11 @@ int defaultThreads() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-void syncBlas(int n) {
+/// OpenBLAS computes on the calling thread only: ember cuts matrix
+/// products into blocks for its pool (Note [Threading matrix products]).
+void singleThreadedBlas() {
   if (openblas_set_num_threads)
-    openblas_set_num_threads(n);
+    openblas_set_num_threads(1);
 }
 
 // Note [OpenBLAS on an unnamed CPU]
@@ -272,7 +268,7 @@ ThreadPool *fresh_pool() {
 ThreadPool &pool() {
   static const bool started = [] {
     int n = defaultThreads();
-    syncBlas(n);
+    singleThreadedBlas();
     g_pool.store(new ThreadPool(n)); // never destroyed: workers outlive statics
     pthread_atfork(nullptr, nullptr, [] { g_pool_stale.store(true); });
     return true;
@@ -287,10 +283,6 @@ ThreadPool &pool() {
 
 int get_num_threads() { return pool().size(); }
 
-namespace detail {
-void park_workers() { pool().park(); }
-} // namespace detail
-
 void set_num_threads(int n) {
   EMBER_CHECK_VALUE(n >= 1, "set_num_threads: expected a positive number of ",
                     "threads, got ", n);
@@ -301,7 +293,6 @@ void set_num_threads(int n) {
   EMBER_CHECK(!tl_in_parallel,
               "set_num_threads cannot be called inside a parallel region");
   pool().resize(n);
-  syncBlas(n);
 }
 
 namespace detail {

@@ -6,8 +6,8 @@
 
 namespace ember {
 
-/// Threads used by parallel_for (and by BLAS, which is kept at the same count
-/// so the two never oversubscribe the cores).
+/// Threads used by parallel_for, matrix products included (BLAS itself runs
+/// on one thread: Note [Threading matrix products]).
 int get_num_threads();
 void set_num_threads(int n);
 
@@ -18,9 +18,6 @@ namespace detail {
 void parallel_for_impl(int64_t begin, int64_t end, int64_t grain,
                        const std::function<void(int64_t, int64_t)> &fn);
 bool in_parallel_region();
-/// Sends the pool's workers that spin for the next job to sleep, so that a
-/// BLAS call's own threads get the cores (Note [Thread pool]).
-void park_workers();
 } // namespace detail
 
 /// Splits [begin, end) into contiguous chunks of at least `grain` and runs

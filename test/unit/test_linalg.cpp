@@ -214,6 +214,62 @@ TEST(Mm, LargeFloat) {
   EXPECT_TRUE(close(mm(b.t(), a.t()), refMm(b.t(), a.t()), 1e-4, 1e-3));
 }
 
+// Note [Threading matrix products]: with 2 or 3 threads these products are
+// cut into blocks of rows (M >= N) or of columns, each block's operands
+// offset by its first row or column in every layout (row-major, a
+// transposed view, a block of a larger matrix). The blocks' results equal
+// the product computed on one thread; the gemv forms are not cut (a cut
+// gemv's results differ from the whole one's in the last bits).
+TEST(Mm, ProductsCutIntoBlocksForThePool) {
+  int saved = get_num_threads();
+  for (auto [M, K, N] : std::vector<std::array<int64_t, 3>>{
+           {1000, 300, 200},  // row blocks, not on a multiple of 16
+           {40, 2048, 700},   // column blocks
+           {33, 8192, 8},     // two row blocks of at least 16
+           {5000, 300, 1},    // gemv: whole
+           {1, 300, 5000}}) { // gemv: whole
+    for (ScalarType t : {kFloat, kDouble}) {
+      // a is a block of a larger matrix (leading dimension > K).
+      Tensor a =
+          random({M + 3, K + 5}, t, 17).slice(0, 2, M + 2).slice(1, 1, K + 1);
+      Tensor b = random({K, N}, t, 18), self = random({N}, t, 19);
+      Tensor ref = refMm(a, b);
+      std::vector<std::pair<Tensor, Tensor>> operands{
+          {a.contiguous(), b},
+          {a.t().contiguous().t(), b},
+          {a, b.t().contiguous().t()}};
+      for (int threads : {2, 3}) {
+        std::string what = std::string(toString(t)) + " " + std::to_string(M) +
+                           "x" + std::to_string(K) + "x" + std::to_string(N) +
+                           " on " + std::to_string(threads) + " threads";
+        for (auto &[x, y] : operands) {
+          set_num_threads(1);
+          Tensor one = mm(x, y);
+          set_num_threads(threads);
+          Tensor cut = mm(x, y);
+          EXPECT_TRUE(close(cut, ref, rtolFor(t), atolFor(t, K))) << what;
+          EXPECT_TRUE(close(cut, one, 0, 0)) << what;
+        }
+        EXPECT_TRUE(close(addmm(self, a, b, 0.5, 2),
+                          refAxpby(ref, self, 2, 0.5), rtolFor(t),
+                          atolFor(t, K)))
+            << what;
+      }
+    }
+  }
+  // Three products on two or three threads: each is cut (2 or 1 blocks).
+  Tensor a = random({3, 300, 100}, kFloat, 21);
+  Tensor b = random({3, 100, 200}, kFloat, 22);
+  Tensor ref = refBmm(a, b);
+  for (int threads : {2, 3}) {
+    set_num_threads(threads);
+    EXPECT_TRUE(close(bmm(a, b), ref, 1e-4, 1e-3));
+    EXPECT_TRUE(close(bmm(a.transpose(1, 2).contiguous().transpose(1, 2), b),
+                      ref, 1e-4, 1e-3));
+  }
+  set_num_threads(saved);
+}
+
 TEST(Mm, IntegerResultsAreExact) {
   Tensor a = random({33, 45}, kInt, 15), b = random({45, 21}, kInt, 16);
   Tensor c = mm(a, b);

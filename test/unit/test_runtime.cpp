@@ -169,11 +169,11 @@ TEST(Runtime, ThreadPoolServesSeveralCallersWhileItIsResized) {
 }
 
 // Note [Thread pool]: between jobs, workers spin for the next one, or sleep
-// once parked (as before a BLAS call) or after the spin. Jobs right after
-// each other, after a park, and after a long pause all run on every
-// thread: each job's two chunks wait for each other, so one thread alone
-// would time out (the caller never takes both).
-TEST(Runtime, ThreadPoolWorkersTakePartAfterSpinningParkingOrSleeping) {
+// after the spin. Jobs right after each other, after a matrix product (its
+// blocks run on the pool: Note [Threading matrix products]), and after a
+// long pause all run on every thread: each job's two chunks wait for each
+// other, so one thread alone would time out (the caller never takes both).
+TEST(Runtime, ThreadPoolWorkersTakePartAfterSpinningProductsOrSleeping) {
   int saved = get_num_threads();
   set_num_threads(2);
   auto both_threads = [] {
@@ -192,9 +192,10 @@ TEST(Runtime, ThreadPoolWorkersTakePartAfterSpinningParkingOrSleeping) {
   };
   for (int i = 0; i < 50; ++i)
     ASSERT_TRUE(both_threads()) << "back to back, job " << i;
+  Tensor m = randn({256, 256});
   for (int i = 0; i < 20; ++i) {
-    ember::detail::park_workers();
-    ASSERT_TRUE(both_threads()) << "after a park, job " << i;
+    Tensor p = m.mm(m);
+    ASSERT_TRUE(both_threads()) << "after a product, job " << i;
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_TRUE(both_threads()) << "after sleeping";
