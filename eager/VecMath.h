@@ -283,6 +283,15 @@ template <bool Fma> EMBER_VM_INLINE float sigmoid(float x) {
   return mad<Fma>(-y, derr * inv_d, y);
 }
 
+/// e^x for x in [-87, 88] only (2^n stays normal: no clamps), summed as
+/// (r + r^2 P(r)) + 1 without exp's exact sum of 1 + rhi; within 1.01 ulp
+/// there (every 13th float), against exp's 2 ulp bound over every input.
+template <bool Fma> EMBER_VM_INLINE float exp_inner(float x) {
+  ExpReduced red = exp_reduce<Fma>(x);
+  float r = mad<Fma>(red.n, -kLn2Lo, red.rhi);
+  return (mad<Fma>(r * r, exp_poly<Fma>(r), r) + 1.0f) * pow2i(red.ni);
+}
+
 template <bool Fma> EMBER_VM_INLINE float erf(float x) {
   float ax = fabs(x);
   // |x| < 1: x + x*P(x^2); P minimax for erf's relative error: 2^-29.6.
@@ -294,11 +303,14 @@ template <bool Fma> EMBER_VM_INLINE float erf(float x) {
                x);
   // 1 <= |x| <= 4: 1 - exp(Q(|x|)), Q ~ log(erfc), minimax for erf's
   // relative error: 2^-29.8. erf(4) rounds to 1, so clamp there (NaN passes).
+  // Q is in [-18, -1.8]: exp_inner's error, scaled by e^Q <= 0.16 against
+  // 1 - e^Q >= 0.84, stays under a third of an ulp of the result (the
+  // full exp's clamps and exact sum cost half of erf's time for nothing).
   float t = select(ax > 4.0f, 4.0f, ax);
   float q = horner<Fma>(t, -0x1.661d56p-12f, -0x1.2088eap+0f, -0x1.46baecp-1f,
                         -0x1.a65342p-4f, 0x1.65cb76p-6f, -0x1.825af6p-9f,
                         0x1.86dd82p-13f);
-  float big = copysign(1.0f - exp<Fma>(q), x);
+  float big = copysign(1.0f - exp_inner<Fma>(q), x);
   return select(ax < 1.0f, small, big);
 }
 
