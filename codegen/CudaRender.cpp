@@ -361,17 +361,21 @@ private:
   }
 
   /// Lines computing `values` (inputs loaded by `load`, steps by their
-  /// functors; constants are defined at the kernel's top).
+  /// functors; constants are defined at the kernel's top). `load` gives an
+  /// input in its storage type, or in its register type for the inputs in
+  /// `in_register` (a held row's).
   std::string compute(const std::vector<int> &values,
                       const std::function<std::string(int)> &load,
-                      const std::string &indent) const {
+                      const std::string &indent,
+                      const std::set<int> &in_register = {}) const {
     std::string s;
     for (int x : values) {
       const KernelSpec::Value &val = k_.values[size_t(x)];
       if (val.kind == KernelSpec::Value::Kind::Input) {
         ScalarType t = k_.inputs[size_t(val.index)].dtype;
+        ScalarType from = in_register.count(val.index) ? reg_of(t) : t;
         s += indent + "const " + ctype(reg_of(t)) + " " + v(x) + " = " +
-             conv(reg_of(t), t, load(val.index)) + ";\n";
+             conv(reg_of(t), from, load(val.index)) + ";\n";
       } else if (val.kind == KernelSpec::Value::Kind::Step) {
         s += step_line(x, indent);
       }
@@ -780,20 +784,26 @@ private:
       return s;
     };
     // Held rows: the points of each input a fold reads, loaded once, in
-    // its storage type; the output loop reads the other full inputs.
+    // its register type (a 16-bit float converted once, exactly, instead of
+    // in every loop that reads it); the output loop reads the other full
+    // inputs.
     if (held) {
       for (int i : held_inputs)
-        os << "    " << ctype(k_.inputs[size_t(i)].dtype) << " h" << i << "["
-           << held << "];\n";
+        os << "    " << ctype(reg_of(k_.inputs[size_t(i)].dtype)) << " h" << i
+           << "[" << held << "];\n";
       os << loop_head("    ");
-      for (int i : held_inputs)
-        os << "      h" << i << "[p] = " << full_load(i) << ";\n";
+      for (int i : held_inputs) {
+        ScalarType t = k_.inputs[size_t(i)].dtype;
+        os << "      h" << i << "[p] = " << conv(reg_of(t), t, full_load(i))
+           << ";\n";
+      }
       os << "    }\n";
     }
     auto loop_load = [&](int input) {
       return held && folded.count(input) ? "h" + std::to_string(input) + "[p]"
                                          : full_load(input);
     };
+    const std::set<int> in_register = held ? folded : std::set<int>{};
     for (size_t x = 0; x < k_.values.size(); ++x) {
       int id = int(x);
       if (full(id))
@@ -819,7 +829,7 @@ private:
       os << "    " << a << " acc" << id << " = " << identity(s) << ";\n";
       os << loop_head("    ");
       int arg = s.args[0];
-      os << compute(closure({arg}, full), loop_load, "      ");
+      os << compute(closure({arg}, full), loop_load, "      ", in_register);
       // The folded value in the op's `dtype` (rounded), then the
       // accumulator's.
       std::string folded = v(arg);
@@ -846,7 +856,7 @@ private:
         full_outs.push_back(k_.outputs[o]);
     if (!full_outs.empty()) {
       os << loop_head("    ");
-      os << compute(closure(full_outs, full), loop_load, "      ");
+      os << compute(closure(full_outs, full), loop_load, "      ", in_register);
       std::vector<int64_t> contiguous = strides_of(0);
       std::string at = offset(kc, pick(contiguous, kept));
       std::string ro = offset(rc, pick(contiguous, red));

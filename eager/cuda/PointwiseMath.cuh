@@ -137,7 +137,10 @@ EMBER_DEVICE_INLINE float bits_f32(uint32_t u) {
 
 // Note [Reduced precision compute]: storage only; kernels load them as
 // float, compute in float and round once when they store. The conversions
-// are runtime/Half.h's software path, bit for bit.
+// give runtime/Half.h's software results, bit for bit, without branches:
+// each case is computed and the right one selected. Branches made a held
+// float16 row of layer_norm (Note [Persistent rows]) 147 KB of PTX, half of
+// it conversions, and its cold NVRTC compile 0.6 s on the development VM.
 
 /// IEEE 754 binary16. Trivially constructible, so it can live in __shared__
 /// arrays (Half.h's zero-initializes).
@@ -158,37 +161,25 @@ struct Half {
     uint32_t u = detail::f32_bits(f);
     uint32_t sign = (u >> 16) & 0x8000u;
     uint32_t mag = u & 0x7fffffffu;
-    if (mag >= 0x7f800000u) // inf or nan
-      return static_cast<unsigned short>(sign | 0x7c00u |
-                                         (mag > 0x7f800000u ? 0x200u : 0u));
-    if (mag >= 0x477ff000u) // overflows to inf after rounding
-      return static_cast<unsigned short>(sign | 0x7c00u);
-    if (mag < 0x38800000u) { // subnormal or zero in half
-      // 0.5 = 2^-1 aligns the sum's last mantissa bit to 2^-24: the float
-      // addition rounds to nearest even (exact under flush-to-zero too,
-      // since float subnormals round to a half zero anyway).
-      float a = detail::bits_f32(mag) + 0.5f;
-      return static_cast<unsigned short>(sign |
-                                         (detail::f32_bits(a) - 0x3f000000u));
-    }
-    uint32_t odd = (mag >> 13) & 1u;
-    mag += 0xc8000fffu + odd; // rebias exponent (-112 << 23) and round
-    return static_cast<unsigned short>(sign | (mag >> 13));
+    // A normal half: rebias the exponent (-112 << 23) and round to even.
+    uint32_t r = (mag + 0xc8000fffu + ((mag >> 13) & 1u)) >> 13;
+    // A subnormal half or zero: adding 0.5 = 2^-1 aligns the sum's last
+    // mantissa bit to 2^-24, so the float addition rounds to nearest even
+    // (exact under flush-to-zero too: float subnormals round to a zero).
+    uint32_t sub = detail::f32_bits(detail::bits_f32(mag) + 0.5f) - 0x3f000000u;
+    r = mag < 0x38800000u ? sub : r;
+    r = mag >= 0x477ff000u ? 0x7c00u : r; // overflows to inf after rounding
+    r = mag >= 0x7f800000u ? (mag > 0x7f800000u ? 0x7e00u : 0x7c00u) : r;
+    return static_cast<unsigned short>(sign | r);
   }
   static EMBER_DEVICE_INLINE float to_float(unsigned short h) {
     uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu;
-    uint32_t man = h & 0x3ffu;
-    if (exp == 0x1f)
-      return detail::bits_f32(sign | 0x7f800000u | (man << 13));
-    if (exp == 0) {
-      if (man == 0)
-        return detail::bits_f32(sign);
-      // subnormal: value = man * 2^-24 (a normal float, exact)
-      float v = static_cast<float>(man) * 5.9604644775390625e-8f;
-      return sign ? -v : v;
-    }
-    return detail::bits_f32(sign | ((exp + 112) << 23) | (man << 13));
+    uint32_t em = h & 0x7fffu;
+    // Exponent and mantissa moved into a float's and scaled by 2^112: exact
+    // for normal and subnormal halves (a subnormal float times 2^112).
+    uint32_t finite = detail::f32_bits(detail::bits_f32(em << 13) * 0x1p112f);
+    uint32_t special = 0x7f800000u | (em << 13); // inf, NaN (payload kept)
+    return detail::bits_f32(sign | (em >= 0x7c00u ? special : finite));
   }
 };
 

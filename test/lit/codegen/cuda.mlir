@@ -219,3 +219,22 @@ func.func @on_cpu(%x: tensor<8xf32>) -> tensor<8xf32> {
   %1 = ember.neg %0 : (tensor<8xf32>) -> tensor<8xf32>
   return %1 : tensor<8xf32>
 }
+
+// A held float16 row (Note [Persistent rows]): its points converted to
+// float once, as they are loaded, and held as float; the folds and the
+// output loop read them without converting again.
+// CHECK-LABEL: // fusion {{[0-9]+}} of @softmax_half
+// CHECK: float h0[4];
+// CHECK: h0[p] = convert<float>(in0[ko0 + r0]);
+// CHECK-NOT: convert<float>(h0[p])
+// CHECK: const float v0 = h0[p];
+// CHECK-NOT: convert<float>(h0[p])
+// CHECK: const float v0 = h0[p];
+// CHECK-NOT: convert<float>(h0[p])
+// CHECK: const float v0 = h0[p];
+// CHECK-NOT: convert<float>(h0[p])
+// CHECK: out0[
+func.func @softmax_half(%x: tensor<4x100xf16, #ember.device<"cuda:0">>) -> tensor<4x100xf16, #ember.device<"cuda:0">> {
+  %0 = ember.softmax.int %x {dim = 1 : i64} : (tensor<4x100xf16, #ember.device<"cuda:0">>) -> tensor<4x100xf16, #ember.device<"cuda:0">>
+  return %0 : tensor<4x100xf16, #ember.device<"cuda:0">>
+}
