@@ -68,6 +68,18 @@ Tensor hardtanh(const Tensor &input, const HardtanhFuncOptions &options) {
       hi = bound(options.max_val());
     });
   }
+  // As PyTorch's hardtanh_backward, the gradient is zero where x <= lo or
+  // x >= hi (and passes at NaN): clamp's passes at the bounds themselves
+  // (relu6 at 0 had a gradient of 1, PyTorch's is 0; found by a probe). So
+  // when a gradient is recorded, the inside points are the input and the
+  // rest the clamped value, detached.
+  if (input.defined() && input.requires_grad() && GradMode::is_enabled() &&
+      isFloatingType(input.dtype())) {
+    Tensor inside = input.le(lo).logical_or(input.ge(hi)).logical_not();
+    Tensor out =
+        ember::where(inside, input, ember::clamp(input, lo, hi).detach());
+    return options.inplace() ? input.copy_(out) : out;
+  }
   if (options.inplace())
     return input.clamp_(lo, hi);
   return ember::clamp(input, lo, hi);

@@ -633,6 +633,38 @@ Tensor mapRef(const Tensor &x, const std::function<double(double)> &f) {
 double sigm(double v) { return 1 / (1 + std::exp(-v)); }
 } // namespace
 
+// As PyTorch's hardtanh_backward: the gradient of hardtanh and relu6 is 0 at
+// the bounds themselves and outside, 1 strictly inside and at NaN (found by
+// a probe: clamp's gradient, which they used, is 1 at the bounds), in place
+// too; the values are clamp's.
+TEST(Activations, HardtanhGradientIsZeroAtTheBounds) {
+  for (bool inplace : {false, true}) {
+    SCOPED_TRACE(inplace);
+    Tensor x = ember::tensor({-1.0, 0.0, 0.5, 6.0, 7.0, std::nan("")},
+                             TensorOptions(kDouble))
+                   .requires_grad_(true);
+    Tensor in = x * 1;
+    Tensor y = F::relu6(in, F::ReLU6FuncOptions(inplace));
+    y.sum().backward();
+    EXPECT_TRUE(close(y.detach(),
+                      ember::tensor({0.0, 0.0, 0.5, 6.0, 6.0, std::nan("")},
+                                    TensorOptions(kDouble)),
+                      0, 0));
+    EXPECT_TRUE(close(
+        x.grad(),
+        ember::tensor({0.0, 0.0, 1.0, 0.0, 0.0, 1.0}, TensorOptions(kDouble)),
+        0, 0));
+    Tensor z =
+        ember::tensor({-2.0f, -1.0f, 0.0f, 2.0f, 3.0f}).requires_grad_(true);
+    F::hardtanh(
+        z * 1, F::HardtanhFuncOptions().min_val(-1).max_val(2).inplace(inplace))
+        .sum()
+        .backward();
+    EXPECT_TRUE(
+        close(z.grad(), ember::tensor({0.0f, 0.0f, 1.0f, 0.0f, 0.0f}), 0, 0));
+  }
+}
+
 TEST(Activations, MatchFormulas) {
   Tensor x = random({4, 5}, kDouble, 90) * 3;
   x.index_put_({0, 0}, 0.0);
