@@ -4,6 +4,7 @@
 #include "eager/Dtype.h"
 #include "eager/Factory.h"
 #include "eager/TensorIterator.h"
+#include "eager/autograd/GradMode.h"
 #include "eager/generated/Functions.h"
 #include "eager/generated/NativeFunctions.h"
 #include "eager/meta/Shapes.h"
@@ -137,11 +138,26 @@ const Tensor &clamp__tensor(const Tensor &self,
   return self;
 }
 
+namespace {
+/// masked_fill with a value that records a gradient: as PyTorch, the value
+/// gets the sum of the gradient over the filled points (value.item() would
+/// cut it off). The mask must broadcast to self's shape, as for the fill.
+bool valueNeedsGrad(const Tensor &value) {
+  return value.requires_grad() && GradMode::is_enabled();
+}
+Tensor filledWithGrad(const Tensor &self, const Tensor &mask,
+                      const Tensor &value) {
+  return ember::where(mask.expand(self.sizes()), value.to(self.dtype()), self);
+}
+} // namespace
+
 Tensor masked_fill_tensor(const Tensor &self, const Tensor &mask,
                           const Tensor &value) {
   EMBER_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional ",
               "value tensor, but got tensor with ", value.dim(),
               " dimension(s).");
+  if (valueNeedsGrad(value))
+    return filledWithGrad(self, mask, value);
   return ember::masked_fill(self, mask, value.item());
 }
 
@@ -150,6 +166,8 @@ const Tensor &masked_fill__tensor(const Tensor &self, const Tensor &mask,
   EMBER_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional ",
               "value tensor, but got tensor with ", value.dim(),
               " dimension(s).");
+  if (valueNeedsGrad(value))
+    return self.copy_(filledWithGrad(self, mask, value));
   return self.masked_fill_(mask, value.item());
 }
 

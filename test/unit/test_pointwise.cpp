@@ -314,3 +314,35 @@ TEST(Pointwise, ClampInPlace) {
       a.clone().clamp_(std::optional<Scalar>(), std::optional<Scalar>()),
       "At least one of 'min' or 'max'");
 }
+
+// masked_fill with a 0-dim value tensor that requires grad: as PyTorch, the
+// value's gradient is the sum of the output's gradient over the filled
+// points, self's is zero there (found by a probe: the composite read
+// value.item(), so the value got no gradient); in place too. Values equal
+// those of the Scalar form.
+TEST(MaskedFill, TensorValueGetsTheGradientOfTheFilledPoints) {
+  for (bool inplace : {false, true}) {
+    SCOPED_TRACE(inplace);
+    Tensor self = random({3, 4}, kDouble, 7).requires_grad_(true);
+    Tensor mask = ember::tensor({true, false, true, false});
+    Tensor value = ember::tensor(2.5, TensorOptions(kDouble));
+    value.requires_grad_(true);
+    Tensor w = random({3, 4}, kDouble, 8);
+    Tensor y = self * 1;
+    if (inplace)
+      y.masked_fill_(mask, value);
+    else
+      y = y.masked_fill(mask, value);
+    (y * w).sum().backward();
+    EXPECT_TRUE(close(y.detach(), self.detach().masked_fill(mask, 2.5), 0, 0));
+    Tensor filled = mask.to(kDouble).expand({3, 4});
+    EXPECT_TRUE(close(value.grad(), (w * filled).sum(), 1e-12, 1e-12));
+    EXPECT_TRUE(close(self.grad(), w * (1 - filled), 0, 0));
+  }
+  // Without a gradient to record, the value's dtype still follows self's.
+  Tensor ints = ember::tensor({1, 2, 3});
+  EXPECT_EQ(
+      ints.masked_fill(ember::tensor({true, false, true}), ember::tensor(7.9))
+          .dtype(),
+      kLong);
+}
