@@ -239,8 +239,8 @@ void chooseBlasCore() {
   unsetenv("OPENBLAS_CORETYPE"); // (not passed on to child processes)
 }
 // When libember loads: after OpenBLAS's own start-up (a library it needs),
-// before any of ember's BLAS calls.
-const bool g_blas_core_chosen = (chooseBlasCore(), true);
+// before any of ember's BLAS calls (dot and mv included, which need no pool).
+const bool g_blas_ready = (chooseBlasCore(), singleThreadedBlas(), true);
 
 // Note [Thread pool after fork]
 // fork() copies only the calling thread. A child's pool still held the
@@ -268,7 +268,6 @@ ThreadPool *fresh_pool() {
 ThreadPool &pool() {
   static const bool started = [] {
     int n = defaultThreads();
-    singleThreadedBlas();
     g_pool.store(new ThreadPool(n)); // never destroyed: workers outlive statics
     pthread_atfork(nullptr, nullptr, [] { g_pool_stale.store(true); });
     return true;

@@ -240,12 +240,13 @@ void blasBatched(const Tensor &out, const Tensor &a, const Tensor &b, T alpha,
   BlasOperand A = operand(a), B = operand(b);
   T *c = out.data_ptr<T>();
   ProductSplit split = splitProducts(Bt, M, N, K);
+  const int64_t len = split.rows ? M : N; // what the blocks cut
   auto run = [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
       int64_t i = task / split.parts, p = task % split.parts;
       T *ci = c + i * M * N;
-      int64_t lo = blockStart(split.rows ? M : N, p, split.parts);
-      int64_t hi = blockStart(split.rows ? M : N, p + 1, split.parts);
+      int64_t lo = blockStart(len, p, split.parts);
+      int64_t hi = blockStart(len, p + 1, split.parts);
       if (split.rows)
         blasProduct<T>(A.shifted(lo * A.rs, sizeof(T)), B, ci + lo * N, hi - lo,
                        N, K, alpha, beta, i, N);

@@ -175,11 +175,14 @@ struct Half {
   static EMBER_DEVICE_INLINE float to_float(unsigned short h) {
     uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
     uint32_t em = h & 0x7fffu;
-    // Exponent and mantissa moved into a float's and scaled by 2^112: exact
-    // for normal and subnormal halves (a subnormal float times 2^112).
-    uint32_t finite = detail::f32_bits(detail::bits_f32(em << 13) * 0x1p112f);
+    // A normal half: rebias the exponent (+112 << 23). A subnormal one (or
+    // zero): man * 2^-24, a normal float product (exact, and under
+    // flush-to-zero too, as from_float's).
+    uint32_t normal = (em << 13) + (112u << 23);
+    uint32_t sub = detail::f32_bits(static_cast<float>(em) * 0x1p-24f);
     uint32_t special = 0x7f800000u | (em << 13); // inf, NaN (payload kept)
-    return detail::bits_f32(sign | (em >= 0x7c00u ? special : finite));
+    uint32_t r = em < 0x400u ? sub : normal;
+    return detail::bits_f32(sign | (em >= 0x7c00u ? special : r));
   }
 };
 
