@@ -6,7 +6,10 @@
 // cache's load needs a device (cuModuleLoadData) and is measured by the GPU
 // suite.
 //
-//   bench_nvrtc [--reps N]
+//   bench_nvrtc [--reps N] [--dump DIR]
+//
+// (--dump writes each kernel's program and its PTX to DIR/<kernel>.cu and
+// DIR/<kernel>.ptx, to read what NVRTC is given and makes.)
 //
 // prints one JSON object per kernel and target:
 //   {"kernel": "softmax", "target": "cubin", "render_ms": [...], "nvrtc_ms":
@@ -18,6 +21,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -114,12 +118,15 @@ void print_list(const char *key, const std::vector<double> &v) {
 
 int main(int argc, char **argv) {
   int reps = 5;
+  std::string dump;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--reps" && i + 1 < argc) {
       reps = std::stoi(argv[++i]);
+    } else if (a == "--dump" && i + 1 < argc) {
+      dump = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: bench_nvrtc [--reps N]\n");
+      std::fprintf(stderr, "usage: bench_nvrtc [--reps N] [--dump DIR]\n");
       return 2;
     }
   }
@@ -147,6 +154,10 @@ int main(int argc, char **argv) {
             cuda::nvrtc::compile(source, k.entry + ".cu", 90, cubin);
         compile.push_back(ms_since(t1));
         bytes = c.binary.size();
+        if (!dump.empty() && !cubin && r == 0) {
+          std::ofstream(dump + "/" + name + ".cu") << source;
+          std::ofstream(dump + "/" + name + ".ptx") << c.binary;
+        }
       }
       std::printf("{\"kernel\": \"%s\", \"target\": \"%s\", \"bytes\": %zu, ",
                   name, cubin ? "cubin" : "ptx", bytes);

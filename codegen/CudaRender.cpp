@@ -13,6 +13,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -293,9 +294,9 @@ private:
   /// The definition of pointwise or conversion step `id`.
   std::string step_line(int id, const std::string &indent) const {
     const KernelSpec::Step &s = k_.step_of(id);
-    std::string expr;
+    std::string expr; // before rounding to s.out
     if (s.kind == KernelSpec::Kind::Convert) {
-      expr = round_to(s.out, v(s.args[0]));
+      expr = v(s.args[0]);
     } else {
       const meta::PointwiseSpec *spec = meta::find_pointwise_spec(*s.op);
       ScalarType c = reg_of(s.compute);
@@ -325,15 +326,34 @@ private:
         }
         call += (i ? ", " : "") + x;
       }
-      expr = round_to(s.out, call + ")");
+      expr = call + ")";
     }
+    if (has_narrow(id))
+      // Rounded to the 16-bit float once: the value as stored (`v<id>n`),
+      // then in float; an output stores the first instead of rounding the
+      // float again.
+      return indent + "const " + ctype(s.out) + " " + v(id) + "n = convert<" +
+             ctype(s.out) + ">(" + expr + ");\n" + indent + "const " +
+             ctype(reg_of(s.out)) + " " + v(id) + " = convert<" +
+             ctype(reg_of(s.out)) + ">(" + v(id) + "n);\n";
     return indent + "const " + ctype(reg_of(s.out)) + " " + v(id) + " = " +
-           expr + ";\n";
+           round_to(s.out, expr) + ";\n";
   }
 
-  /// Output `o`'s value as its dtype stores it.
-  std::string store(size_t o) const {
+  /// Whether step `x` is rounded to a 16-bit float, its value defined in
+  /// that type too (`v<x>n`, beside v<x> in float) where it is computed.
+  bool has_narrow(int x) const {
+    return k_.values[size_t(x)].kind == KernelSpec::Value::Kind::Step &&
+           !k_.is_reduce(x) && reg_of(k_.dtype(x)) != k_.dtype(x);
+  }
+
+  /// Output `o`'s value as its dtype stores it: a 16-bit step's rounded
+  /// value where it was computed in scope (not read from a held value's
+  /// registers, Note [Held values]).
+  std::string store(size_t o, bool computed_here = true) const {
     int x = k_.outputs[o];
+    if (computed_here && has_narrow(x) && operand_dtype(o) == k_.dtype(x))
+      return v(x) + "n";
     return conv(operand_dtype(o), reg_of(k_.dtype(x)), v(x));
   }
 
@@ -628,7 +648,7 @@ private:
        << vec << ") {\n";
     std::vector<std::string> coords;
     for (size_t d = 0; d < l.sizes.size(); ++d)
-      coords.push_back("c" + std::to_string(d));
+      coords.push_back(std::string("c").append(std::to_string(d)));
     os << split("base", l.sizes, "c", "    ");
     auto at = [&](size_t op) { return offset(coords, l.strides[op]); };
     os << "    if (aligned) {\n";
@@ -664,6 +684,72 @@ private:
   }
 
   // --- reduction kernels
+
+  /// The values each loop over the reduced points computes, and those
+  /// held across loops (Note [Held values]).
+  struct LoopPlan {
+    std::vector<std::vector<int>> values; ///< per loop, in order
+    std::map<int, size_t> made_in; ///< a full step's value: the loop making it
+    std::set<int> cached;          ///< values later loops read from registers
+  };
+
+  /// Note [Held values]
+  /// In a held row (Note [Persistent rows]) every loop runs over the same
+  /// points of the thread, so a value one loop computed (softmax's
+  /// exp(x - max), in the sum's loop) can be kept for a later loop (the
+  /// output's, which divides it by the sum) instead of computed again: an
+  /// array of `held` registers, written where it is computed. A later
+  /// loop's values are walked from its roots down; the first value an
+  /// earlier loop made is kept and ends the walk there, so what is kept is
+  /// what is read, not its operands. A conversion is not kept (at most an
+  /// instruction; a held float16 row's to float is none): the walk goes on
+  /// to its operand. Each kept value takes `held` registers
+  /// (two a point for 64-bit types) out of `budget`; past it, values are
+  /// computed again, as in a looped row, where nothing is kept. The values
+  /// are the same either way: the same functors on the same operands.
+  /// Softmax's output loop then runs no exp, and its PTX halves.
+  LoopPlan plan_loops(const std::vector<std::vector<int>> &roots, int64_t held,
+                      int64_t budget) const {
+    LoopPlan plan;
+    plan.values.resize(roots.size());
+    for (size_t i = 0; i < roots.size(); ++i) {
+      std::vector<bool> need(k_.values.size(), false);
+      std::vector<int> stack = roots[i];
+      while (!stack.empty()) {
+        int x = stack.back();
+        stack.pop_back();
+        if (need[size_t(x)] || !k_.is_full(x))
+          continue;
+        need[size_t(x)] = true;
+        auto made = plan.made_in.find(x);
+        if (held && made != plan.made_in.end() && !plan.cached.count(x) &&
+            k_.step_of(x).kind != KernelSpec::Kind::Convert) {
+          int64_t cost =
+              held * std::max<int64_t>(
+                         1, int64_t(elementSize(reg_of(k_.dtype(x)))) / 4);
+          if (cost <= budget) {
+            budget -= cost;
+            plan.cached.insert(x);
+          }
+        }
+        if (plan.cached.count(x) && made->second != i)
+          continue; // read from its registers
+        if (k_.values[size_t(x)].kind == KernelSpec::Value::Kind::Step &&
+            !k_.is_reduce(x))
+          for (int a : k_.step_of(x).args)
+            stack.push_back(a);
+      }
+      for (size_t x = 0; x < need.size(); ++x) {
+        if (!need[x])
+          continue;
+        plan.values[i].push_back(int(x));
+        if (k_.values[x].kind == KernelSpec::Value::Kind::Step &&
+            !k_.is_reduce(int(x)))
+          plan.made_in.emplace(int(x), i);
+      }
+    }
+    return plan;
+  }
 
   void reduction(CudaKernel &r, std::ostringstream &os) {
     // Kept and reduced dims (size-1 dims move nothing).
@@ -773,12 +859,17 @@ private:
       else if (!held)
         s = indent + "for (index_t j = threadIdx.x; j < " + snred +
             "; j += blockDim.x) {\n";
-      else
+      else {
         s = "#pragma unroll\n" + indent + "for (int p = 0; p < " +
             std::to_string(held) + "; ++p) {\n" + indent +
             "  const index_t j = threadIdx.x + (index_t)p * " +
-            std::to_string(block) + ";\n" + indent + "  if (j >= " + snred +
-            ")\n" + indent + "    break;\n";
+            std::to_string(block) + ";\n";
+        // Every thread's points are in the row when the block's `held`
+        // turns cover it exactly (rows of 8192: 16 of 512), and NVVM cannot
+        // prove it (threadIdx.x < blockDim.x): no test, no branch a point.
+        if (held * block != nred)
+          s += indent + "  if (j >= " + snred + ")\n" + indent + "    break;\n";
+      }
       if (!red.empty())
         s += split("j", rsizes, "r", indent + "  ");
       return s;
@@ -804,6 +895,46 @@ private:
                                          : full_load(input);
     };
     const std::set<int> in_register = held ? folded : std::set<int>{};
+    // The loops over the reduced points: each fold's, in order, then the
+    // full outputs'.
+    std::vector<int> full_outs;
+    for (size_t o = 0; o < nouts_; ++o)
+      if (full(k_.outputs[o]))
+        full_outs.push_back(k_.outputs[o]);
+    std::vector<std::vector<int>> roots;
+    for (size_t x = 0; x < k_.values.size(); ++x)
+      if (!full(int(x)) && k_.is_reduce(int(x)))
+        roots.push_back({k_.step_of(int(x)).args[0]});
+    if (!full_outs.empty())
+      roots.push_back(full_outs);
+    const LoopPlan plan =
+        plan_loops(roots, held,
+                   kHeldRegisters - int64_t(held_inputs.size()) *
+                                        std::max<int64_t>(held, 1));
+    for (const auto &[x, loop] : plan.made_in)
+      if (plan.cached.count(x))
+        os << "    " << ctype(reg_of(k_.dtype(x))) << " c" << x << "[" << held
+           << "];\n";
+    // The lines of loop `i`: a value an earlier loop cached read from its
+    // registers, the rest computed; then the values it caches stored.
+    auto loop_body = [&](size_t i) {
+      std::string s;
+      std::vector<int> computed;
+      for (int x : plan.values[i]) {
+        auto m = plan.made_in.find(x);
+        if (plan.cached.count(x) && m->second != i)
+          s += "      const " + std::string(ctype(reg_of(k_.dtype(x)))) + " " +
+               v(x) + " = c" + std::to_string(x) + "[p];\n";
+        else
+          computed.push_back(x);
+      }
+      s += compute(computed, loop_load, "      ", in_register);
+      for (const auto &[x, loop] : plan.made_in)
+        if (loop == i && plan.cached.count(x))
+          s += "      c" + std::to_string(x) + "[p] = " + v(x) + ";\n";
+      return s;
+    };
+    size_t loop = 0;
     for (size_t x = 0; x < k_.values.size(); ++x) {
       int id = int(x);
       if (full(id))
@@ -829,7 +960,7 @@ private:
       os << "    " << a << " acc" << id << " = " << identity(s) << ";\n";
       os << loop_head("    ");
       int arg = s.args[0];
-      os << compute(closure({arg}, full), loop_load, "      ", in_register);
+      os << loop_body(loop++);
       // The folded value in the op's `dtype` (rounded), then the
       // accumulator's.
       std::string folded = v(arg);
@@ -850,20 +981,22 @@ private:
          << round_to(s.out, fin) << ";\n";
     }
     // The full outputs, then the reduced ones.
-    std::vector<int> full_outs;
-    for (size_t o = 0; o < nouts_; ++o)
-      if (full(k_.outputs[o]))
-        full_outs.push_back(k_.outputs[o]);
     if (!full_outs.empty()) {
       os << loop_head("    ");
-      os << compute(closure(full_outs, full), loop_load, "      ", in_register);
+      const size_t out_loop = loop;
+      os << loop_body(loop++);
       std::vector<int64_t> contiguous = strides_of(0);
       std::string at = offset(kc, pick(contiguous, kept));
       std::string ro = offset(rc, pick(contiguous, red));
-      for (size_t o = 0; o < nouts_; ++o)
-        if (full(k_.outputs[o]))
-          os << "      out" << o << "[" << at << " + " << ro
-             << "] = " << store(o) << ";\n";
+      for (size_t o = 0; o < nouts_; ++o) {
+        const int x = k_.outputs[o];
+        if (!full(x))
+          continue;
+        const bool kept_earlier =
+            plan.cached.count(x) && plan.made_in.at(x) != out_loop;
+        os << "      out" << o << "[" << at << " + " << ro
+           << "] = " << store(o, !kept_earlier) << ";\n";
+      }
       os << "    }\n";
     }
     bool reduced_outs = false;

@@ -10,7 +10,9 @@
 /// conversions are the prelude's convert<>, so a fused kernel computes what
 /// the eager CUDA kernels compute op by op. Values travel in register types
 /// as on the CPU (float for float16 and bfloat16); a step whose dtype is a
-/// 16-bit float rounds to it, as eager's stored intermediate would.
+/// 16-bit float rounds to it, as eager's stored intermediate would, and is
+/// defined in both types: an output stores the 16-bit value it rounded to
+/// (rounding its float again would be exact, but a conversion a point).
 ///
 /// Shapes and strides are constants of the source (the kernel description
 /// holds them, and the cache keys kernels by it), so index arithmetic is
@@ -35,7 +37,8 @@
 /// (softmax's rows) one block per kept point, looping over them: for each
 /// reduce step, in order, the block's threads stride over the reduced
 /// points, computing the full values the step reads (softmax's exp in the
-/// sum's loop and again in the output loop: never through memory), then
+/// sum's loop and again in the output loop: never through memory; a held
+/// row keeps it instead, Note [Held values] in CudaRender.cpp), then
 /// combine their accumulators by warp shuffles and one shared-memory step,
 /// in a fixed order (the result does not depend on timing). The reduced
 /// value is then every thread's. A last loop stores the full outputs;
@@ -59,7 +62,8 @@
 /// block is a quarter of the row's points (a multiple of 32, at most 512),
 /// so a thread holds about four points (more, up to 16, for long rows); a
 /// row over 8192 points of one input, or any row whose inputs would need
-/// more registers, is looped. A thread folds its points in the looped
+/// more registers, is looped. When the block's turns cover the row exactly
+/// (8192 = 16 x 512), a point is not tested against the row's end. A thread folds its points in the looped
 /// layout's order (j = threadIdx.x, then + blockDim.x), so both fold the
 /// same values in the same order for the same block.
 ///

@@ -153,9 +153,12 @@ TEST(CudaCodegen, RenderedSourceReadsAsTheSpec) {
   EXPECT_NE(c.kernel.find("const fn::add_Tensor_op<float> f2{2.5f};"),
             std::string::npos)
       << c.kernel;
-  EXPECT_NE(c.kernel.find("convert<float>(convert<::ember::Half>(f2(v0, v1)))"),
-            std::string::npos)
+  EXPECT_NE(
+      c.kernel.find(
+          "const ::ember::Half v2n = convert<::ember::Half>(f2(v0, v1));"),
+      std::string::npos)
       << c.kernel;
+  EXPECT_NE(c.kernel.find("out0[i] = v2n;"), std::string::npos) << c.kernel;
   EXPECT_NE(c.kernel.find("in1[c1]"), std::string::npos) << c.kernel;
 
   // Contiguous: vector loads of 4 halves; a huge space: 64-bit indices.
@@ -611,6 +614,26 @@ TEST(CudaCodegen, RenderedKernelsRunOnTheHostAsTheCpuKernels) {
     int var = k.reduce(ReductionInfo::Mean, sq, kFloat, kDouble, kFloat);
     k.outputs = {mean, var, c};
     add_case("column mean and variance", k, {x});
+    // The same over rows of 300 (held, Note [Persistent rows]): the
+    // variance's loop keeps the float16 centered values (Note [Held
+    // values]), and the output loop stores them from those registers.
+    Tensor xr = random({5, 300}, kHalf, 16);
+    KernelSpec r;
+    r.shape = {5, 300};
+    r.reduced = {false, true};
+    int vr = r.input(kHalf, {300, 1});
+    int rmean = r.reduce(ReductionInfo::Mean, vr, kHalf, kDouble, kHalf);
+    int rc = r.step(sub, {vr, rmean}, {Scalar(1)}, kHalf, kHalf);
+    int rvar = r.reduce(ReductionInfo::Mean,
+                        r.step(mul, {rc, rc}, {}, kHalf, kHalf), kFloat,
+                        kDouble, kFloat);
+    r.outputs = {rmean, rvar, rc};
+    CudaKernel rk = codegen::render_cuda(r);
+    EXPECT_GT(rk.held, 0);
+    EXPECT_NE(rk.kernel.find("c" + std::to_string(rc) + "[p] = "),
+              std::string::npos)
+        << rk.kernel;
+    add_case("row mean and variance, centered values held", r, {xr});
   }
   {
     // Integer folds: the int64 sum of int8, the int16 max and min.
@@ -732,6 +755,18 @@ TEST(CudaCodegen, RenderedKernelsRunOnTheHostAsTheCpuKernels) {
     EXPECT_NE(rl.kernel.find("float h0[16];"), std::string::npos) << rl.kernel;
     EXPECT_EQ(rl.kernel.find("h1["), std::string::npos) << rl.kernel;
     EXPECT_EQ(rl.kernel.find("h2["), std::string::npos) << rl.kernel;
+    // Note [Held values]: the variance's loop keeps x - mean, which the
+    // output loop reads instead of x: the mean's and the variance's loops
+    // read the held x, the output loop does not.
+    auto count = [&](const std::string &needle) {
+      size_t n = 0;
+      for (size_t at = rl.kernel.find(needle); at != std::string::npos;
+           at = rl.kernel.find(needle, at + 1))
+        ++n;
+      return n;
+    };
+    EXPECT_EQ(count(" = h0[p];"), 2u) << rl.kernel;
+    EXPECT_EQ(count("float c" + std::to_string(lc) + "[16];"), 1u) << rl.kernel;
     add_case("persistent rows, weight and bias read by the output loop", ln,
              {x8, w8, b8});
   }

@@ -82,12 +82,16 @@ func.func @rows_of_six(%x: tensor<4x6xf32, #ember.device<"cuda:0">>, %row: tenso
 // float16 + int32: the int32 is first rounded to float16 (eager converts
 // the operands to the op's dtype), the add computes in float and rounds to
 // float16 (what eager's stored intermediate holds), then a conversion to
-// bfloat16.
+// bfloat16. Each rounded value is defined in its 16-bit type, then in
+// float; the output stores the first (rounding the float again would cost
+// a conversion a point).
 // CHECK-LABEL: // fusion {{[0-9]+}} of @half
 // CHECK: (::ember::BFloat16 *__restrict__ out0, const ::ember::Half *__restrict__ in0, const int32_t *__restrict__ in1)
-// CHECK: const float v2 = convert<float>(convert<::ember::Half>(f2(v0, convert<float>(convert<::ember::Half>(v1)))));
-// CHECK-NEXT: const float v3 = convert<float>(convert<::ember::BFloat16>(v2));
-// CHECK-NEXT: r0.v[j] = convert<::ember::BFloat16>(v3);
+// CHECK: const ::ember::Half v2n = convert<::ember::Half>(f2(v0, convert<float>(convert<::ember::Half>(v1))));
+// CHECK-NEXT: const float v2 = convert<float>(v2n);
+// CHECK-NEXT: const ::ember::BFloat16 v3n = convert<::ember::BFloat16>(v2);
+// CHECK-NEXT: const float v3 = convert<float>(v3n);
+// CHECK-NEXT: r0.v[j] = v3n;
 func.func @half(%x: tensor<16xf16, #ember.device<"cuda:0">>, %i: tensor<16xi32, #ember.device<"cuda:0">>) -> tensor<16xbf16, #ember.device<"cuda:0">> {
   %0 = ember.add.Tensor %x, %i : (tensor<16xf16, #ember.device<"cuda:0">>, tensor<16xi32, #ember.device<"cuda:0">>) -> tensor<16xf16, #ember.device<"cuda:0">>
   %1 = ember._to_copy %0 {dtype = bf16} : (tensor<16xf16, #ember.device<"cuda:0">>) -> tensor<16xbf16, #ember.device<"cuda:0">>
@@ -96,10 +100,11 @@ func.func @half(%x: tensor<16xf16, #ember.device<"cuda:0">>, %i: tensor<16xi32, 
 
 // softmax over rows of 100 (Note [Persistent rows]): one block of 32
 // threads a row, each holding 4 of its points in registers, loaded once.
-// The max folds in float (a NaN wins), the sum in double; both folds and
-// the output loop read the held points (exp in the sum's loop and again in
-// the output loop, never through memory); each fold ends in the block fold,
-// whose result every thread reads.
+// The max folds in float (a NaN wins), the sum in double; both folds read
+// the held points, never memory; each fold ends in the block fold, whose
+// result every thread reads. The sum's loop keeps each exp(x - max) in
+// registers (Note [Held values]) and the output loop multiplies those by
+// 1/sum: no exp there, and no read of the held x.
 // CHECK-LABEL: // fusion {{[0-9]+}} of @softmax
 // CHECK-NEXT: // kernel {{.*}}: block 32, blocks 4, 32-bit indices, vector 1, persistent rows (4 points a thread); functors: sub_Tensor_op exp_op reciprocal_op mul_Tensor_op
 // CHECK: for (index_t row = blockIdx.x; row < (index_t)4LL; row += gridDim.x) {
@@ -114,6 +119,7 @@ func.func @half(%x: tensor<16xf16, #ember.device<"cuda:0">>, %i: tensor<16xi32, 
 // CHECK-NEXT: const index_t r0 = j;
 // CHECK-NEXT: h0[p] = in0[ko0 + r0];
 // CHECK-NEXT: }
+// CHECK-NEXT: float c3[4];
 // CHECK-NEXT: float acc1 = -__int_as_float(0x7f800000);
 // CHECK-NEXT: #pragma unroll
 // CHECK-NEXT: for (int p = 0; p < 4; ++p) {
@@ -124,12 +130,18 @@ func.func @half(%x: tensor<16xf16, #ember.device<"cuda:0">>, %i: tensor<16xi32, 
 // CHECK-NEXT: double acc4 = double(0);
 // CHECK: const float v0 = h0[p];
 // CHECK: const float v3 = convert<float>(f3(v2));
+// CHECK-NEXT: c3[p] = v3;
 // CHECK-NEXT: acc4 = ember_combine<0>(acc4, convert<double>(v3));
 // CHECK: acc4 = ember_block_reduce<0>(acc4, double(0));
 // CHECK-NEXT: const float v4 = convert<float>(acc4);
 // CHECK-NEXT: const float v5 = convert<float>(f5(v4));
-// CHECK: const float v0 = h0[p];
-// CHECK: const float v3 = convert<float>(f3(v2));
+// CHECK-NEXT: #pragma unroll
+// CHECK-NEXT: for (int p = 0; p < 4; ++p) {
+// CHECK-NEXT: const index_t j = threadIdx.x + (index_t)p * 32;
+// CHECK-NEXT: if (j >= (index_t)100LL)
+// CHECK-NEXT: break;
+// CHECK-NEXT: const index_t r0 = j;
+// CHECK-NEXT: const float v3 = c3[p];
 // CHECK-NEXT: const float v6 = convert<float>(f6(v3, v5));
 // CHECK-NEXT: out0[k0 * (index_t)100 + r0] = v6;
 // CHECK-NOT: in0[
@@ -221,18 +233,22 @@ func.func @on_cpu(%x: tensor<8xf32>) -> tensor<8xf32> {
 }
 
 // A held float16 row (Note [Persistent rows]): its points converted to
-// float once, as they are loaded, and held as float; the folds and the
-// output loop read them without converting again.
+// float once, as they are loaded, and held as float; the folds read them
+// without converting again. The exps are kept for the output loop (Note
+// [Held values]), not the conversion of the held float to float.
 // CHECK-LABEL: // fusion {{[0-9]+}} of @softmax_half
 // CHECK: float h0[4];
 // CHECK: h0[p] = convert<float>(in0[ko0 + r0]);
 // CHECK-NOT: convert<float>(h0[p])
+// CHECK: float c4[4];
+// CHECK-NOT: float c
 // CHECK: const float v0 = h0[p];
 // CHECK-NOT: convert<float>(h0[p])
 // CHECK: const float v0 = h0[p];
 // CHECK-NOT: convert<float>(h0[p])
-// CHECK: const float v0 = h0[p];
-// CHECK-NOT: convert<float>(h0[p])
+// CHECK: c4[p] = v4;
+// CHECK: const float v4 = c4[p];
+// CHECK-NOT: h0[p]
 // CHECK: out0[
 func.func @softmax_half(%x: tensor<4x100xf16, #ember.device<"cuda:0">>) -> tensor<4x100xf16, #ember.device<"cuda:0">> {
   %0 = ember.softmax.int %x {dim = 1 : i64} : (tensor<4x100xf16, #ember.device<"cuda:0">>) -> tensor<4x100xf16, #ember.device<"cuda:0">>
