@@ -10,6 +10,9 @@
 #include "eager/generated/Functions.h"
 #include "runtime/ThreadPool.h"
 
+#include <algorithm>
+#include <array>
+#include <tuple>
 #include <utility>
 
 namespace ember::native {
@@ -96,6 +99,43 @@ inline void pointwise_loop(char **data, const int64_t *st, int64_t n,
       const I1 *b = reinterpret_cast<const I1 *>(data[2]);
       for (int64_t i = 0; i < n; ++i)
         out[i] = O(f(a, C1(b[i])));
+      return;
+    }
+  }
+  if constexpr (N >= 3) {
+    // Note [Broadcast operands in blocks]
+    // where(mask, x, 0-dim), addcmul(x, 0-dim, y), lerp(x, y, 0-dim): some
+    // operands broadcast (stride 0), the rest and the output contiguous.
+    // The strided loop below does not vectorize (where over 1M floats with
+    // a 0-dim operand took 3.5 ms against 0.11 ms contiguous on the 2-core
+    // VM), and hoisting each combination (as two operands do above) would
+    // be 2^N loops an op and dtype. Instead the contiguous loop runs over
+    // blocks of kBlock points, each broadcast operand read from a block of
+    // copies of its value, filled once (in L1).
+    constexpr int64_t kBlock = 256;
+    if (st[0] == int64_t(sizeof(O)) &&
+        ((st[K + 1] == 0 ||
+          st[K + 1] == int64_t(sizeof(typename LT::template In<K>))) &&
+         ...)) {
+      std::tuple<std::array<typename LT::template In<K>, kBlock>...> copies;
+      ((st[K + 1] == 0
+            ? std::get<K>(copies).fill(
+                  *reinterpret_cast<const typename LT::template In<K> *>(
+                      data[K + 1]))
+            : void()),
+       ...);
+      for (int64_t b = 0; b < n; b += kBlock) {
+        const int64_t len = std::min(kBlock, n - b);
+        O *out = reinterpret_cast<O *>(data[0]) + b;
+        std::tuple<const typename LT::template In<K> *...> in(
+            (st[K + 1] == 0
+                 ? std::get<K>(copies).data()
+                 : reinterpret_cast<const typename LT::template In<K> *>(
+                       data[K + 1]) +
+                       b)...);
+        for (int64_t i = 0; i < len; ++i)
+          out[i] = O(f(typename LT::template InC<K>(std::get<K>(in)[i])...));
+      }
       return;
     }
   }

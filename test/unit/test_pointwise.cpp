@@ -117,6 +117,41 @@ TEST(Pointwise, BroadcastZeroDimAndEmpty) {
   }
 }
 
+// Note [Broadcast operands in blocks]: every op of three or more operands
+// with some of them 0-dim (each subset but all) over lengths that end
+// inside a block of 256, span several, and split across threads, equal to
+// the same op with those operands expanded to contiguous copies (the
+// contiguous loop, the same functor: equal bits).
+TEST(Pointwise, ZeroDimOperandsOfWideOpsMatchTheirContiguousCopies) {
+  uint64_t seed = 300;
+  size_t checked = 0;
+  for (const OpInfo *o : pointwise_op_infos()) {
+    if (o->arity < 3)
+      continue;
+    for (ScalarType dt : {o->dtypes.front(), o->dtypes.back()})
+      for (int64_t n :
+           {int64_t(1), int64_t(255), int64_t(1000), int64_t(70001)})
+        for (unsigned subset = 1; subset + 1 < (1u << o->arity); ++subset) {
+          ShapeSample s{"wide", {}, false};
+          for (int k = 0; k < o->arity; ++k)
+            s.shapes.push_back((subset >> k) & 1u ? std::vector<int64_t>{}
+                                                  : std::vector<int64_t>{n});
+          std::vector<Tensor> in = make_inputs(*o, s, dt, seed++);
+          std::vector<Tensor> copies;
+          for (const Tensor &t : in)
+            copies.push_back(t.dim() == 0 ? t.expand({n}).contiguous() : t);
+          Tensor got = o->op(in), want = o->op(copies);
+          EXPECT_TRUE(got.equal(want) ||
+                      (isFloatingType(got.dtype()) &&
+                       allclose(got, want, 0, 0, /*equal_nan=*/true)))
+              << o->name << " on " << dt << ", n " << n << ", 0-dim operands "
+              << subset;
+          ++checked;
+        }
+  }
+  EXPECT_GT(checked, 50u);
+}
+
 TEST(Pointwise, IntegerDtypes) {
   uint64_t seed = 300;
   for (const OpInfo *o : pointwise_op_infos())
