@@ -89,6 +89,11 @@ constexpr int64_t kHeldRegisters = 32;
 /// kernel description]).
 ScalarType reg_of(ScalarType t) { return cuda::detail::compute_of(t); }
 
+/// The 32-bit registers a value of dtype `t` takes in its register type.
+int64_t registers_of(ScalarType t) {
+  return std::max<int64_t>(1, int64_t(elementSize(reg_of(t))) / 4);
+}
+
 /// `expr` (of any type) as a value of dtype `t`, in t's register type: a
 /// 16-bit float is rounded to it, then held as float.
 std::string round_to(ScalarType t, const std::string &expr) {
@@ -724,9 +729,7 @@ private:
         auto made = plan.made_in.find(x);
         if (held && made != plan.made_in.end() && !plan.cached.count(x) &&
             k_.step_of(x).kind != KernelSpec::Kind::Convert) {
-          int64_t cost =
-              held * std::max<int64_t>(
-                         1, int64_t(elementSize(reg_of(k_.dtype(x)))) / 4);
+          const int64_t cost = held * registers_of(k_.dtype(x));
           if (cost <= budget) {
             budget -= cost;
             plan.cached.insert(x);
@@ -791,10 +794,12 @@ private:
         held_inputs.push_back(i);
     // A row that fits in registers (Note [Persistent rows]): `held` points
     // a thread, each input a fold reads loaded once.
-    int64_t held = 0;
+    int64_t held = 0, held_registers = 0; // a point's, of the held inputs
+    for (int i : held_inputs)
+      held_registers += registers_of(k_.inputs[size_t(i)].dtype);
     if (!column && !held_inputs.empty()) {
-      const int64_t most = std::min<int64_t>(
-          kMaxHeld, kHeldRegisters / int64_t(held_inputs.size()));
+      const int64_t most =
+          std::min<int64_t>(kMaxHeld, kHeldRegisters / held_registers);
       const int64_t b =
           std::clamp<int64_t>(round32((nred + 3) / 4), 32, kPersistentBlock);
       if (most >= 1 && (nred + b - 1) / b <= most) {
@@ -908,9 +913,7 @@ private:
     if (!full_outs.empty())
       roots.push_back(full_outs);
     const LoopPlan plan =
-        plan_loops(roots, held,
-                   kHeldRegisters - int64_t(held_inputs.size()) *
-                                        std::max<int64_t>(held, 1));
+        plan_loops(roots, held, kHeldRegisters - held * held_registers);
     for (const auto &[x, loop] : plan.made_in)
       if (plan.cached.count(x))
         os << "    " << ctype(reg_of(k_.dtype(x))) << " c" << x << "[" << held

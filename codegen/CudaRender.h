@@ -53,7 +53,8 @@
 /// Note [Persistent rows]
 /// A row layout whose row fits in registers holds it there: each thread
 /// loads its points of every full input a fold reads once (`held` of them,
-/// at most 16, at most 32 registers of held values), and every fold and the
+/// at most 16, at most 32 registers of held values, a 64-bit value taking
+/// two), and every fold and the
 /// output loop read those registers, unrolled, instead of re-reading the
 /// row: one pass over memory for softmax or layer_norm instead of one per
 /// fold. A full input only the output loop reads (layer_norm's weight and
@@ -63,9 +64,10 @@
 /// so a thread holds about four points (more, up to 16, for long rows); a
 /// row over 8192 points of one input, or any row whose inputs would need
 /// more registers, is looped. When the block's turns cover the row exactly
-/// (8192 = 16 x 512), a point is not tested against the row's end. A thread folds its points in the looped
-/// layout's order (j = threadIdx.x, then + blockDim.x), so both fold the
-/// same values in the same order for the same block.
+/// (8192 = 16 x 512), a point is not tested against the row's end. A thread
+/// folds its points in the looped layout's order (j = threadIdx.x, then +
+/// blockDim.x), so both fold the same values in the same order for the same
+/// block.
 ///
 /// The renderer does not launch: the kernel's parameters are its outputs'
 /// pointers then its inputs' (an output in place of an input is passed the

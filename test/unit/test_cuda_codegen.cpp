@@ -624,9 +624,9 @@ TEST(CudaCodegen, RenderedKernelsRunOnTheHostAsTheCpuKernels) {
     int vr = r.input(kHalf, {300, 1});
     int rmean = r.reduce(ReductionInfo::Mean, vr, kHalf, kDouble, kHalf);
     int rc = r.step(sub, {vr, rmean}, {Scalar(1)}, kHalf, kHalf);
-    int rvar = r.reduce(ReductionInfo::Mean,
-                        r.step(mul, {rc, rc}, {}, kHalf, kHalf), kFloat,
-                        kDouble, kFloat);
+    int rvar =
+        r.reduce(ReductionInfo::Mean, r.step(mul, {rc, rc}, {}, kHalf, kHalf),
+                 kFloat, kDouble, kFloat);
     r.outputs = {rmean, rvar, rc};
     CudaKernel rk = codegen::render_cuda(r);
     EXPECT_GT(rk.held, 0);
@@ -769,6 +769,34 @@ TEST(CudaCodegen, RenderedKernelsRunOnTheHostAsTheCpuKernels) {
     EXPECT_EQ(count("float c" + std::to_string(lc) + "[16];"), 1u) << rl.kernel;
     add_case("persistent rows, weight and bias read by the output loop", ln,
              {x8, w8, b8});
+    // A float64 row of 8192 takes all 32 registers held (16 points of two
+    // each): nothing is kept (Note [Held values]), not even the bool
+    // x > mean that the sum's loop makes and the output loop reads; two
+    // float64 inputs would take 64, and the row is looped.
+    KernelSpec d8;
+    d8.shape = {2, 8192};
+    d8.reduced = {false, true};
+    int dx = d8.input(kDouble, {8192, 1});
+    int dm = d8.reduce(ReductionInfo::Mean, dx, kDouble, kDouble, kDouble);
+    int above = d8.step(op("ember::gt.Tensor"), {dx, dm}, {}, kDouble, kBool);
+    int above_count = d8.reduce(ReductionInfo::Sum, d8.convert(above, kDouble),
+                                kDouble, kDouble, kDouble);
+    d8.outputs = {above, above_count};
+    CudaKernel rd = codegen::render_cuda(d8);
+    EXPECT_EQ(rd.held, 16);
+    EXPECT_EQ(rd.kernel.find(" c" + std::to_string(above) + "["),
+              std::string::npos)
+        << rd.kernel;
+    add_case("float64 row held, nothing kept", d8,
+             {random({2, 8192}, kDouble, 39)});
+    KernelSpec d2;
+    d2.shape = {2, 8192};
+    d2.reduced = {false, true};
+    int da = d2.input(kDouble, {8192, 1}), db = d2.input(kDouble, {8192, 1});
+    d2.outputs = {d2.reduce(ReductionInfo::Sum,
+                            d2.step(mul, {da, db}, {}, kDouble, kDouble),
+                            kDouble, kDouble, kDouble)};
+    EXPECT_EQ(codegen::render_cuda(d2).held, 0);
   }
   {
     // Folding an empty dim: sums are 0, means NaN.
