@@ -211,6 +211,27 @@ def machine():
     return f"{platform.node()}: {os.cpu_count()} CPUs, {cpu}"
 
 
+def blas_kernels():
+    """OpenBLAS's kernels in a process with this environment (what ember's
+    run gets: ember changes them only on a CPU OpenBLAS takes for a
+    Prescott, Note [OpenBLAS on an unnamed CPU]), and OPENBLAS_CORETYPE.
+    Some machines set OPENBLAS_CORETYPE=Haswell for old OpenBLAS builds
+    (with AVX-512, half the sgemm rate of its AVX-512 kernels); PyTorch's
+    MKL ignores it."""
+    try:
+        core = subprocess.run(
+            [sys.executable, "-c",
+             "import ctypes; f = ctypes.CDLL('libopenblas.so.0')."
+             "openblas_get_corename; f.restype = ctypes.c_char_p; "
+             "print(f().decode())"],
+            check=True, capture_output=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        core = "unknown"
+    chosen = os.environ.get("OPENBLAS_CORETYPE")
+    return (f"{core} (OPENBLAS_CORETYPE="
+            f"{chosen if chosen is not None else 'unset'})")
+
+
 def summarize(rounds, meta):
     """rounds: {(workload, impl): [round median, ...]} -> markdown."""
     med = {k: statistics.median(v) for k, v in rounds.items()}
@@ -322,6 +343,7 @@ def main():
     meta = {
         "machine": machine(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "ember's OpenBLAS kernels": blas_kernels(),
         "PyTorch": f"{torch.__version__}, malloc: {args.malloc}"
                    f"{' (LD_PRELOAD ' + TCMALLOC + ')' if args.malloc == 'tcmalloc' else ''}",
         "method": f"{args.rounds} alternating rounds (ember, then PyTorch), "
