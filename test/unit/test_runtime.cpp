@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <thread>
 
@@ -271,6 +272,14 @@ TEST(Runtime, PhiloxMatchesTheKnownAnswers) {
   // A uniform with `digits` bits is below 1 for the largest bits.
   EXPECT_EQ(philox::uniform(~uint64_t(0), 24), 1.0 - 0x1.0p-24);
   EXPECT_EQ(philox::uniform(0, 53), 0.0);
+  // It is the top `digits` bits times 2^-digits, exactly (every random
+  // tensor's values depend on it).
+  for (int digits : {8, 11, 24, 53})
+    for (uint64_t i = 0; i < 1000; ++i) {
+      uint64_t bits = philox::word64(philox::bits(7, i), int(i % 2));
+      EXPECT_EQ(philox::uniform(bits, digits),
+                std::ldexp(double(bits >> (64 - digits)), -digits));
+    }
 }
 
 TEST(Runtime, GeneratorStateIsASeedAndAnOffset) {
