@@ -5,6 +5,7 @@
 #include "eager/Factory.h"
 #include "eager/TensorIterator.h"
 #include "eager/autograd/GradMode.h"
+#include "eager/cpu/PowByCheaperOps.h"
 #include "eager/generated/Functions.h"
 #include "eager/generated/NativeFunctions.h"
 #include "eager/meta/Shapes.h"
@@ -46,6 +47,16 @@ Tensor div_scalar_mode(const Tensor &self, const Scalar &other,
 
 Tensor pow_tensor_scalar(const Tensor &self, const Scalar &exponent) {
   meta::check_pow_exponent(self.dtype(), exponent);
+  // Note [Powers by cheaper ops]; and as PyTorch's pow_out, a floating
+  // tensor to the power 0 is ones, to the power 1 a copy.
+  if (std::optional<Tensor> r = pow_by_cheaper_ops(self, exponent))
+    return *r;
+  if (self.defined() && isFloatingType(self.dtype())) {
+    if (exponent.toDouble() == 0)
+      return ember::ones_like(self);
+    if (exponent.toDouble() == 1)
+      return self.clone();
+  }
   return ember::pow(self, wrapped_scalar_tensor(exponent));
 }
 

@@ -6,6 +6,7 @@
 #include "eager/Decompose.h"
 #include "eager/Dtype.h"
 #include "eager/Factory.h"
+#include "eager/cpu/PowByCheaperOps.h"
 #include "eager/cpu/ReduceUtils.h"
 #include "eager/generated/Functions.h"
 #include "eager/meta/Shapes.h"
@@ -125,6 +126,23 @@ Tensor logsumexp(const Tensor &self, IntArrayRef dim, bool keepdim) {
                    wrapped_scalar_tensor(Scalar(0.0)), m);
   Tensor r = ((x - m).exp().sum(dim, true).log() + m).to(out_t);
   return keepdim ? r : r.reshape(IntArrayRef(rd.out_sizes));
+}
+
+Tensor pow_tensor_scalar(const Tensor &self, const Scalar &exponent) {
+  // The eager kernel's forms (Note [Powers by cheaper ops]); the power 1
+  // of a floating tensor (a copy) is x * 1, which the folder takes away;
+  // any other power is pow.Tensor_Tensor with the number as a constant,
+  // which fuses. The power 0 (ones) stays whole.
+  meta::check_pow_exponent(self.dtype(), exponent);
+  if (std::optional<Tensor> r = pow_by_cheaper_ops(self, exponent))
+    return *r;
+  if (isFloatingType(self.dtype())) {
+    EMBER_CHECK_VALUE(exponent.toDouble() != 0,
+                      "pow: no decomposition for the power 0");
+    if (exponent.toDouble() == 1)
+      return ember::mul(self, wrapped_scalar_tensor(Scalar(1.0)));
+  }
+  return ember::pow(self, wrapped_scalar_tensor(exponent));
 }
 
 Tensor var(const Tensor &self, OptionalIntArrayRef dim,

@@ -491,3 +491,24 @@ TEST(E2EFusion, CombinedKernelPartsReadingWhatAnotherWrites) {
   EXPECT_EQ(compiled.explain().graphs.at(0).kernels, 1) << compiled.explain();
   set_num_threads(threads);
 }
+
+// Note [Powers by cheaper ops]: a power by a number decomposes to the eager
+// kernel's form (x * x, sqrt, ...) or to pow.Tensor_Tensor with a constant,
+// and fuses with its neighbours (it ran eagerly, a kernel a power): an RMS
+// norm and a mix of powers, each one kernel, equal to eager at every level.
+TEST(E2EFusion, PowersByNumbersFuse) {
+  auto rms = [](const Tensor &x) {
+    return x * (x.pow(2).mean({-1}, true) + 1e-6).pow(-0.5);
+  };
+  Counts c = counts(expect_same(rms, {random({16, 64}, kFloat, 50)}));
+  EXPECT_EQ(c.kernels, 1);
+  EXPECT_EQ(c.fallbacks, 0);
+  auto mix = [](const Tensor &x) {
+    Tensor a = x.abs() + 0.5;
+    return a.pow(3) - a.pow(-2) + a.pow(0.5) * a.pow(1.7) + a.pow(1) -
+           a.pow(-1);
+  };
+  c = counts(expect_same(mix, {random({40, 30}, kFloat, 51)}));
+  EXPECT_EQ(c.kernels, 1);
+  EXPECT_EQ(c.fallbacks, 0);
+}

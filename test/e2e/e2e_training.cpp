@@ -91,6 +91,27 @@ TEST(E2ETraining, MlpGradientsEqualEagerAtEveryLevel) {
     }
 }
 
+// Note [Powers by cheaper ops]: powers by numbers, forward and backward
+// (pow_backward's power e - 1), decompose and fuse in the joint graph; the
+// gradients equal eager's. The backward ran a kernel a power before.
+TEST(E2ETraining, PowersByNumbersFuseForwardAndBackward) {
+  auto fn = [](const std::vector<Tensor> &a) {
+    Tensor p = a[0].abs() + 0.5;
+    return (a[0].pow(2) + p.pow(3) + p.pow(-0.5) + p.pow(1.5) * a[1] +
+            a[1].pow(1))
+        .sum();
+  };
+  for (ScalarType dtype : {kDouble, kFloat}) {
+    SCOPED_TRACE(toString(dtype));
+    ExplainOutput e = expect_same_training(
+        fn, {random({6, 9}, dtype, 30), random({6, 9}, dtype, 31)},
+        {true, true});
+    ASSERT_EQ(e.graphs.size(), 1u) << e;
+    for (const std::string &r : e.graphs[0].fallback_reasons)
+      EXPECT_FALSE(contains(r, "pow")) << e;
+  }
+}
+
 TEST(E2ETraining, OutputHasCompiledFunctionBackward) {
   auto f = compile(mlp);
   std::vector<Tensor> in =

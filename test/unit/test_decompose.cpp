@@ -88,6 +88,18 @@ const std::map<std::string, std::vector<Stack>> &cases() {
           {gh, f(h, -1), int64_t(-1), IValue(kHalf)},
           {g.to(kDouble), f(x.to(kDouble), 1), int64_t(1), IValue(kFloat)}};
     }
+    // Note [Powers by cheaper ops]: each cheaper form, the power 1, other
+    // powers (pow.Tensor_Tensor), integers, NaN and inf, float16.
+    Tensor i = (random({4, 9}, kFloat, 14) * 5).to(kLong);
+    std::vector<Stack> pows;
+    for (double e : {0.5, -0.5, -1.0, 2.0, 3.0, -2.0, 1.0, 1.5, -3.0})
+      for (const Tensor &t : {x, x3, h, s})
+        pows.push_back(
+            {e < 0 || e != double(int64_t(e)) ? t.abs() : t, Scalar(e)});
+    pows.push_back({i, Scalar(int64_t(2))});
+    pows.push_back({i, Scalar(int64_t(3))});
+    pows.push_back({i, Scalar(0.5)});
+    m["ember::pow.Tensor_Scalar"] = pows;
     Tensor w = random({37}, kFloat, 9), b = random({37}, kFloat, 10);
     Tensor w3 = random({6, 9}, kDouble, 11);
     m["ember::native_layer_norm"] = {
@@ -121,6 +133,13 @@ TEST(Decompose, EveryDecompositionMatchesItsKernel) {
 TEST(Decompose, OpsWithoutOneHaveNone) {
   EXPECT_EQ(find_decomposition(ops::sum_dim_IntList()), nullptr);
   EXPECT_EQ(find_decomposition(ops::add_Tensor()), nullptr);
+}
+
+TEST(Decompose, DeclinesThePowerZero) {
+  const KernelFunction *d = find_decomposition(ops::pow_Tensor_Scalar());
+  ASSERT_NE(d, nullptr);
+  Stack s{random({4, 3}, kFloat, 5), Scalar(0.0)};
+  EXPECT_THROW(d->boxed(ops::pow_Tensor_Scalar(), DispatchKeySet(), s), Error);
 }
 
 TEST(Decompose, DeclinesEmptyReductions) {

@@ -8,6 +8,9 @@
 #include "eager/generated/PointwiseFunctors.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -150,6 +153,45 @@ TEST(Pointwise, ZeroDimOperandsOfWideOpsMatchTheirContiguousCopies) {
         }
   }
   EXPECT_GT(checked, 50u);
+}
+
+// Note [Powers by cheaper ops]: PyTorch's values (sqrt's and rsqrt's at
+// -0 and -inf, products for 2, 3, -2), ones for the power 0 (NaN
+// included), a copy for 1; float16's power 3 rounded once.
+TEST(Pointwise, PowersByCheaperOpsGivePyTorchsValues) {
+  const float inf = std::numeric_limits<float>::infinity();
+  Tensor sp = tensor({-0.0f, -inf, inf, NAN, -2.0f, 0.0f, 4.0f});
+  auto bits_equal = [](const Tensor &a, const Tensor &b) {
+    Tensor ca = a.contiguous(), cb = b.contiguous();
+    return a.dtype() == b.dtype() && a.sizes() == b.sizes() &&
+           std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.nbytes()) == 0;
+  };
+  EXPECT_TRUE(bits_equal(sp.pow(0.5), sp.sqrt()));
+  EXPECT_TRUE(std::signbit(sp.pow(0.5)[0].item<float>())); // -0, as sqrt
+  EXPECT_TRUE(std::isnan(sp.pow(0.5)[1].item<float>()));   // not +inf
+  EXPECT_TRUE(bits_equal(sp.pow(-0.5), sp.rsqrt()));
+  EXPECT_EQ(sp.pow(-0.5)[0].item<float>(), -inf);
+  EXPECT_TRUE(bits_equal(sp.pow(-1), sp.reciprocal()));
+  EXPECT_TRUE(bits_equal(sp.pow(0), ones({7})));
+  Tensor one = sp.pow(1);
+  EXPECT_TRUE(bits_equal(one, sp));
+  EXPECT_NE(one.data_ptr(), sp.data_ptr());
+  for (ScalarType t : {kFloat, kDouble}) {
+    Tensor x = ember::test::random({1000}, t, 60) * 30;
+    EXPECT_TRUE(bits_equal(x.pow(2), x * x)) << t;
+    EXPECT_TRUE(bits_equal(x.pow(2.0), x * x)) << t;
+    EXPECT_TRUE(bits_equal(x.pow(3), x * x * x)) << t;
+    EXPECT_TRUE(bits_equal(x.pow(-2), (x * x).reciprocal())) << t;
+    // x * x is the square rounded once: float64's reference, rounded.
+    if (t == kFloat)
+      EXPECT_TRUE(bits_equal(x.pow(2), (x.to(kDouble) * x.to(kDouble)).to(t)));
+  }
+  Tensor h = ember::test::random({1000}, kHalf, 61) * 8;
+  EXPECT_TRUE(bits_equal(h.pow(2), h * h));
+  EXPECT_TRUE(bits_equal(h.pow(3), h.to(kFloat).pow(3).to(kHalf)));
+  Tensor i = tensor({-3, 0, 7}, TensorOptions(kLong));
+  EXPECT_TRUE(i.pow(2).equal(tensor({9, 0, 49}, TensorOptions(kLong))));
+  EXPECT_EQ(i.pow(0.5).dtype(), kFloat);
 }
 
 TEST(Pointwise, IntegerDtypes) {
