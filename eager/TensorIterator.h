@@ -34,6 +34,8 @@ public:
   /// Operand k's byte strides over shape()'s dims (the CUDA kernels' offset
   /// arithmetic).
   IntArrayRef strides(int k) const { return ops_[size_t(k)].strides; }
+  /// Operand k's address at the iteration's first element.
+  char *data_ptr(int k) const { return ops_[size_t(k)].data; }
   /// True when every operand is contiguous over the whole range.
   bool is_contiguous() const;
 

@@ -8,11 +8,95 @@
 #include "eager/meta/Shapes.h"
 #include "runtime/ThreadPool.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 namespace ember::native {
 
 namespace {
+
+// Note [Transposing copies]
+// A copy whose output runs along a dim the input steps through with a large
+// stride, while the input runs along another (x.t().contiguous(), k's
+// transpose(-2, -1) made contiguous, a clone of a transposed view) walked
+// the output in order and read the input a stride apart: one cache line
+// per element read, 1.6 ms for a 1024x1024 float transpose on the 2-core
+// VM, where PyTorch takes 0.42. Such a copy of one dtype (an element of 1,
+// 2, 4 or 8 bytes: its bits are moved) goes by tiles of 32x32 elements
+// over those two dims of the iterator, reading each tile's columns from
+// the input contiguously and writing the tile (in L1) to the output; the
+// tiles' rows are split over the threads. The values are the copy's.
+template <class U>
+void transposeTiles(const TensorIterator &it, char *dbase, const char *sbase) {
+  constexpr int64_t kTile = 32;
+  const int nd = it.ndim();
+  IntArrayRef shape = it.shape(), so = it.strides(0), si = it.strides(1);
+  const int64_t A = shape[size_t(nd - 2)], B = shape[size_t(nd - 1)];
+  const int64_t ldo = so[size_t(nd - 2)] / int64_t(sizeof(U));
+  const int64_t ldi = si[size_t(nd - 1)] / int64_t(sizeof(U));
+  int64_t outer = 1;
+  for (int d = 0; d < nd - 2; ++d)
+    outer *= shape[size_t(d)];
+  const int64_t rows = (A + kTile - 1) / kTile;
+  const int64_t grain = std::max<int64_t>(1, kGrainSize * 4 / (kTile * B));
+  parallel_for(0, outer * rows, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t job = begin; job < end; ++job) {
+      int64_t o = job / rows, r = o, off_d = 0, off_s = 0;
+      for (int d = nd - 3; d >= 0; --d) {
+        const int64_t c = r % shape[size_t(d)];
+        r /= shape[size_t(d)];
+        off_d += c * so[size_t(d)];
+        off_s += c * si[size_t(d)];
+      }
+      U *out = reinterpret_cast<U *>(dbase + off_d);
+      const U *in = reinterpret_cast<const U *>(sbase + off_s);
+      const int64_t a0 = (job % rows) * kTile, a1 = std::min(A, a0 + kTile);
+      U tile[kTile][kTile];
+      for (int64_t b0 = 0; b0 < B; b0 += kTile) {
+        const int64_t b1 = std::min(B, b0 + kTile);
+        for (int64_t b = b0; b < b1; ++b)
+          for (int64_t a = a0; a < a1; ++a)
+            tile[b - b0][a - a0] = in[a + b * ldi];
+        for (int64_t a = a0; a < a1; ++a)
+          for (int64_t b = b0; b < b1; ++b)
+            out[a * ldo + b] = tile[b - b0][a - a0];
+      }
+    }
+  });
+}
+
+/// Note [Transposing copies]: whether `it` (output, input of one dtype) is
+/// such a copy, and then done.
+bool copyByTiles(const TensorIterator &it, int64_t esize) {
+  const int nd = it.ndim();
+  if (nd < 2 || it.numel() < 4096)
+    return false;
+  IntArrayRef so = it.strides(0), si = it.strides(1);
+  if (so[size_t(nd - 1)] != esize || si[size_t(nd - 2)] != esize ||
+      si[size_t(nd - 1)] == esize || si[size_t(nd - 1)] % esize != 0 ||
+      so[size_t(nd - 2)] % esize != 0)
+    return false;
+  char *d = it.data_ptr(0);
+  const char *s = it.data_ptr(1);
+  switch (esize) {
+  case 1:
+    transposeTiles<uint8_t>(it, d, s);
+    return true;
+  case 2:
+    transposeTiles<uint16_t>(it, d, s);
+    return true;
+  case 4:
+    transposeTiles<uint32_t>(it, d, s);
+    return true;
+  case 8:
+    transposeTiles<uint64_t>(it, d, s);
+    return true;
+  default:
+    return false;
+  }
+}
+
 void copyKernel(const Tensor &dst, const Tensor &src,
                 bool non_blocking = false) {
   if (dst.numel() == 0)
@@ -33,6 +117,9 @@ void copyKernel(const Tensor &dst, const Tensor &src,
                  ? src.expand(dst.sizes())
                  : src;
   TensorIterator it = TensorIterator::build(dst, {s});
+  if (dst.dtype() == src.dtype() &&
+      copyByTiles(it, int64_t(dst.element_size())))
+    return;
   dispatch_dtype(dst.dtype(), "copy_", [&]<class D>() {
     dispatch_dtype(src.dtype(), "copy_", [&]<class S>() {
       it.for_each([](char **data, const int64_t *st, int64_t n) {

@@ -183,8 +183,9 @@ TEST(Pointwise, PowersByCheaperOpsGivePyTorchsValues) {
     EXPECT_TRUE(bits_equal(x.pow(3), x * x * x)) << t;
     EXPECT_TRUE(bits_equal(x.pow(-2), (x * x).reciprocal())) << t;
     // x * x is the square rounded once: float64's reference, rounded.
-    if (t == kFloat)
+    if (t == kFloat) {
       EXPECT_TRUE(bits_equal(x.pow(2), (x.to(kDouble) * x.to(kDouble)).to(t)));
+    }
   }
   Tensor h = ember::test::random({1000}, kHalf, 61) * 8;
   EXPECT_TRUE(bits_equal(h.pow(2), h * h));

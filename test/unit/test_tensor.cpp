@@ -349,3 +349,39 @@ TEST(TensorCore, FromBlobBorrowsAndCallsDeleter) {
   Tensor s = from_blob(data, {3}, {2}, kFloat);
   EXPECT_TRUE(close(s, tensor({2.0, 6.0, 10.0})));
 }
+
+// Note [Transposing copies]: a copy that transposes (tiles of 32x32
+// through a buffer) gives the element-wise copy's values for every element
+// size, sizes off the tile, batched and permuted views, and a copy into a
+// strided destination. The reference converts dtypes, which takes the
+// element-wise loop.
+TEST(TensorCore, TransposingCopiesMatchTheElementwiseCopy) {
+  for (ScalarType t : {kByte, kHalf, kFloat, kDouble, kLong, kBool}) {
+    SCOPED_TRACE(toString(t));
+    ScalarType ref = t == kDouble ? kLong : kDouble;
+    for (auto sizes : {std::vector<int64_t>{70, 100},
+                       {1000, 33},
+                       {3, 65, 129},
+                       {2, 3, 40, 50}}) {
+      Tensor x = randint(0, t == kBool ? 2 : 100, sizes).to(t);
+      std::vector<Tensor> views = {x.transpose(-1, -2)};
+      if (x.dim() >= 3)
+        views.push_back(x.transpose(0, -1));
+      if (x.dim() == 4)
+        views.push_back(x.permute({2, 0, 3, 1}));
+      for (const Tensor &v : views) {
+        Tensor want = v.to(ref);
+        EXPECT_TRUE(v.contiguous().to(ref).equal(want)) << v.sizes();
+        EXPECT_TRUE(v.clone().to(ref).equal(want)) << v.sizes();
+        Tensor into = empty(v.sizes(), TensorOptions(t));
+        into.copy_(v);
+        EXPECT_TRUE(into.to(ref).equal(want)) << v.sizes();
+      }
+      // Into a transposed destination from a contiguous source.
+      Tensor dst = empty(x.transpose(-1, -2).sizes(), TensorOptions(t))
+                       .transpose(-1, -2);
+      dst.copy_(x);
+      EXPECT_TRUE(dst.to(ref).equal(x.to(ref)));
+    }
+  }
+}
