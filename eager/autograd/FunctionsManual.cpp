@@ -317,13 +317,15 @@ Tensor pow_backward(const Tensor &grad, const Tensor &self,
   double e = exponent.toDouble();
   if (e == 0.0)
     return zeros_like(self, grad.options());
-  // (the same values without the copy that self.pow(1) is, or the ones
-  // self.pow(0) is, which the compiler would not fuse)
+  // As PyTorch's, grad * (e * self^(e-1)) (the order matters in float16:
+  // grad * self^(e-1) can overflow where e * self^(e-1) times grad does
+  // not); without the copy that self.pow(1) is, or the ones self.pow(0)
+  // is, which the compiler would not fuse.
   if (e == 2.0)
-    return grad * self * Scalar(e);
+    return grad * (self * Scalar(e));
   if (e == 1.0)
     return grad * Scalar(e);
-  return grad * self.pow(Scalar(e - 1)) * Scalar(e);
+  return grad * (self.pow(Scalar(e - 1)) * Scalar(e));
 }
 
 Tensor pow_backward_self(const Tensor &grad, const Tensor &self,

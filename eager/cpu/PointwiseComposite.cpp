@@ -60,6 +60,16 @@ Tensor pow_tensor_scalar(const Tensor &self, const Scalar &exponent) {
   return ember::pow(self, wrapped_scalar_tensor(exponent));
 }
 
+const Tensor &pow__scalar(const Tensor &self, const Scalar &exponent) {
+  // x.pow_(2): the power (its forms, its gradient), written into self; as
+  // PyTorch, a result self's dtype cannot hold raises.
+  Tensor r = ember::pow(self, exponent);
+  EMBER_CHECK_TYPE(
+      can_cast(r.dtype(), self.dtype()), "result type ", toString(r.dtype()),
+      " can't be cast to the desired output type ", toString(self.dtype()));
+  return self.copy_(r);
+}
+
 Tensor pow_scalar_tensor(const Scalar &self, const Tensor &exponent) {
   return ember::pow(wrapped_scalar_tensor(self), exponent);
 }

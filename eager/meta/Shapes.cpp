@@ -83,7 +83,8 @@ DimVector nonemptySizes(const Tensor &t) {
 void check_pow_exponent(ScalarType self, const Scalar &exponent) {
   // Integer tensors raised to a negative integer power would be 0 or +-1
   // silently; PyTorch raises, so does ember.
-  EMBER_CHECK(!(isIntegralType(self, false) && exponent.isIntegral(false) &&
+  // (bool included, as PyTorch)
+  EMBER_CHECK(!(isIntegralType(self, true) && exponent.isIntegral(false) &&
                 exponent.toLong() < 0),
               "Integers to negative integer powers are not allowed.");
 }

@@ -187,12 +187,37 @@ TEST(Pointwise, PowersByCheaperOpsGivePyTorchsValues) {
       EXPECT_TRUE(bits_equal(x.pow(2), (x.to(kDouble) * x.to(kDouble)).to(t)));
     }
   }
+  // float16 takes std::pow (rounded once) except for 2 and -1, as
+  // PyTorch: pow(-0, 0.5) is +0 there, pow(-inf, -0.5) is 0 (found by a
+  // probe); bfloat16 takes the products, each rounded.
   Tensor h = ember::test::random({1000}, kHalf, 61) * 8;
   EXPECT_TRUE(bits_equal(h.pow(2), h * h));
   EXPECT_TRUE(bits_equal(h.pow(3), h.to(kFloat).pow(3).to(kHalf)));
+  Tensor hs = sp.to(kHalf);
+  EXPECT_FALSE(std::signbit(hs.pow(0.5)[0].item<float>()));
+  EXPECT_EQ(hs.pow(0.5)[1].item<float>(), inf);
+  EXPECT_EQ(hs.pow(-0.5)[1].item<float>(), 0.0f);
+  Tensor b = ember::test::random({1000}, kBFloat16, 62) * 8;
+  EXPECT_TRUE(bits_equal(b.pow(3), b * b * b));
+  EXPECT_TRUE(bits_equal(b.pow(-2), (b * b).reciprocal()));
+  EXPECT_TRUE(bits_equal(b.pow(0.5), b.sqrt()));
   Tensor i = tensor({-3, 0, 7}, TensorOptions(kLong));
   EXPECT_TRUE(i.pow(2).equal(tensor({9, 0, 49}, TensorOptions(kLong))));
   EXPECT_EQ(i.pow(0.5).dtype(), kFloat);
+  // An integer tensor to a floating power: converted, then the same forms
+  // (PyTorch: 46341^3.0 is the float product 99516749447168).
+  Tensor big = tensor({46341}, TensorOptions(kInt));
+  EXPECT_EQ(big.pow(3.0).item<float>(), 99516749447168.0f);
+  EXPECT_TRUE(bits_equal(big.pow(3.0),
+                         big.to(kFloat) * big.to(kFloat) * big.to(kFloat)));
+  EXPECT_EMBER_ERROR(tensor({false, true}).pow(-1),
+                     "Integers to negative integer powers are not allowed");
+  // x.pow_(number): in place, with the same values; a result the dtype
+  // cannot hold raises.
+  Tensor y = ember::test::random({50}, kFloat, 63), y0 = y.clone();
+  EXPECT_TRUE(y.pow_(2).is_same(y));
+  EXPECT_TRUE(bits_equal(y, y0 * y0));
+  EXPECT_EMBER_ERROR(i.clone().pow_(0.5), "can't be cast to the desired");
 }
 
 TEST(Pointwise, IntegerDtypes) {
