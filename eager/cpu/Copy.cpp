@@ -11,6 +11,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+
+#if defined(__F16C__) && defined(__AVX__)
+#include <immintrin.h>
+#endif
 
 namespace ember::native {
 
@@ -126,7 +131,26 @@ void copyKernel(const Tensor &dst, const Tensor &src,
         if (st[0] == int64_t(sizeof(D)) && st[1] == int64_t(sizeof(S))) {
           D *o = reinterpret_cast<D *>(data[0]);
           const S *i = reinterpret_cast<const S *>(data[1]);
-          for (int64_t k = 0; k < n; ++k)
+          int64_t k = 0;
+#if defined(__F16C__) && defined(__AVX__)
+          // float <-> float16, 8 at a time: Half's own conversion is the
+          // same instruction's scalar form (runtime/Half.h, with F16C), one
+          // element a call, which GCC does not vectorize (4x slower than
+          // PyTorch's .half() on 1M floats on the Zen 5 VM).
+          if constexpr (std::is_same_v<D, Half> && std::is_same_v<S, float>) {
+            for (; k + 8 <= n; k += 8)
+              _mm_storeu_si128(reinterpret_cast<__m128i *>(o + k),
+                               _mm256_cvtps_ph(_mm256_loadu_ps(i + k),
+                                               _MM_FROUND_TO_NEAREST_INT));
+          } else if constexpr (std::is_same_v<D, float> &&
+                               std::is_same_v<S, Half>) {
+            for (; k + 8 <= n; k += 8)
+              _mm256_storeu_ps(o + k,
+                               _mm256_cvtph_ps(_mm_loadu_si128(
+                                   reinterpret_cast<const __m128i *>(i + k))));
+          }
+#endif
+          for (; k < n; ++k)
             o[k] = convert<D>(i[k]);
           return;
         }
