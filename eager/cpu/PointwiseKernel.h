@@ -13,7 +13,12 @@
 #include <algorithm>
 #include <array>
 #include <tuple>
+#include <type_traits>
 #include <utility>
+
+#if defined(__F16C__) && defined(__AVX__)
+#include <immintrin.h>
+#endif
 
 namespace ember::native {
 
@@ -57,6 +62,62 @@ template <class S, class Fn> struct LoopTypes {
   using InC = std::conditional_t<((Fn::bool_args >> K) & 1u) != 0, bool, C>;
 };
 
+#if defined(__F16C__) && defined(__AVX__)
+/// Note [Float16 pointwise in blocks]
+/// A float16 op computes in float (Note [Reduced precision compute]). Each
+/// element converted on its own (Half's scalar F16C instruction) kept GCC
+/// from vectorizing the loop: float16 add 4x and exp 18x slower than
+/// PyTorch's on 1M elements (Zen 5 VM). Contiguous runs go by blocks of 256
+/// instead: the float16 operands converted 8 at a time into float blocks,
+/// the op's float loop (vectorized as float32's), its results converted 8
+/// at a time. The instructions are those of the scalar conversions, so the
+/// values are the same bits. Bool operands (masks) are read as they are.
+template <class Fn, class... P>
+void halfBlocks(const Fn &f, Half *out, int64_t n, const P *...in) {
+  constexpr int64_t kBlock = 256;
+  auto widen = [](const Half *h, float *to, int64_t len) {
+    int64_t k = 0;
+    for (; k + 8 <= len; k += 8)
+      _mm256_storeu_ps(to + k, _mm256_cvtph_ps(_mm_loadu_si128(
+                                   reinterpret_cast<const __m128i *>(h + k))));
+    for (; k < len; ++k)
+      to[k] = float(h[k]);
+  };
+  std::tuple<std::conditional_t<std::is_same_v<P, Half>,
+                                std::array<float, kBlock>, char>...>
+      wide;
+  alignas(32) float res[kBlock];
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t len = std::min(kBlock, n - b);
+    auto operand = [&]<size_t K>(std::integral_constant<size_t, K>,
+                                 const auto *p) {
+      using T = std::remove_cv_t<std::remove_pointer_t<decltype(p)>>;
+      if constexpr (std::is_same_v<T, Half>) {
+        widen(p + b, std::get<K>(wide).data(), len);
+        return static_cast<const float *>(std::get<K>(wide).data());
+      } else {
+        return p + b;
+      }
+    };
+    [&]<size_t... K>(std::index_sequence<K...>) {
+      auto ptrs =
+          std::make_tuple(operand(std::integral_constant<size_t, K>{}, in)...);
+      for (int64_t i = 0; i < len; ++i)
+        res[i] = f(typename LoopTypes<Half, Fn>::template InC<K>(
+            std::get<K>(ptrs)[i])...);
+    }
+    (std::index_sequence_for<P...>{});
+    int64_t k = 0;
+    for (; k + 8 <= len; k += 8)
+      _mm_storeu_si128(
+          reinterpret_cast<__m128i *>(out + b + k),
+          _mm256_cvtps_ph(_mm256_loadu_ps(res + k), _MM_FROUND_TO_NEAREST_INT));
+    for (; k < len; ++k)
+      out[b + k] = Half(res[k]);
+  }
+}
+#endif
+
 template <class O, class S, class Fn, size_t... K>
 inline void pointwise_loop(char **data, const int64_t *st, int64_t n,
                            const Fn &fn, std::index_sequence<K...>) {
@@ -74,6 +135,16 @@ inline void pointwise_loop(char **data, const int64_t *st, int64_t n,
     O *out = reinterpret_cast<O *>(data[0]);
     std::tuple<const typename LT::template In<K> *...> in(
         reinterpret_cast<const typename LT::template In<K> *>(data[K + 1])...);
+#if defined(__F16C__) && defined(__AVX__)
+    if constexpr (std::is_same_v<S, Half> && std::is_same_v<O, Half> &&
+                  std::is_same_v<
+                      std::invoke_result_t<const Fn &,
+                                           typename LT::template InC<K>...>,
+                      float>) {
+      halfBlocks(f, out, n, std::get<K>(in)...);
+      return;
+    }
+#endif
     for (int64_t i = 0; i < n; ++i)
       out[i] = O(f(typename LT::template InC<K>(std::get<K>(in)[i])...));
     return;

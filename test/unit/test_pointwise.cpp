@@ -220,6 +220,36 @@ TEST(Pointwise, PowersByCheaperOpsGivePyTorchsValues) {
   EXPECT_EMBER_ERROR(i.clone().pow_(0.5), "can't be cast to the desired");
 }
 
+// Note [Float16 pointwise in blocks]: every op of the table on float16,
+// over contiguous runs (converted 8 at a time in blocks of 256) and the
+// same values strided (converted one by one), gives the same bits; lengths
+// across blocks and threads.
+TEST(Pointwise, Float16RunsInBlocksMatchTheElementwiseLoop) {
+  uint64_t seed = 700;
+  size_t checked = 0;
+  for (const OpInfo *o : pointwise_op_infos()) {
+    if (std::find(o->dtypes.begin(), o->dtypes.end(), kHalf) == o->dtypes.end())
+      continue;
+    for (int64_t n : {int64_t(7), int64_t(1000), int64_t(70001)}) {
+      ShapeSample s{"runs", {}, false};
+      for (int k = 0; k < o->arity; ++k)
+        s.shapes.push_back({n});
+      std::vector<Tensor> in = make_inputs(*o, s, kHalf, seed++);
+      std::vector<Tensor> strided;
+      for (const Tensor &t : in)
+        strided.push_back(stack({t, t}, 1).select(1, 0));
+      Tensor got = o->op(in), want = o->op(strided).contiguous();
+      got = got.contiguous();
+      EXPECT_TRUE(got.dtype() == want.dtype() &&
+                  std::memcmp(got.data_ptr(), want.data_ptr(), got.nbytes()) ==
+                      0)
+          << o->name << ", n " << n;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 100u);
+}
+
 TEST(Pointwise, IntegerDtypes) {
   uint64_t seed = 300;
   for (const OpInfo *o : pointwise_op_infos())
