@@ -70,8 +70,13 @@ template <class S, class Fn> struct LoopTypes {
 /// PyTorch's on 1M elements (Zen 5 VM). Contiguous runs go by blocks of 256
 /// instead: the float16 operands converted 8 at a time into float blocks,
 /// the op's float loop (vectorized as float32's), its results converted 8
-/// at a time. The instructions are those of the scalar conversions, so the
-/// values are the same bits. Bool operands (masks) are read as they are.
+/// at a time. The conversions are the scalar ones' instructions, so every
+/// value is the same; a NaN result's sign and payload may not be (a probe
+/// found maximum of two NaNs, silu and 1/x of a NaN keeping another
+/// operand's NaN or sign), as for float32, whose contiguous loops are
+/// vectorized and whose strided ones are not: NaN bits are not part of an
+/// op's result, here or in PyTorch. Bool operands (masks) are read as they
+/// are.
 template <class Fn, class... P>
 void halfBlocks(const Fn &f, Half *out, int64_t n, const P *...in) {
   constexpr int64_t kBlock = 256;
