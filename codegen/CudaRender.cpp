@@ -696,6 +696,10 @@ private:
     std::vector<std::vector<int>> values; ///< per loop, in order
     std::map<int, size_t> made_in; ///< a full step's value: the loop making it
     std::set<int> cached;          ///< values later loops read from registers
+    /// Whether loop `i` reads `x` from the registers an earlier loop wrote.
+    bool read_kept(int x, size_t i) const {
+      return cached.count(x) && made_in.at(x) != i;
+    }
   };
 
   /// Note [Held values]
@@ -735,8 +739,8 @@ private:
             plan.cached.insert(x);
           }
         }
-        if (plan.cached.count(x) && made->second != i)
-          continue; // read from its registers
+        if (plan.read_kept(x, i))
+          continue;
         if (k_.values[size_t(x)].kind == KernelSpec::Value::Kind::Step &&
             !k_.is_reduce(x))
           for (int a : k_.step_of(x).args)
@@ -924,8 +928,7 @@ private:
       std::string s;
       std::vector<int> computed;
       for (int x : plan.values[i]) {
-        auto m = plan.made_in.find(x);
-        if (plan.cached.count(x) && m->second != i)
+        if (plan.read_kept(x, i))
           s += "      const " + std::string(ctype(reg_of(k_.dtype(x)))) + " " +
                v(x) + " = c" + std::to_string(x) + "[p];\n";
         else
@@ -995,10 +998,8 @@ private:
         const int x = k_.outputs[o];
         if (!full(x))
           continue;
-        const bool kept_earlier =
-            plan.cached.count(x) && plan.made_in.at(x) != out_loop;
         os << "      out" << o << "[" << at << " + " << ro
-           << "] = " << store(o, !kept_earlier) << ";\n";
+           << "] = " << store(o, !plan.read_kept(x, out_loop)) << ";\n";
       }
       os << "    }\n";
     }
