@@ -134,6 +134,34 @@ void mlp_train(const std::string &only, int iters) {
   optimizer_steps("mlp_train", loss, opt, in, target, iters);
 }
 
+/// The eight matrix products of mlp_train's step alone, on inputs of their
+/// shapes (three forward, five backward: no input gradient of the first
+/// layer): the BLAS floor under any implementation of the step. A compiled
+/// step can fuse what lies between them, never go below them.
+void mlp_train_gemms(const std::string &only, int iters) {
+  if (!only.empty() && only != "mlp_train_gemms")
+    return;
+  NoGradGuard g;
+  Tensor x = randn({256, 784}), w1 = randn({1024, 784}),
+         w2 = randn({1024, 1024}), w3 = randn({10, 1024});
+  Tensor h1 = randn({256, 1024}), h2 = randn({256, 1024}),
+         g1 = randn({256, 1024}), g2 = randn({256, 1024}),
+         g3 = randn({256, 10});
+  report(
+      "mlp_train_gemms", "ember_eager",
+      [&] {
+        x.mm(w1.t());
+        h1.mm(w2.t());
+        h2.mm(w3.t());
+        g3.mm(w3);
+        g3.t().mm(h2);
+        g2.mm(w2);
+        g2.t().mm(h1);
+        g1.t().mm(x);
+      },
+      iters);
+}
+
 /// An AdamW step of 4 encoder layers (d_model 256, 4 heads, feed-forward
 /// 1024) on batch 8 x sequence 128, with a mean-squared loss against a
 /// random target: eagerly, and with the loss (forward and backward) and
@@ -241,6 +269,7 @@ int main(int argc, char **argv) {
   train(
       only, "gelu_fwd_bwd", [](const Tensor &t) { return F::gelu(t); }, iters);
   mlp_train(only, iters);
+  mlp_train_gemms(only, iters);
   transformer_train(only, iters);
   return 0;
 }

@@ -146,6 +146,16 @@ def torch_workloads(torch, only):
                                x, t)))
 
     steps("mlp_train", loss, opt, mlp_in, target)
+    # Its eight matrix products alone (bench_vs_torch.cpp: mlp_train_gemms).
+    th1, th2, tg1, tg2 = (torch.randn(256, 1024, generator=g)
+                          for _ in range(4))
+    tg3 = torch.randn(256, 10, generator=g)
+
+    def train_gemms():
+        mlp_in.mm(w1.t()), th1.mm(w2.t()), th2.mm(w3.t())
+        tg3.mm(w3), tg3.t().mm(th2), tg2.mm(w2), tg2.t().mm(th1)
+        tg1.t().mm(mlp_in)
+    out.append(("mlp_train_gemms", "torch_eager", train_gemms))
 
     # An AdamW step of 4 pre-norm encoder layers (d_model 256, 4 heads,
     # feed-forward 1024, gelu, dropout 0, batch first), batch 8 x sequence
@@ -261,7 +271,8 @@ def summarize(rounds, meta):
     for wl in ["gelu_chain", "gelu", "chain8", "softmax", "layer_norm", "sum",
                "mlp", "mlp_gemms", "layer_norm_fwd_bwd",
                "layer_norm_affine_fwd_bwd", "softmax_fwd_bwd",
-               "gelu_fwd_bwd", "mlp_train", "transformer_train"]:
+               "gelu_fwd_bwd", "mlp_train", "mlp_train_gemms",
+               "transformer_train"]:
         ec, ee = get(wl, "ember_compiled"), get(wl, "ember_eager")
         tc, te = get(wl, "torch_compiled"), get(wl, "torch_eager")
         parts = []
@@ -284,6 +295,12 @@ def summarize(rounds, meta):
         if wl == "mlp" and gemms and ee:
             parts.append(f"its three GEMMs alone take {gemms / ee * 100:.0f}% "
                          "of ember eager's time")
+        tgemms = get("mlp_train_gemms", "ember_eager")
+        if wl == "mlp_train" and tgemms and ee:
+            parts.append(f"its eight GEMMs alone take "
+                         f"{tgemms / ee * 100:.0f}% of ember eager's time "
+                         f"(a compiled step can be at most "
+                         f"{ee / tgemms:.2f}x eager)")
         if parts:
             lines.append(f"- {wl}: " + "; ".join(parts))
     base = [(wl, impl) for (wl, impl) in med if impl.endswith("@baseline")]
