@@ -4,10 +4,10 @@
 // Prints "name ms" lines; bench/survey.py runs both sides and writes
 // bench/results/eager_survey.md. It finds outliers (an op 10x behind), not
 // small differences.
-#include <ember/ember.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <ember/ember.h>
 #include <functional>
 #include <string>
 #include <vector>
@@ -16,19 +16,29 @@ namespace F = ember::nn::functional;
 using ember::indexing::Slice;
 
 static double bench(const std::function<void()> &f) {
-  f(); f();
+  f();
+  f();
   std::vector<double> v;
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < 200; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     f();
-    v.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    if (i >= 5 && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > 0.4) break;
+    v.push_back(std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now() - t0)
+                    .count());
+    if (i >= 5 &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+                .count() > 0.4)
+      break;
   }
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
-#define T(name, expr) std::printf("%s %.4f\n", name, bench([&] { auto r = (expr); (void)r; }))
+#define T(name, expr)                                                          \
+  std::printf("%s %.4f\n", name, bench([&] {                                   \
+                auto r = (expr);                                               \
+                (void)r;                                                       \
+              }))
 int main() {
   set_num_threads(2);
   manual_seed(0);
@@ -36,8 +46,10 @@ int main() {
   Tensor x = randn({1024, 1024}), y = randn({1024, 1024});
   Tensor I = randint(0, 1024, {512}), G2 = randint(0, 1024, {1024, 64});
   Tensor M = x > 0, XH = x.to(kHalf), Y512 = y.narrow(0, 0, 512).contiguous();
-  Tensor table = randn({30000, 512}), I2 = randint(0, 30000, {4096}), IB = randint(0, 1000, {4096});
-  Tensor img = randn({8, 32, 56, 56}), wc = randn({64, 32, 3, 3}), bc = randn({64});
+  Tensor table = randn({30000, 512}), I2 = randint(0, 30000, {4096}),
+         IB = randint(0, 1000, {4096});
+  Tensor img = randn({8, 32, 56, 56}), wc = randn({64, 32, 3, 3}),
+         bc = randn({64});
   Tensor Tg = randint(0, 1024, {1024});
   Tensor a3 = randn({64, 128, 64}), b3 = randn({64, 64, 128});
   Tensor s256 = randn({256, 256});
@@ -121,4 +133,12 @@ int main() {
   T("unfold", x.unfold(1, 8, 8).contiguous());
   T("tensor_sum_half", XH.sum());
   T("bce_logits", F::binary_cross_entropy_with_logits(x, M.to(kFloat)));
+  // Note [Pointwise runs in blocks]: a 0-dim operand, float16 with one,
+  // float16 comparisons.
+  Tensor s0 = tensor(1.5f), YH = y.to(kHalf), s0h = s0.to(kHalf);
+  T("add_0dim", x + s0);
+  T("half_add", XH + YH);
+  T("half_mul_0dim", XH * s0h);
+  T("half_where_0dim", where(M, XH, s0h));
+  T("half_gt", XH > YH);
 }

@@ -44,5 +44,10 @@ cases = [
  ("unfold", lambda: x.unfold(1, 8, 8).contiguous()), ("tensor_sum_half", lambda: XH.sum()),
  ("bce_logits", lambda: F.binary_cross_entropy_with_logits(x, M.float())),
 ]
+s0 = torch.tensor(1.5); YH = y.half(); s0h = s0.half()
+cases += [
+ ("add_0dim", lambda: x + s0), ("half_add", lambda: XH + YH), ("half_mul_0dim", lambda: XH * s0h),
+ ("half_where_0dim", lambda: torch.where(M, XH, s0h)), ("half_gt", lambda: XH > YH),
+]
 for name, f in cases:
     print(name, "%.4f" % bench(f))

@@ -62,66 +62,111 @@ template <class S, class Fn> struct LoopTypes {
   using InC = std::conditional_t<((Fn::bool_args >> K) & 1u) != 0, bool, C>;
 };
 
+/// Note [Pointwise runs in blocks]
+/// A run whose output is contiguous and whose operands are each contiguous
+/// or broadcast (stride 0) goes by blocks of kBlock points, each operand
+/// read from memory where it is already what the loop takes, else from a
+/// block in L1:
+/// - A broadcast operand (where(mask, x, 0-dim), addcmul(x, 0-dim, y),
+///   x * 0-dim) is a block of copies of its value, filled once. The general
+///   strided loop does not vectorize (where over 1M floats with a 0-dim
+///   operand took 3.5 ms against 0.11 ms contiguous on the 2-core VM), and a
+///   loop hoisting each combination of broadcast operands would be 2^N loops
+///   an op and dtype.
+/// - A float16 operand computes in float (Note [Reduced precision
+///   compute]). Converted one element at a time (Half's scalar F16C
+///   instruction), it kept GCC from vectorizing the loop: float16 add 4x
+///   and exp 18x slower than PyTorch's on 1M elements (Zen 5 VM). A
+///   contiguous one is converted 8 at a time into a float block for each
+///   block of the run, and a float16 output is computed into a float block
+///   and converted 8 at a time.
+/// The loop over a block is the contiguous loop, vectorized as float32's,
+/// with the same functor. The conversions are the scalar ones'
+/// instructions, so every value is the same as the element-wise loop's; a
+/// NaN result's sign and payload may not be (maximum of two NaNs, silu and
+/// 1/x of a NaN can keep another operand's NaN or sign), as for float32,
+/// whose contiguous loops are vectorized and whose strided ones are not:
+/// NaN bits are not part of an op's result, here or in PyTorch. Bool
+/// operands (masks) are read as their bytes. bfloat16 needs no blocks: its
+/// conversions are integer code that vectorizes in place.
 #if defined(__F16C__) && defined(__AVX__)
-/// Note [Float16 pointwise in blocks]
-/// A float16 op computes in float (Note [Reduced precision compute]). Each
-/// element converted on its own (Half's scalar F16C instruction) kept GCC
-/// from vectorizing the loop: float16 add 4x and exp 18x slower than
-/// PyTorch's on 1M elements (Zen 5 VM). Contiguous runs go by blocks of 256
-/// instead: the float16 operands converted 8 at a time into float blocks,
-/// the op's float loop (vectorized as float32's), its results converted 8
-/// at a time. The conversions are the scalar ones' instructions, so every
-/// value is the same; a NaN result's sign and payload may not be (a probe
-/// found maximum of two NaNs, silu and 1/x of a NaN keeping another
-/// operand's NaN or sign), as for float32, whose contiguous loops are
-/// vectorized and whose strided ones are not: NaN bits are not part of an
-/// op's result, here or in PyTorch. Bool operands (masks) are read as they
-/// are.
-template <class Fn, class... P>
-void halfBlocks(const Fn &f, Half *out, int64_t n, const P *...in) {
+template <class T>
+inline constexpr bool kWidenInBlocks = std::is_same_v<T, Half>;
+
+inline void widen_half(const Half *h, float *to, int64_t len) {
+  int64_t k = 0;
+  for (; k + 8 <= len; k += 8)
+    _mm256_storeu_ps(to + k, _mm256_cvtph_ps(_mm_loadu_si128(
+                                 reinterpret_cast<const __m128i *>(h + k))));
+  for (; k < len; ++k)
+    to[k] = float(h[k]);
+}
+inline void narrow_half(const float *f, Half *to, int64_t len) {
+  int64_t k = 0;
+  for (; k + 8 <= len; k += 8)
+    _mm_storeu_si128(
+        reinterpret_cast<__m128i *>(to + k),
+        _mm256_cvtps_ph(_mm256_loadu_ps(f + k), _MM_FROUND_TO_NEAREST_INT));
+  for (; k < len; ++k)
+    to[k] = Half(f[k]);
+}
+#else
+template <class T> inline constexpr bool kWidenInBlocks = false;
+inline void widen_half(const Half *, float *, int64_t) {}
+inline void narrow_half(const float *, Half *, int64_t) {}
+#endif
+
+/// What a run in blocks reads of an operand stored as T: float for a
+/// widened float16, else T itself.
+template <class T>
+using BlockElem = std::conditional_t<kWidenInBlocks<T>, float, T>;
+
+/// Note [Pointwise runs in blocks]. The output is contiguous; operand K is
+/// contiguous (st[K + 1] its element size) or broadcast (0).
+template <class O, class S, class Fn, size_t... K>
+void blocked_loop(const Fn &f, char **data, const int64_t *st, int64_t n,
+                  std::index_sequence<K...>) {
+  using LT = LoopTypes<S, Fn>;
   constexpr int64_t kBlock = 256;
-  auto widen = [](const Half *h, float *to, int64_t len) {
-    int64_t k = 0;
-    for (; k + 8 <= len; k += 8)
-      _mm256_storeu_ps(to + k, _mm256_cvtph_ps(_mm_loadu_si128(
-                                   reinterpret_cast<const __m128i *>(h + k))));
-    for (; k < len; ++k)
-      to[k] = float(h[k]);
+  using R = std::invoke_result_t<const Fn &, typename LT::template InC<K>...>;
+  constexpr bool narrow = kWidenInBlocks<O> && std::is_same_v<R, float>;
+  std::tuple<std::array<BlockElem<typename LT::template In<K>>, kBlock>...>
+      blocks;
+  ((st[K + 1] == 0
+        ? std::get<K>(blocks).fill(BlockElem<typename LT::template In<K>>(
+              *reinterpret_cast<const typename LT::template In<K> *>(
+                  data[K + 1])))
+        : void()),
+   ...);
+  auto operand = [&]<size_t J>(std::integral_constant<size_t, J>, int64_t b,
+                               int64_t len) {
+    using T = typename LT::template In<J>;
+    const BlockElem<T> *p = std::get<J>(blocks).data();
+    if (st[J + 1] != 0) {
+      const T *at = reinterpret_cast<const T *>(data[J + 1]) + b;
+      if constexpr (kWidenInBlocks<T>)
+        widen_half(at, std::get<J>(blocks).data(), len);
+      else
+        p = at;
+    }
+    return p;
   };
-  std::tuple<std::conditional_t<std::is_same_v<P, Half>,
-                                std::array<float, kBlock>, char>...>
-      wide;
-  alignas(32) float res[kBlock];
+  std::conditional_t<narrow, std::array<float, kBlock>, char> res;
   for (int64_t b = 0; b < n; b += kBlock) {
     const int64_t len = std::min(kBlock, n - b);
-    auto operand = [&]<size_t K>(std::integral_constant<size_t, K>,
-                                 const auto *p) {
-      using T = std::remove_cv_t<std::remove_pointer_t<decltype(p)>>;
-      if constexpr (std::is_same_v<T, Half>) {
-        widen(p + b, std::get<K>(wide).data(), len);
-        return static_cast<const float *>(std::get<K>(wide).data());
-      } else {
-        return p + b;
-      }
-    };
-    [&]<size_t... K>(std::index_sequence<K...>) {
-      auto ptrs =
-          std::make_tuple(operand(std::integral_constant<size_t, K>{}, in)...);
+    O *out = reinterpret_cast<O *>(data[0]) + b;
+    std::tuple<const BlockElem<typename LT::template In<K>> *...> in(
+        operand(std::integral_constant<size_t, K>{}, b, len)...);
+    if constexpr (narrow) {
       for (int64_t i = 0; i < len; ++i)
-        res[i] = f(typename LoopTypes<Half, Fn>::template InC<K>(
-            std::get<K>(ptrs)[i])...);
+        res[size_t(i)] = f(typename LT::template InC<K>(std::get<K>(in)[i])...);
+      narrow_half(res.data(), out, len);
+    } else {
+      for (int64_t i = 0; i < len; ++i)
+        out[i] = O(f(typename LT::template InC<K>(std::get<K>(in)[i])...));
     }
-    (std::index_sequence_for<P...>{});
-    int64_t k = 0;
-    for (; k + 8 <= len; k += 8)
-      _mm_storeu_si128(
-          reinterpret_cast<__m128i *>(out + b + k),
-          _mm256_cvtps_ph(_mm256_loadu_ps(res + k), _MM_FROUND_TO_NEAREST_INT));
-    for (; k < len; ++k)
-      out[b + k] = Half(res[k]);
   }
 }
-#endif
 
 template <class O, class S, class Fn, size_t... K>
 inline void pointwise_loop(char **data, const int64_t *st, int64_t n,
@@ -132,86 +177,25 @@ inline void pointwise_loop(char **data, const int64_t *st, int64_t n,
   // every store. A local copy keeps them in registers.
   const Fn f = fn;
   using LT = LoopTypes<S, Fn>;
-  constexpr size_t N = sizeof...(K);
-  bool contiguous =
-      st[0] == int64_t(sizeof(O)) &&
-      ((st[K + 1] == int64_t(sizeof(typename LT::template In<K>))) && ...);
-  if (contiguous) {
-    O *out = reinterpret_cast<O *>(data[0]);
-    std::tuple<const typename LT::template In<K> *...> in(
-        reinterpret_cast<const typename LT::template In<K> *>(data[K + 1])...);
-#if defined(__F16C__) && defined(__AVX__)
-    if constexpr (std::is_same_v<S, Half> && std::is_same_v<O, Half> &&
-                  std::is_same_v<
-                      std::invoke_result_t<const Fn &,
-                                           typename LT::template InC<K>...>,
-                      float>) {
-      halfBlocks(f, out, n, std::get<K>(in)...);
-      return;
-    }
-#endif
-    for (int64_t i = 0; i < n; ++i)
-      out[i] = O(f(typename LT::template InC<K>(std::get<K>(in)[i])...));
-    return;
-  }
-  if constexpr (N == 2) {
-    // One operand broadcast (stride 0), the rest contiguous: hoist it.
-    using I0 = typename LT::template In<0>;
-    using I1 = typename LT::template In<1>;
-    using C0 = typename LT::template InC<0>;
-    using C1 = typename LT::template InC<1>;
-    O *out = reinterpret_cast<O *>(data[0]);
-    if (st[0] == int64_t(sizeof(O)) && st[1] == int64_t(sizeof(I0)) &&
-        st[2] == 0) {
-      const I0 *a = reinterpret_cast<const I0 *>(data[1]);
-      const C1 b = C1(*reinterpret_cast<const I1 *>(data[2]));
+  constexpr bool widen =
+      kWidenInBlocks<O> || (kWidenInBlocks<typename LT::template In<K>> || ...);
+  if (st[0] == int64_t(sizeof(O))) {
+    bool contiguous =
+        ((st[K + 1] == int64_t(sizeof(typename LT::template In<K>))) && ...);
+    if (contiguous && !widen) {
+      O *out = reinterpret_cast<O *>(data[0]);
+      std::tuple<const typename LT::template In<K> *...> in(
+          reinterpret_cast<const typename LT::template In<K> *>(
+              data[K + 1])...);
       for (int64_t i = 0; i < n; ++i)
-        out[i] = O(f(C0(a[i]), b));
+        out[i] = O(f(typename LT::template InC<K>(std::get<K>(in)[i])...));
       return;
     }
-    if (st[0] == int64_t(sizeof(O)) && st[1] == 0 &&
-        st[2] == int64_t(sizeof(I1))) {
-      const C0 a = C0(*reinterpret_cast<const I0 *>(data[1]));
-      const I1 *b = reinterpret_cast<const I1 *>(data[2]);
-      for (int64_t i = 0; i < n; ++i)
-        out[i] = O(f(a, C1(b[i])));
-      return;
-    }
-  }
-  if constexpr (N >= 3) {
-    // Note [Broadcast operands in blocks]
-    // where(mask, x, 0-dim), addcmul(x, 0-dim, y), lerp(x, y, 0-dim): some
-    // operands broadcast (stride 0), the rest and the output contiguous.
-    // The strided loop below does not vectorize (where over 1M floats with
-    // a 0-dim operand took 3.5 ms against 0.11 ms contiguous on the 2-core
-    // VM), and hoisting each combination (as two operands do above) would
-    // be 2^N loops an op and dtype. Instead the contiguous loop runs over
-    // blocks of kBlock points, each broadcast operand read from a block of
-    // copies of its value, filled once (in L1).
-    constexpr int64_t kBlock = 256;
-    if (st[0] == int64_t(sizeof(O)) &&
+    if (contiguous ||
         ((st[K + 1] == 0 ||
           st[K + 1] == int64_t(sizeof(typename LT::template In<K>))) &&
          ...)) {
-      std::tuple<std::array<typename LT::template In<K>, kBlock>...> copies;
-      ((st[K + 1] == 0
-            ? std::get<K>(copies).fill(
-                  *reinterpret_cast<const typename LT::template In<K> *>(
-                      data[K + 1]))
-            : void()),
-       ...);
-      for (int64_t b = 0; b < n; b += kBlock) {
-        const int64_t len = std::min(kBlock, n - b);
-        O *out = reinterpret_cast<O *>(data[0]) + b;
-        std::tuple<const typename LT::template In<K> *...> in(
-            (st[K + 1] == 0
-                 ? std::get<K>(copies).data()
-                 : reinterpret_cast<const typename LT::template In<K> *>(
-                       data[K + 1]) +
-                       b)...);
-        for (int64_t i = 0; i < len; ++i)
-          out[i] = O(f(typename LT::template InC<K>(std::get<K>(in)[i])...));
-      }
+      blocked_loop<O, S>(f, data, st, n, std::index_sequence<K...>{});
       return;
     }
   }

@@ -120,18 +120,21 @@ TEST(Pointwise, BroadcastZeroDimAndEmpty) {
   }
 }
 
-// Note [Broadcast operands in blocks]: every op of three or more operands
-// with some of them 0-dim (each subset but all) over lengths that end
-// inside a block of 256, span several, and split across threads, equal to
-// the same op with those operands expanded to contiguous copies (the
-// contiguous loop, the same functor: equal bits).
-TEST(Pointwise, ZeroDimOperandsOfWideOpsMatchTheirContiguousCopies) {
+// Note [Pointwise runs in blocks]: every op of two or more operands with
+// some of them 0-dim (each subset but all), on its first and last dtypes and
+// float16, over lengths that end inside a block of 256, span several, and
+// split across threads, equal to the same op with those operands expanded
+// to contiguous copies (the contiguous loop, the same functor: equal bits).
+TEST(Pointwise, ZeroDimOperandsMatchTheirContiguousCopies) {
   uint64_t seed = 300;
   size_t checked = 0;
   for (const OpInfo *o : pointwise_op_infos()) {
-    if (o->arity < 3)
+    if (o->arity < 2)
       continue;
-    for (ScalarType dt : {o->dtypes.front(), o->dtypes.back()})
+    std::vector<ScalarType> dts{o->dtypes.front(), o->dtypes.back()};
+    if (has(o->dtypes, kHalf))
+      dts.push_back(kHalf);
+    for (ScalarType dt : dts)
       for (int64_t n :
            {int64_t(1), int64_t(255), int64_t(1000), int64_t(70001)})
         for (unsigned subset = 1; subset + 1 < (1u << o->arity); ++subset) {
@@ -220,7 +223,7 @@ TEST(Pointwise, PowersByCheaperOpsGivePyTorchsValues) {
   EXPECT_EMBER_ERROR(i.clone().pow_(0.5), "can't be cast to the desired");
 }
 
-// Note [Float16 pointwise in blocks]: every op of the table on float16,
+// Note [Pointwise runs in blocks]: every op of the table on float16,
 // over contiguous runs (converted 8 at a time in blocks of 256) and the
 // same values strided (converted one by one), gives the same bits on
 // inputs without NaNs (a NaN result's payload may differ); lengths across
