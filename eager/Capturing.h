@@ -28,15 +28,18 @@ inline void (*capture_after_backward_fn)() = nullptr;
 /// mode must not replay (no_replay()).
 inline void (*capture_no_replay_fn)(const char *why) = nullptr;
 /// Set by frontend/Capture.cpp: the hooks of Note [Host state in replayed
-/// calls] (replay_guard(), replay_effect(), remake_on_replay(), and
-/// Tensor::grad()'s record of each read).
+/// calls] (replay_guard(), replay_effect(), remake_on_replay(),
+/// replay_clear_grad(), and the record of each access to a .grad by
+/// Tensor::grad() or, `replaceable` (the caller may assign through it),
+/// Tensor::mutable_grad()).
 inline void (*capture_replay_guard_fn)(const char *what,
                                        std::function<bool()>) = nullptr;
 inline void (*capture_replay_effect_fn)(std::function<void()>) = nullptr;
 inline void (*capture_remake_fn)(const Tensor &,
                                  std::function<Tensor()>) = nullptr;
-inline void (*capture_grad_read_fn)(const Tensor &owner,
-                                    const Tensor &grad) = nullptr;
+inline void (*capture_grad_read_fn)(const Tensor &owner, const Tensor &grad,
+                                    bool replaceable) = nullptr;
+inline void (*capture_clear_grad_fn)(const Tensor &owner) = nullptr;
 /// Set by frontend/Capture.cpp: a factory (zeros, full) made `t`, which
 /// `remake` makes again; a replay remakes the ones that ember's own code
 /// made (the derivative formulas of a traced backward, composite ops, code
@@ -72,11 +75,16 @@ struct LibraryFactories {
 //   from host values (a factory's result, which the graph reads as an
 //   input), is made again by f() at every replay, in order with the
 //   effects, and the program reads that one.
-// - A read of a leaf's .grad (Tensor::grad()) is recorded with its owner: a
-//   replay reads the owner's .grad of that call (zero_grad() and backward
-//   make a new one each step), and needs it defined where the capture's
-//   was, with the same metadata and sharing memory with no other tensor
-//   the graph reads, else the call is captured again.
+// - A read of a leaf's .grad (Tensor::grad(), Tensor::mutable_grad()) is
+//   recorded with its owner: a replay reads the owner's .grad of that call
+//   (zero_grad() and backward make a new one each step), and writes in
+//   place go to it; it needs it defined where the capture's was, with the
+//   same metadata and sharing memory with no other tensor the graph reads,
+//   else the call is captured again.
+// - replay_clear_grad(owner): the call clears owner's .grad (zero_grad's
+//   set_to_none), and a replay does too, after taking the .grads its
+//   program reads. A call that replaces a .grad in any other way
+//   (`p.mutable_grad() = ...`) is not replayed: a replay would not assign.
 // The optimizers' steps use them (eager/optim), so a training loop's step
 // replays. Code that reads host state and declares none of it calls
 // no_replay() instead.
@@ -91,6 +99,10 @@ inline void replay_effect(std::function<void()> effect) {
 inline void remake_on_replay(const Tensor &t, std::function<Tensor()> remake) {
   if (is_capturing() && detail::capture_remake_fn)
     detail::capture_remake_fn(t, std::move(remake));
+}
+inline void replay_clear_grad(const Tensor &owner) {
+  if (is_capturing() && detail::capture_clear_grad_fn)
+    detail::capture_clear_grad_fn(owner);
 }
 
 /// Called by code whose ops read state that compile()'s replay key does not
@@ -109,7 +121,11 @@ namespace detail {
 /// frontend/Capture.h).
 inline constexpr const char *kReadsGrad =
     "it reads an argument's .grad (a new tensor after every zero_grad() and "
-    "backward): a replay would read the first call's";
+    "backward): a replay would read the first call's .grad";
+/// ... and for an argument's .grad taken through mutable_grad().
+inline constexpr const char *kTakesGrad =
+    "it takes an argument's .grad through mutable_grad() (which may replace "
+    "it): a replay would read the first call's .grad and assign nothing";
 } // namespace detail
 
 } // namespace ember

@@ -1063,6 +1063,20 @@ std::vector<OutputRecipe> Session::finish(const std::vector<Tensor> &outs) {
     if (fresh(last_input_tensors_.at(size_t(m.input))))
       replay_blocker_ = "it writes into a tensor it created outside the "
                         "graph (a factory's result)";
+  // A .grad the call replaced (p.mutable_grad() = g, or cleared without
+  // replay_clear_grad): a replay would not (Note [Host state in replayed
+  // calls]).
+  {
+    OwnGradReads own(this);
+    for (const GradRead &g : grad_reads_) {
+      const Tensor &now = g.owner.grad();
+      if (!now.is_same(g.grad) &&
+          (now.defined() ||
+           !cleared_grads_.count(g.owner.unsafeGetTensorImpl())))
+        replay_blocker_ = "it replaces a .grad (p.mutable_grad() = ...): a "
+                          "replay would not assign it";
+    }
+  }
   if (draws_random_)
     replay_blocker_ = "it draws random numbers (each call reads the "
                       "generator's state anew; a replay would repeat the "
@@ -1073,15 +1087,30 @@ std::vector<OutputRecipe> Session::finish(const std::vector<Tensor> &outs) {
   return recipes;
 }
 
-void Session::add_grad_read(const Tensor &owner, const Tensor &grad) {
+void Session::add_grad_read(const Tensor &owner, const Tensor &grad,
+                            bool replaceable) {
   if (own_grad_reads_)
     return;
+  // A capture tensor's (an argument's: Note [An argument's grad]).
+  if (owner.unsafeGetTensorImpl()->capture_meta()) {
+    if (replaceable)
+      set_no_replay(ember::detail::kTakesGrad);
+    else if (grad.defined())
+      set_no_replay(ember::detail::kReadsGrad);
+    return;
+  }
   // A .grad this call made (a backward inside it) is not one a replay can
   // read at its start.
   if (grad.defined() &&
       (grad.unsafeGetTensorImpl()->capture_meta() || fresh(grad)))
     set_no_replay("it reads a .grad that the call itself made");
   grad_reads_.push_back({owner, grad});
+}
+
+void Session::add_clear_grad(const Tensor &owner) {
+  cleared_grads_.insert(owner.unsafeGetTensorImpl());
+  add_replay_step(
+      {[owner] { owner.mutable_grad().reset(); }, nullptr, Tensor()});
 }
 
 Tensor Session::stand_in(const Tensor &t) {
@@ -1527,10 +1556,14 @@ void install_capture() {
       if (Session *s = Session::current())
         s->set_no_replay(why);
     };
-    ember::detail::capture_grad_read_fn = [](const Tensor &owner,
-                                             const Tensor &grad) {
+    ember::detail::capture_grad_read_fn =
+        [](const Tensor &owner, const Tensor &grad, bool replaceable) {
+          if (Session *s = Session::current())
+            s->add_grad_read(owner, grad, replaceable);
+        };
+    ember::detail::capture_clear_grad_fn = [](const Tensor &owner) {
       if (Session *s = Session::current())
-        s->add_grad_read(owner, grad);
+        s->add_clear_grad(owner);
     };
     ember::detail::capture_replay_guard_fn = [](const char *what,
                                                 std::function<bool()> g) {

@@ -291,7 +291,12 @@ public:
     std::function<Tensor()> remake; ///< a tensor made again at each replay
     Tensor made;                    ///< (remake) this call's tensor
   };
-  void add_grad_read(const Tensor &owner, const Tensor &grad);
+  /// A .grad access (Note [Host state in replayed calls]); `replaceable`:
+  /// through mutable_grad().
+  void add_grad_read(const Tensor &owner, const Tensor &grad, bool replaceable);
+  /// replay_clear_grad(owner): the call clears owner's .grad, and so does a
+  /// replay.
+  void add_clear_grad(const Tensor &owner);
   struct ReplayGuard {
     std::string what;
     std::function<bool()> holds;
@@ -448,6 +453,8 @@ private:
   /// Why this call must not be replayed (no_replay() in eager/Capturing.h).
   std::string no_replay_;
   std::vector<GradRead> grad_reads_;
+  /// The owners whose .grad the call cleared with replay_clear_grad().
+  std::unordered_set<const TensorImpl *> cleared_grads_;
   /// Set while the capture reads .grads itself (Note [An argument's grad]):
   /// those are not the function's reads.
   bool own_grad_reads_ = false;

@@ -306,18 +306,18 @@ const Tensor &Tensor::grad() const {
   static const Tensor undefined;
   AutogradMeta *m = get_meta(*this);
   const Tensor &g = m ? m->grad_ : undefined;
-  if (is_capturing()) {           // Note [Host state in replayed calls]
-    if (impl()->capture_meta()) { // (a capture tensor: an argument)
-      if (g.defined())
-        no_replay(ember::detail::kReadsGrad);
-    } else if (ember::detail::capture_grad_read_fn) {
-      ember::detail::capture_grad_read_fn(*this, g);
-    }
-  }
+  // Note [Host state in replayed calls]
+  if (is_capturing() && ember::detail::capture_grad_read_fn)
+    ember::detail::capture_grad_read_fn(*this, g, false);
   return g;
 }
 
-Tensor &Tensor::mutable_grad() const { return materialize_meta(*this)->grad_; }
+Tensor &Tensor::mutable_grad() const {
+  Tensor &g = materialize_meta(*this)->grad_;
+  if (is_capturing() && ember::detail::capture_grad_read_fn)
+    ember::detail::capture_grad_read_fn(*this, g, true);
+  return g;
+}
 
 bool Tensor::is_leaf() const { return !grad_fn(); }
 

@@ -1,5 +1,6 @@
 #include "eager/nn/Module.h"
 
+#include "eager/Capturing.h"
 #include "eager/autograd/GradMode.h"
 #include "eager/nn/Serialize.h"
 
@@ -287,11 +288,17 @@ void Module::zero_grad(bool set_to_none) {
     if (!grad.defined())
       continue;
     if (set_to_none) {
+      replay_clear_grad(p.value()); // Note [Host state in replayed calls]
       grad.reset();
-    } else {
-      grad = grad.detach();
-      grad.zero_();
+      continue;
     }
+    // As torch.nn.Module.zero_grad (and Optimizer::zero_grad): cut the
+    // gradient out of any graph in place, then zero it.
+    if (grad.grad_fn())
+      grad.detach_();
+    else
+      grad.requires_grad_(false);
+    grad.zero_();
   }
 }
 

@@ -130,20 +130,16 @@ void Optimizer::add_parameters(const std::vector<Tensor> &parameters) {
 
 void Optimizer::zero_grad(bool set_to_none) {
   // Note [Host state in replayed calls]: a replay clears the .grads too
-  // (after taking the ones its program reads); the zeros of
-  // set_to_none=false are ops of the graph, on this call's .grad (read
-  // through grad(), which records it).
-  if (set_to_none && is_capturing())
-    replay_effect([self = std::weak_ptr<Optimizer *>(self_)] {
-      if (auto o = self.lock())
-        (*o)->zero_grad(true);
-    });
+  // (replay_clear_grad: after taking the ones its program reads); the
+  // zeros of set_to_none=false are ops of the graph, on this call's .grad
+  // (read through grad(), which records it).
   for (auto &group : param_groups_) {
     for (auto &p : group.params()) {
       if (!p.grad().defined())
         continue;
       Tensor &g = p.mutable_grad();
       if (set_to_none) {
+        replay_clear_grad(p);
         g.reset();
         continue;
       }

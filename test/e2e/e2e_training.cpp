@@ -735,6 +735,111 @@ TEST(E2ETraining, ReplayProbeFindings) {
   }
 }
 
+// Note [Host state in replayed calls]: a .grad taken through mutable_grad()
+// (found by a probe: replays wrote into the first call's .grad, or dropped
+// an assignment), a module's zero_grad, and an argument's .grad the
+// function never reads.
+TEST(E2ETraining, ReplayedCallsWriteThisCallsGrads) {
+  auto has_reason = [](const ExplainOutput &e, const std::string &what) {
+    return std::any_of(e.eager_reasons.begin(), e.eager_reasons.end(),
+                       [&](const std::string &r) {
+                         return r.find(what) != std::string::npos;
+                       });
+  };
+  {
+    // Clipping by value in place, compiled alone: each call's .grad.
+    std::vector<Tensor> ws, firsts;
+    for (bool replay : {false, true}) {
+      Tensor w = tensor({1.0, -2.0, 3.0}).requires_grad_();
+      optim::SGD opt({w}, optim::SGDOptions(0.1));
+      int bodies = 0;
+      auto clip = compile(
+          [&] {
+            ++bodies;
+            w.mutable_grad().clamp_(-1.0, 1.0);
+          },
+          CompileOptions().replay(replay));
+      Tensor first;
+      for (int k = 0; k < 3; ++k) {
+        opt.zero_grad();
+        (w * w).sum().backward(); // a new .grad each step
+        if (k == 0)
+          first = w.grad();
+        clip();
+        EXPECT_TRUE(same(w.grad().abs().amax(), tensor(1.0))) << k;
+        opt.step();
+      }
+      if (replay) {
+        EXPECT_EQ(bodies, 1) << clip.explain();
+      }
+      ws.push_back(w.detach());
+      firsts.push_back(first);
+    }
+    // eager: 1 - 0.1 * 2 * 1 ... each step clipped to +-1
+    EXPECT_TRUE(same(ws[1], tensor({0.7, -1.7, 2.7})));
+    EXPECT_TRUE(same(ws[0], ws[1]));
+    EXPECT_TRUE(same(firsts[1], tensor({1.0, -1.0, 1.0})));
+  }
+  {
+    // Assigning a .grad: captured at every call, not replayed.
+    Tensor w = tensor({1.0, 2.0, 3.0}).requires_grad_();
+    auto f = compile([&] { w.mutable_grad() = w.grad() * 2; },
+                     CompileOptions().replay(true));
+    for (int k = 1; k <= 3; ++k) {
+      w.mutable_grad() = full({3}, double(k), kDouble);
+      f();
+      EXPECT_TRUE(same(w.grad(), full({3}, 2.0 * k, kDouble))) << k;
+    }
+    EXPECT_TRUE(has_reason(f.explain(), "replaces a .grad")) << f.explain();
+  }
+  {
+    // A module's zero_grad() in a replayed step clears every call's .grads.
+    for (bool set_to_none : {true, false}) {
+      SCOPED_TRACE(set_to_none ? "set_to_none" : "zeros");
+      std::vector<Tensor> finals;
+      for (bool compiled : {false, true}) {
+        manual_seed(7);
+        nn::Linear m(3, 2);
+        m->to(kDouble);
+        optim::SGD opt(m->parameters(), optim::SGDOptions(0.1));
+        int bodies = 0;
+        std::function<void()> body = [&] {
+          ++bodies;
+          opt.step();
+          m->zero_grad(set_to_none);
+        };
+        auto step = compile(body, CompileOptions().replay(true));
+        for (int k = 0; k < 4; ++k) {
+          m->forward(random({5, 3}, kDouble, 150 + k)).pow(2).sum().backward();
+          compiled ? step() : body();
+          for (const Tensor &p : m->parameters())
+            EXPECT_TRUE(set_to_none ? !p.grad().defined()
+                                    : same(p.grad(), zeros_like(p)))
+                << k;
+        }
+        if (compiled && set_to_none) {
+          EXPECT_LT(bodies, 4) << step.explain(); // replayed
+        }
+        finals.push_back(m->weight.detach());
+      }
+      EXPECT_TRUE(same(finals[0], finals[1]));
+    }
+  }
+  {
+    // An argument with a .grad the function never reads replays, and
+    // explain() gives no reason about .grads.
+    Tensor w = tensor({1.0, 2.0, 3.0}).requires_grad_();
+    w.mutable_grad() = zeros({3}, kDouble);
+    auto g = compile(
+        [](const Tensor &x, const Tensor &ww) { return (x * ww).sum(); },
+        CompileOptions().replay(true));
+    for (int k = 0; k < 3; ++k)
+      g(ones({3}, kDouble), w).backward();
+    EXPECT_TRUE(same(w.grad(), full({3}, 3.0, kDouble)));
+    EXPECT_FALSE(has_reason(g.explain(), ".grad")) << g.explain();
+  }
+}
+
 TEST(E2ETraining, TrainingLoopLossCurveEqualsEager) {
   // Captured at every step, and in replay mode (captured once).
   for (bool replay : {false, true}) {
