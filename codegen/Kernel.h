@@ -228,8 +228,9 @@ struct CompiledKernel {
 
 /// Runs `kernels[i]` over `ptrs[i]` for every i as one launch (Note
 /// [Combined kernels] in codegen/CpuFusion.cpp): one parallel region whose
-/// threads take chunks of the kernels' points (about kGrainSize adds of
-/// work each, by point_cost) from a shared counter until none is left. A
+/// threads each go through a contiguous run of chunks of the kernels'
+/// points (about kGrainSize adds of work each, by point_cost), then take
+/// the others' remaining chunks (Note [Combined launches] in Kernel.cpp). A
 /// split reduction (its two kernels) runs on its own after the others.
 void run_combined(const std::vector<const CompiledKernel *> &kernels,
                   const std::vector<char **> &ptrs);

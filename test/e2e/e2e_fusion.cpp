@@ -449,7 +449,15 @@ TEST(E2EFusion, CombinedKernelsEqualEager) {
     a.push_back(random({3, 2}, kDouble, seed++));
     return a;
   };
-  expect_same_fresh(fn, make);
+  // (each thread its run of chunks, then the others' remains: Note
+  // [Combined launches]; a chunk skipped or run twice changes the updates)
+  const int threads = get_num_threads();
+  for (int t : {1, 2, 3, 5}) {
+    SCOPED_TRACE("threads " + std::to_string(t));
+    set_num_threads(t);
+    expect_same_fresh(fn, make);
+  }
+  set_num_threads(threads);
   auto compiled = compile(fn);
   compiled(make());
   ExplainOutput e = compiled.explain();
