@@ -77,8 +77,10 @@ namespace ember {
 /// Options of compile() (torch.compile's, and torch._dynamo.config's
 /// cache_size_limit as recompile_limit).
 struct CompileOptions {
-  /// Compiled entries per function; past it, the function runs eagerly
-  /// (with one warning).
+  /// Compiled entries per function. Past it (with one warning), a call
+  /// whose graphs the entries match still runs them, and a graph no entry
+  /// matches runs eagerly, uncached (torch.compile's behaviour past its
+  /// cache_size_limit).
   EMBER_ARG(int64_t, recompile_limit) = 8;
   /// The caller declares the function pure in its tensors (its ops depend
   /// only on its arguments' metadata and its non-tensor arguments): after the

@@ -416,6 +416,8 @@ public:
   uint64_t replay_modes = 0;
   bool over_limit = false;
   std::string limit_reason; ///< why over_limit was set
+  /// This call ran a graph uncompiled (a cache miss past the limit).
+  bool ran_uncompiled = false;
   ExplainOutput stats;
 
   /// A replay's program run: as a CUDA graph when it can be (Note [CUDA
@@ -818,17 +820,23 @@ CompiledState::run_graph(ir::Trace &trace, const std::vector<Tensor> &inputs) {
                        ", triggered by the guard failure: " + reason);
     }
     if (int64_t(entries.size()) >= options.recompile_limit()) {
-      // Past the limit: this graph runs uncompiled, later calls eagerly.
+      // Past the limit: a graph that matches no entry runs uncompiled; the
+      // entries keep running the graphs they match (torch.compile's
+      // RUN_ONLY once its recompile limit is hit).
       if (!over_limit) {
         logging::warn(name + " hit the recompile limit (" +
                       std::to_string(options.recompile_limit()) +
-                      "); it now runs eagerly. Last recompile: " + reason);
+                      "); graphs its compiled entries do not match now run "
+                      "eagerly. Last recompile: " +
+                      reason);
         limit_reason = "the recompile limit (" +
                        std::to_string(options.recompile_limit()) +
                        ") was reached; last recompile: " + reason;
-        add_eager_reason(limit_reason);
       }
-      over_limit = true;
+      add_eager_reason(limit_reason);
+      if (!ran_uncompiled)
+        ++stats.eager_calls;
+      over_limit = ran_uncompiled = true;
       ++position;
       last_entry = nullptr;
       auto t0 = Clock::now();
@@ -984,8 +992,6 @@ FlatOutputs run_compiled(
     lock.unlock();
     return body(tensors);
   };
-  if (st.over_limit)
-    return run_eagerly(st.limit_reason);
   // An undefined Tensor argument (libtorch's "no bias"): guards and inputs
   // describe defined tensors, so the call runs as written (a probe found it
   // raising instead).
@@ -1060,6 +1066,7 @@ FlatOutputs run_compiled(
 
   st.call_guards = guards;
   st.position = 0;
+  st.ran_uncompiled = false;
   st.last_entry = nullptr;
   st.run_seconds = 0;
   int64_t misses_before = st.stats.cache_misses;
@@ -1112,7 +1119,7 @@ FlatOutputs run_compiled(
                               (st.stats.compile_seconds - compile_before);
 
   if (st.options.replay() && s.breaks().empty() && s.eager_backward().empty() &&
-      s.graphs_run() <= 1 && !st.over_limit && s.replay_blocker().empty()) {
+      s.graphs_run() <= 1 && !st.ran_uncompiled && s.replay_blocker().empty()) {
     ReplayEntry r;
     r.entry = s.graphs_run() ? st.last_entry : nullptr;
     r.inputs = s.last_inputs();

@@ -123,15 +123,24 @@ TEST(E2ECache, RecompileLimitFallsBackToEager) {
   std::vector<Tensor> ys;
   for (const Tensor &x : xs)
     ys.push_back(f(x));
-  ys.push_back(f(xs[0])); // an earlier shape: eager too, once over the limit
+  // Earlier shapes: their entries still run them (torch.compile's RUN_ONLY
+  // past its limit; a probe found every later call eager); a new one runs
+  // eagerly.
+  ys.push_back(f(xs[0]));
+  ys.push_back(f(xs[1]));
+  ys.push_back(f(xs[4]));
   std::cerr.rdbuf(old);
   for (size_t i = 0; i < xs.size(); ++i)
     EXPECT_TRUE(same(ys[i], fn(xs[i]))) << "call " << i;
-  EXPECT_TRUE(same(ys.back(), fn(xs[0])));
+  EXPECT_TRUE(same(ys[5], fn(xs[0])));
+  EXPECT_TRUE(same(ys[6], fn(xs[1])));
+  EXPECT_TRUE(same(ys[7], fn(xs[4])));
   auto e = f.explain();
   EXPECT_EQ(e.graphs.size(), 2u); // two compiled entries, no more
-  EXPECT_EQ(e.calls, 6);
-  EXPECT_EQ(e.eager_calls, 3); // calls 4, 5 and 6
+  EXPECT_EQ(e.calls, 8);
+  EXPECT_EQ(e.eager_calls, 4);  // calls 3, 4, 5 and 8
+  EXPECT_EQ(e.cache_hits, 2);   // calls 6 and 7
+  EXPECT_EQ(e.cache_misses, 6); // the compiles, and the calls past the limit
   ASSERT_FALSE(e.eager_reasons.empty());
   for (const std::string &r : e.eager_reasons)
     EXPECT_TRUE(contains(r, "recompile limit (2)"));
