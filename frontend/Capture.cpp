@@ -1029,6 +1029,14 @@ std::vector<OutputRecipe> Session::finish(const std::vector<Tensor> &outs) {
     if (last_joint_ && r.kind == OutputRecipe::Kind::GraphOutput &&
         !r.chain.empty())
       replay_blocker_ = "it trains and returns a view of a graph output";
+  // A .grad returned itself (not a capture tensor): a replay would return
+  // the first call's (found by a probe).
+  for (const OutputRecipe &r : recipes)
+    for (const GradRead &g : grad_reads_)
+      if (r.kind == OutputRecipe::Kind::Fixed && r.fixed.defined() &&
+          g.grad.is_same(r.fixed))
+        replay_blocker_ = "it returns a .grad itself: a replay would return "
+                          "the first call's";
   for (const OutputRecipe &r : recipes)
     if ((r.kind == OutputRecipe::Kind::Fixed && fresh(r.fixed)) ||
         (r.kind == OutputRecipe::Kind::Input &&
@@ -1099,6 +1107,11 @@ void Session::add_grad_read(const Tensor &owner, const Tensor &grad,
       set_no_replay(ember::detail::kReadsGrad);
     return;
   }
+  // The state a declared clear left (zero_grad(set_to_none), then a step
+  // reading the .grads): a replay clears it too (found by a probe: the
+  // read's guard, "undefined", failed at every replay's start).
+  if (!grad.defined() && cleared_grads_.count(owner.unsafeGetTensorImpl()))
+    return;
   // A .grad this call made (a backward inside it) is not one a replay can
   // read at its start.
   if (grad.defined() &&

@@ -127,7 +127,16 @@ Tensor clamp_tensor(const Tensor &self, const std::optional<Tensor> &min,
                     const std::optional<Tensor> &max) {
   bool hasMin = present(min), hasMax = present(max);
   checkClampBounds(hasMin, hasMax);
-  Tensor r = self;
+  // The result's dtype, promoting with both bounds at once (as PyTorch's
+  // clamp.Tensor; pairwise, a float16 self rounded an int32 lower bound of
+  // 2049 to 2048 before a float32 upper bound made the result float32).
+  std::vector<const Tensor *> ts{&self};
+  if (hasMin)
+    ts.push_back(&*min);
+  if (hasMax)
+    ts.push_back(&*max);
+  Tensor r =
+      self.to(result_type(ArrayRef<const Tensor *>(ts.data(), ts.size())));
   if (hasMin)
     r = ember::clamp_min(r, *min);
   if (hasMax)

@@ -452,6 +452,25 @@ TEST(Pointwise, ClampInPlace) {
       "At least one of 'min' or 'max'");
 }
 
+// clamp with tensor bounds promotes self and both bounds at once, as
+// PyTorch (found by a probe: pairwise, a float16 self rounded an int32
+// bound through float16, and a 0-dim float bound made an int32 self
+// float32 beside a float16 upper bound).
+TEST(Pointwise, ClampWithTensorBoundsPromotesAllThree) {
+  Tensor h = ember::tensor({1.0f, -INFINITY}).to(kHalf);
+  Tensor lo = ember::tensor({2049, INT32_MIN}, TensorOptions(kInt));
+  Tensor hi = ember::tensor({1e6f, 0.5f});
+  Tensor r = ember::clamp(h, lo, hi);
+  EXPECT_EQ(r.dtype(), kFloat);
+  EXPECT_EQ(r[0].item<float>(), 2049.0f);
+  EXPECT_EQ(r[1].item<float>(), -2147483648.0f);
+  Tensor i = ember::tensor({3, -1}, TensorOptions(kInt));
+  Tensor r2 = ember::clamp(i, ember::tensor(0.5f),
+                           ember::tensor({2.0f, 2.0f}).to(kHalf));
+  EXPECT_EQ(r2.dtype(), kHalf);
+  EXPECT_TRUE(r2.to(kFloat).equal(ember::tensor({2.0f, 0.5f})));
+}
+
 // masked_fill with a 0-dim value tensor that requires grad: as PyTorch, the
 // value's gradient is the sum of the output's gradient over the filled
 // points, self's is zero there (found by a probe: the composite read
