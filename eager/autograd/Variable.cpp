@@ -319,6 +319,22 @@ Tensor &Tensor::mutable_grad() const {
   return g;
 }
 
+namespace autograd {
+void zero_grad_of(const Tensor &param, bool set_to_none) {
+  Tensor &g = param.mutable_grad();
+  if (set_to_none) {
+    replay_clear_grad(param);
+    g.reset();
+    return;
+  }
+  if (g.grad_fn())
+    g.detach_();
+  else
+    g.requires_grad_(false);
+  g.zero_();
+}
+} // namespace autograd
+
 bool Tensor::is_leaf() const { return !grad_fn(); }
 
 const std::shared_ptr<Node> &Tensor::grad_fn() const {

@@ -77,6 +77,13 @@ void check_inplace(const Tensor &t, bool requires_grad);
 /// A fresh id for a gradient hook.
 unsigned next_grad_hook_id();
 
+/// The zero_grad of torch.optim.Optimizer and torch.nn.Module for one
+/// parameter with a defined .grad: set_to_none clears it (declared to
+/// replay mode: Note [Host state in replayed calls]); else the gradient is
+/// cut out of any graph (create_graph=True gives it one) in place and
+/// zeroed.
+void zero_grad_of(const Tensor &param, bool set_to_none);
+
 /// Whether tensors of this dtype can carry gradients.
 inline bool is_differentiable_type(ScalarType t) { return isFloatingType(t); }
 

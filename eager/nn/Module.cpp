@@ -1,7 +1,7 @@
 #include "eager/nn/Module.h"
 
-#include "eager/Capturing.h"
 #include "eager/autograd/GradMode.h"
+#include "eager/autograd/Variable.h"
 #include "eager/nn/Serialize.h"
 
 #include <cxxabi.h>
@@ -284,21 +284,8 @@ void Module::zero_grad(bool set_to_none) {
   for (auto &p : parameters_) {
     if (!p.value().defined())
       continue;
-    Tensor &grad = p.value().mutable_grad();
-    if (!grad.defined())
-      continue;
-    if (set_to_none) {
-      replay_clear_grad(p.value()); // Note [Host state in replayed calls]
-      grad.reset();
-      continue;
-    }
-    // As torch.nn.Module.zero_grad (and Optimizer::zero_grad): cut the
-    // gradient out of any graph in place, then zero it.
-    if (grad.grad_fn())
-      grad.detach_();
-    else
-      grad.requires_grad_(false);
-    grad.zero_();
+    if (p.value().grad().defined())
+      autograd::zero_grad_of(p.value(), set_to_none);
   }
 }
 

@@ -3,6 +3,7 @@
 #include "eager/Capturing.h"
 #include "eager/Factory.h"
 #include "eager/autograd/GradMode.h"
+#include "eager/autograd/Variable.h"
 #include "eager/generated/Functions.h"
 
 #include <atomic>
@@ -133,25 +134,10 @@ void Optimizer::zero_grad(bool set_to_none) {
   // (replay_clear_grad: after taking the ones its program reads); the
   // zeros of set_to_none=false are ops of the graph, on this call's .grad
   // (read through grad(), which records it).
-  for (auto &group : param_groups_) {
-    for (auto &p : group.params()) {
-      if (!p.grad().defined())
-        continue;
-      Tensor &g = p.mutable_grad();
-      if (set_to_none) {
-        replay_clear_grad(p);
-        g.reset();
-        continue;
-      }
-      // As torch.optim.Optimizer.zero_grad: cut the gradient out of any
-      // graph (create_graph=True backward gives it one), then zero it.
-      if (g.grad_fn())
-        g.detach_();
-      else
-        g.requires_grad_(false);
-      g.zero_();
-    }
-  }
+  for (auto &group : param_groups_)
+    for (auto &p : group.params())
+      if (p.grad().defined())
+        autograd::zero_grad_of(p, set_to_none);
 }
 
 const std::vector<Tensor> &Optimizer::parameters() const noexcept {
