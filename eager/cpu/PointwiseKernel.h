@@ -7,6 +7,7 @@
 #include "eager/Dtype.h"
 #include "eager/Meta.h"
 #include "eager/TensorIterator.h"
+#include "eager/cpu/HalfBlocks.h"
 #include "eager/generated/Functions.h"
 #include "runtime/ThreadPool.h"
 
@@ -15,10 +16,6 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
-
-#if defined(__F16C__) && defined(__AVX__)
-#include <immintrin.h>
-#endif
 
 namespace ember::native {
 
@@ -89,32 +86,8 @@ template <class S, class Fn> struct LoopTypes {
 /// NaN bits are not part of an op's result, here or in PyTorch. Bool
 /// operands (masks) are read as their bytes. bfloat16 needs no blocks: its
 /// conversions are integer code that vectorizes in place.
-#if defined(__F16C__) && defined(__AVX__)
 template <class T>
-inline constexpr bool kWidenInBlocks = std::is_same_v<T, Half>;
-
-inline void widen_half(const Half *h, float *to, int64_t len) {
-  int64_t k = 0;
-  for (; k + 8 <= len; k += 8)
-    _mm256_storeu_ps(to + k, _mm256_cvtph_ps(_mm_loadu_si128(
-                                 reinterpret_cast<const __m128i *>(h + k))));
-  for (; k < len; ++k)
-    to[k] = float(h[k]);
-}
-inline void narrow_half(const float *f, Half *to, int64_t len) {
-  int64_t k = 0;
-  for (; k + 8 <= len; k += 8)
-    _mm_storeu_si128(
-        reinterpret_cast<__m128i *>(to + k),
-        _mm256_cvtps_ph(_mm256_loadu_ps(f + k), _MM_FROUND_TO_NEAREST_INT));
-  for (; k < len; ++k)
-    to[k] = Half(f[k]);
-}
-#else
-template <class T> inline constexpr bool kWidenInBlocks = false;
-inline void widen_half(const Half *, float *, int64_t) {}
-inline void narrow_half(const float *, Half *, int64_t) {}
-#endif
+inline constexpr bool kWidenInBlocks = kHalfBlocks &&std::is_same_v<T, Half>;
 
 /// What a run in blocks reads of an operand stored as T: float for a
 /// widened float16, else T itself.

@@ -1,6 +1,7 @@
 // Reductions: sum, mean, prod, max/min (values and indices), amax/amin,
 // argmax/argmin, all/any, and the composites over every element. They run on
 // the engine of ReduceUtils.h (Note [Reduction layout]).
+#include "eager/cpu/HalfBlocks.h"
 #include "eager/cpu/ReduceUtils.h"
 #include "eager/cuda/Pointwise.h"
 #include "eager/generated/NativeFunctions.h"
@@ -28,6 +29,39 @@ template <class T, bool Mean> struct SumReducer {
     return acc_add(a, acc(compute_t<T>(x)));
   }
   acc combine(acc a, acc b) const { return acc_add(a, b); }
+  /// Note [Float16 sums in blocks]
+  /// A float16 row converted one element at a time did not vectorize (a
+  /// float16 sum of 1M elements 10x PyTorch's on the Zen 5 VM). Runs are
+  /// converted to float 256 at a time (HalfBlocks.h) and folded in
+  /// fold_row's lanes and order: lane j takes elements n0 + 32k + j, the
+  /// tail lane 0, then the same tree, so the sum is the same to the bit.
+  acc row(const T *x, int64_t n0, int64_t n1, int64_t o) const
+      requires(std::is_same_v<T, Half> &&kHalfBlocks) {
+    if (n1 - n0 < 2 * kLanes) {
+      acc a = init();
+      for (int64_t i = n0; i < n1; ++i)
+        a = step(a, x[i], i, o);
+      return a;
+    }
+    constexpr int64_t kBlock = 8 * kLanes;
+    alignas(32) float buf[kBlock];
+    acc l[kLanes] = {};
+    int64_t i = n0;
+    while (n1 - i >= kLanes) {
+      const int64_t len = std::min(kBlock, (n1 - i) / kLanes * kLanes);
+      widen_half(x + i, buf, len);
+      for (int64_t k = 0; k < len; k += kLanes)
+        for (int j = 0; j < kLanes; ++j)
+          l[j] += acc(buf[k + j]);
+      i += len;
+    }
+    for (; i < n1; ++i)
+      l[0] += acc(float(x[i]));
+    for (int w = kLanes / 2; w > 0; w /= 2)
+      for (int j = 0; j < w; ++j)
+        l[j] = combine(l[j], l[j + w]);
+    return l[0];
+  }
   void finish(int64_t o, acc a) const {
     if constexpr (Mean)
       out[o] = cast_to<T>(double(a) / double(count));

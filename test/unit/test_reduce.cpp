@@ -4,6 +4,7 @@
 #include "TestUtil.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <numeric>
 
@@ -321,6 +322,32 @@ TEST(Reduce, SumLargeSplitPaths) {
   // Accumulation in double: 2^24 + many ones is exact.
   Tensor ones_ = ones({1 << 20}, kFloat);
   EXPECT_EQ(ones_.sum().item<double>(), double(1 << 20));
+}
+
+// Note [Float16 sums in blocks]: float16 rows converted in blocks sum as
+// the float64 copy does (the same lanes, order and double accumulator),
+// bitwise, over lengths around the lanes (32) and blocks (256), split
+// rows, and sum/mean of a dim or of everything.
+TEST(Reduce, Float16SumsMatchTheirFloat64Copies) {
+  uint64_t seed = 900;
+  for (int64_t n :
+       {1, 63, 64, 65, 95, 255, 256, 257, 288, 1000, 40000, 70001}) {
+    Tensor x = (random({3, n}, kFloat, seed++) * 4).to(kHalf);
+    Tensor d = x.to(kDouble);
+    std::vector<std::pair<Tensor, Tensor>> cases = {
+        {x.sum(), d.sum().to(kHalf)},
+        {x.sum(1), d.sum(1).to(kHalf)},
+        {x.mean(1), d.mean(1).to(kHalf)},
+        {x.mean(), d.mean().to(kHalf)},
+        {x.sum(1, false, kFloat), d.sum(1).to(kFloat)}};
+    for (size_t k = 0; k < cases.size(); ++k) {
+      const Tensor a = cases[k].first.contiguous(),
+                   b = cases[k].second.contiguous();
+      EXPECT_TRUE(a.dtype() == b.dtype() &&
+                  std::memcmp(a.data_ptr(), b.data_ptr(), a.nbytes()) == 0)
+          << "n " << n << ", case " << k << ": " << a << " vs " << b;
+    }
+  }
 }
 
 TEST(Reduce, SumDeterministicAcrossThreads) {
