@@ -758,6 +758,11 @@ void check_index_put_values(const Tensor &self, const Tensor &values,
 // --- sort, topk -------------------------------------------------------------
 
 int64_t check_topk(const Tensor &self, int64_t k, int64_t dim) {
+  // (as PyTorch's: sort takes bool, topk does not)
+  EMBER_CHECK_TYPED(NotImplementedError, self.scalar_type() != kBool,
+                    "topk does not support bool dtypes (on ", self.device(),
+                    "); convert the input first, e.g. with "
+                    ".to(ember::kByte)");
   int64_t d = maybe_wrap_dim(dim, self.dim());
   int64_t size = self.dim() == 0 ? 1 : self.size(d);
   EMBER_CHECK_INDEX(k >= 0 && k <= size,
