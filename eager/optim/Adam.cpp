@@ -79,10 +79,13 @@ void adam_step(Optimizer &opt, Optimizer::StateMap &state, bool decoupled) {
                               return f(opt.param_groups()[gi].options(), *s);
                             });
       };
+      // (Note [Captured updates round as eager's])
+      using R = detail::StepReplay;
       if (decoupled && replay.on())
-        p.mul_(factor("decay", [wd](const OptimizerOptions &og, const State &) {
-          return 1 - og.get_lr() * wd;
-        }));
+        R::scale_(
+            p, factor("decay", [wd](const OptimizerOptions &og, const State &) {
+              return 1 - og.get_lr() * wd;
+            }));
       else if (decoupled)
         p.mul_(1 - lr * wd);
       else if (wd != 0)
@@ -115,16 +118,28 @@ void adam_step(Optimizer &opt, Optimizer::StateMap &state, bool decoupled) {
       }
       const Tensor &sq = o.amsgrad() ? st.max_exp_avg_sq() : st.exp_avg_sq();
       if (capturing) {
-        denom = sq.sqrt() / factor("bc2", [beta2](const OptimizerOptions &,
-                                                  const State &s) {
-                  return std::sqrt(1 - std::pow(beta2, double(s.step())));
-                });
+        // (Note [Captured updates round as eager's])
+        const Tensor root = sq.sqrt();
+        denom = (R::compute(root, p) /
+                 R::compute(
+                     factor("bc2",
+                            [beta2](const OptimizerOptions &, const State &s) {
+                              return std::sqrt(
+                                  1 - std::pow(beta2, double(s.step())));
+                            }),
+                     p))
+                    .to(root.scalar_type());
         denom.add_(o.eps());
-        p.add_(st.exp_avg() / denom *
-               factor("-step_size", [beta1](const OptimizerOptions &og,
-                                            const State &s) {
-                 return -og.get_lr() / (1 - std::pow(beta1, double(s.step())));
-               }));
+        p.addcdiv_(
+            R::compute(st.exp_avg(), p) *
+                R::compute(
+                    factor("-step_size",
+                           [beta1](const OptimizerOptions &og, const State &s) {
+                             return -og.get_lr() /
+                                    (1 - std::pow(beta1, double(s.step())));
+                           }),
+                    p),
+            denom);
         continue;
       }
       denom = sq.sqrt() / bias_correction2_sqrt;

@@ -222,6 +222,22 @@ Tensor StepReplay::neg_lr(size_t group, const Device &device) {
   });
 }
 
+Tensor StepReplay::compute(const Tensor &t, const Tensor &like) {
+  // (a 0-dim factor beside a parameter with dims is read in the op's
+  // compute type as it is: converting it would be a kernel of its own)
+  if (t.dim() == 0 && like.dim() > 0)
+    return t;
+  ScalarType dt = like.scalar_type();
+  return t.to(isReducedFloatingType(dt) ? kFloat : dt);
+}
+
+void StepReplay::scale_(const Tensor &p, const Tensor &f) {
+  if (p.dim() > 0 && !isReducedFloatingType(p.scalar_type()))
+    p.mul_(f);
+  else
+    p.copy_(compute(p, p) * compute(f, p));
+}
+
 void StepReplay::finish(bool (*same_but_lr)(const OptimizerOptions &,
                                             const OptimizerOptions &),
                         std::function<bool()> extra) {

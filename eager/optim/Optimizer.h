@@ -305,6 +305,26 @@ public:
                std::function<double(Optimizer &)> f);
   /// value() of minus group `group`'s learning rate.
   Tensor neg_lr(size_t group, const Device &device);
+  /// Note [Captured updates round as eager's]
+  /// The captured step takes a 0-dim float64 tensor where the eager step
+  /// passes a number, and computes with it as eager computes with the
+  /// number: in the same op, order and compute type, rounded where eager
+  /// rounds. `p.add_(d, -lr)` is one op, fma(-lr, d, p) rounded once, so
+  /// the capture writes p.addcmul_(c(d), c(neg_lr)), not p.add_(d * neg_lr)
+  /// (d * lr rounded first: a probe found 1 ulp differences in 18% of
+  /// float32 elements); p.addcdiv_(a, b, f) is p.addcdiv_(c(a) * c(f), b);
+  /// t * f is c(t) * c(f) rounded to t's dtype. c() is compute(): `t` in
+  /// the compute dtype of the parameter `like` (float for
+  /// float16/bfloat16), so that a number is never rounded to float16 first
+  /// (a 0-dim float64 operand of a float16 op is), nor a 0-dim float32
+  /// parameter's update computed in float64 (two 0-dim operands promote);
+  /// a 0-dim factor beside a parameter with dims is left as it is (the
+  /// other operands make the op's compute type float).
+  static Tensor compute(const Tensor &t, const Tensor &like);
+  /// p.mul_(f) as eager's p.mul_(number): in place where that rounds as
+  /// eager (a float32 or float64 parameter with dims), else through
+  /// compute().
+  static void scale_(const Tensor &p, const Tensor &f);
   /// The step made or replaced a parameter's state (its first step, or a
   /// buffer an option change asks for): a replay could not repeat that, so
   /// this call is not replayed (a later one is).

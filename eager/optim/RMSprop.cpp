@@ -93,14 +93,19 @@ Tensor RMSprop::step(LossClosure closure) {
       }
       avg.add_(o.eps());
 
+      using R = detail::StepReplay;
       if (o.momentum() > 0) {
         st.momentum_buffer().mul_(o.momentum()).addcdiv_(grad, avg);
+        // (Note [Captured updates round as eager's])
         if (replay.on())
-          p.add_(st.momentum_buffer() * replay.neg_lr(gi, p.device()));
+          p.addcmul_(R::compute(st.momentum_buffer(), p),
+                     R::compute(replay.neg_lr(gi, p.device()), p));
         else
           p.add_(st.momentum_buffer(), -o.lr());
       } else if (replay.on()) {
-        p.add_(grad / avg * replay.neg_lr(gi, p.device()));
+        p.addcdiv_(R::compute(grad, p) *
+                       R::compute(replay.neg_lr(gi, p.device()), p),
+                   avg);
       } else {
         p.addcdiv_(grad, avg, -o.lr());
       }

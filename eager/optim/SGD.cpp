@@ -72,8 +72,11 @@ Tensor SGD::step(LossClosure closure) {
         p.add_(d_p, -o.lr());
         continue;
       }
-      // (the learning rate, read at each replay)
-      p.add_(d_p * replay.neg_lr(gi, p.device()));
+      // (the learning rate, read at each replay: Note [Captured updates
+      // round as eager's])
+      using R = detail::StepReplay;
+      p.addcmul_(R::compute(d_p, p),
+                 R::compute(replay.neg_lr(gi, p.device()), p));
     }
   }
   replay.finish(&detail::same_options_but_lr<SGDOptions>);
