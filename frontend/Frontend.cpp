@@ -810,16 +810,26 @@ CompiledState::run_graph(ir::Trace &trace, const std::vector<Tensor> &inputs) {
     for (auto &x : entries)
       if (x->position == position)
         prev = x.get();
+    const bool past_limit =
+        int64_t(entries.size()) >= options.recompile_limit();
     std::string reason;
     if (prev) {
       reason = prev->name + ": " + miss_reason(*prev, trace, guards, grad);
-      stats.recompiles.push_back({position, reason});
-      logging::log(logging::Topic::recompiles,
-                   "recompiling " + name + " graph " +
-                       std::to_string(position) +
-                       ", triggered by the guard failure: " + reason);
+      // (past the limit nothing is recompiled: explain() lists the
+      // recompiles that happened, not every miss of a long loop)
+      if (!past_limit) {
+        stats.recompiles.push_back({position, reason});
+        logging::log(logging::Topic::recompiles,
+                     "recompiling " + name + " graph " +
+                         std::to_string(position) +
+                         ", triggered by the guard failure: " + reason);
+      }
+    } else {
+      // (a probe found "Last recompile: " with nothing after it)
+      reason = "graph " + std::to_string(position) +
+               " of the call is new (no entry was compiled at its position)";
     }
-    if (int64_t(entries.size()) >= options.recompile_limit()) {
+    if (past_limit) {
       // Past the limit: a graph that matches no entry runs uncompiled; the
       // entries keep running the graphs they match (torch.compile's
       // RUN_ONLY once its recompile limit is hit).

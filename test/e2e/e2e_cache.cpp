@@ -148,6 +148,27 @@ TEST(E2ECache, RecompileLimitFallsBackToEager) {
   // One warning, not one per call.
   std::string w = sink.str();
   EXPECT_EQ(w.find("warning"), w.rfind("warning"));
+  // Only the recompile that happened is listed (the misses past the limit
+  // are not recompiles: a probe found the list growing at every call).
+  EXPECT_EQ(e.recompiles.size(), 1u) << e;
+
+  // A graph after a break with no room left: the reason says so (a probe
+  // found "last recompile: " with nothing after it).
+  auto g = compile(
+      [](const Tensor &x) {
+        float s = (x * 2).sum().item<float>();
+        return x + s;
+      },
+      CompileOptions().recompile_limit(1));
+  std::ostringstream sink2;
+  old = std::cerr.rdbuf(sink2.rdbuf());
+  Tensor y = g(ones({3}));
+  std::cerr.rdbuf(old);
+  EXPECT_TRUE(same(y, full({3}, 7.0f)));
+  ASSERT_EQ(g.explain().eager_reasons.size(), 1u);
+  EXPECT_TRUE(
+      contains(g.explain().eager_reasons[0], "graph 1 of the call is new"))
+      << g.explain();
 }
 
 TEST(E2ECache, NonTensorArgumentsGuardedByValue) {
