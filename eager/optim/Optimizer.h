@@ -319,7 +319,10 @@ public:
   /// (a 0-dim float64 operand of a float16 op is), nor a 0-dim float32
   /// parameter's update computed in float64 (two 0-dim operands promote);
   /// a 0-dim factor beside a parameter with dims is left as it is (the
-  /// other operands make the op's compute type float).
+  /// other operands make the op's compute type float). Compiled and eager
+  /// steps are then equal to the bit wherever both contract a multiply and
+  /// an add into an fma (the compiled kernels always do on an FMA CPU; the
+  /// -march=native build's eager loops do, the sanitized build's do not).
   static Tensor compute(const Tensor &t, const Tensor &like);
   /// p.mul_(f) as eager's p.mul_(number): in place where that rounds as
   /// eager (a float32 or float64 parameter with dims), else through

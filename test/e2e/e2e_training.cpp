@@ -1330,7 +1330,11 @@ TEST(E2ETraining, CompiledOptimizerSteps) {
 // captured at every call and replayed, equal eager's to the bit, for every
 // floating dtype (a probe found the captured step rounding the product
 // lr * d first, and float16 ones rounding the learning rate to float16),
-// over 4 steps of parameters of 1000, 33x7 and 0-dim elements.
+// over 4 steps of parameters of 1000, 33x7 and 0-dim elements. To the bit
+// where the eager kernels contract a multiply and an add into an fma as
+// the compiled ones do (-march=native on an FMA CPU); the sanitized
+// build's instrumented loops do not, and there the steps agree within the
+// e2e tolerance.
 TEST(E2ETraining, CompiledOptimizerStepsEqualEagerToTheBit) {
   StayOnCpu cpu("the optimizers step CPU parameters");
   using Make =
@@ -1371,6 +1375,8 @@ TEST(E2ETraining, CompiledOptimizerStepsEqualEagerToTheBit) {
     return a.dtype() == b.dtype() &&
            std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) == 0;
   };
+  Tensor fa = random({256}, kFloat, 398), fb = random({256}, kFloat, 399);
+  const bool eager_fma = !bits(fa.add(fb, 0.3), fa + fb * 0.3);
   for (const auto &[name, make] : kinds)
     for (ScalarType dt : {kFloat, kDouble, kHalf, kBFloat16})
       for (bool replay : {false, true}) {
@@ -1396,7 +1402,9 @@ TEST(E2ETraining, CompiledOptimizerStepsEqualEagerToTheBit) {
           oe->step();
           step();
           for (size_t i = 0; i < pe.size(); ++i)
-            EXPECT_TRUE(bits(pe[i], pc[i])) << "step " << k << ", param " << i;
+            EXPECT_TRUE(eager_fma ? bits(pe[i], pc[i])
+                                  : same(pc[i].detach(), pe[i].detach()))
+                << "step " << k << ", param " << i;
         }
       }
 }
