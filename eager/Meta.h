@@ -114,6 +114,11 @@ struct PointwiseSpec {
   bool float_numbers = false;
   /// The Scalar arguments' names, for messages.
   const char *scalar_names[4] = {};
+  /// Bit i: tensor argument i must have self's dtype (PyTorch's lerp: no
+  /// promotion between them); bit 8 + i: unless it is 0-dim.
+  unsigned same_dtype = 0;
+  /// The tensor arguments' names, for messages.
+  const char *tensor_names[4] = {};
 };
 
 /// The spec of a pointwise op (or its in-place form); null for other ops.

@@ -267,11 +267,17 @@ def pw_spec(op, pw):
     bound = sum(1 << i for i, n in enumerate(scalars)
                 if n in pw.get("bound_scalars", []))
     float_numbers = "true" if pw.get("float_numbers") else "false"
-    assert len(scalars) <= 4, s.text
+    same = pw.get("same_dtype", [])
+    same_dtype = sum((1 << i) | ((1 << (8 + i)) if f"{n} unless 0-dim" in same else 0)
+                     for i, n in enumerate(tensors)
+                     if n in same or f"{n} unless 0-dim" in same)
+    assert len(scalars) <= 4 and len(tensors) <= 4, s.text
     names = ", ".join(f'"{n}"' for n in scalars)
+    tnames = ", ".join(f'"{n}"' for n in tensors)
     return (f'{{"{s.name}", Promote::{PROMOTE[pw.get("promote", "default")]}, '
             f'DtypeGroup::{DTYPES[pw.get("dtypes", "all")]}, {mask}, {nz}, {promo}, '
-            f'{integral}, {bound}, {float_numbers}, {{{names}}}}}')
+            f'{integral}, {bound}, {float_numbers}, {{{names}}}, {same_dtype}, '
+            f'{{{tnames}}}}}')
 
 
 def cuda_native(op):
@@ -373,6 +379,7 @@ FIELDS = {"func", "variants", "kernel", "cpu", "cuda", "composite", "pointwise",
           "cpp_no_default_args", "contraction", "random_state", "autocast"}
 POINTWISE_FIELDS = {"expr", "promote", "dtypes", "bool_args", "promote_scalars",
                     "integral_scalars", "bound_scalars", "float_numbers",
+                    "same_dtype",
                     "nonzero_divisor", "inplace", "scalar_overload"}
 
 

@@ -452,6 +452,25 @@ TEST(Pointwise, ClampInPlace) {
       "At least one of 'min' or 'max'");
 }
 
+// lerp promotes none of its tensors, as PyTorch's ("expected dtype float
+// for `end` but got dtype double"); a 0-dim weight of another dtype is
+// taken (found by a probe: ember promoted).
+TEST(Pointwise, LerpTakesOneDtype) {
+  Tensor a = ember::tensor({1.0f, 2.0f}), b = ember::tensor({3.0f, 5.0f});
+  EXPECT_EMBER_ERROR(ember::lerp(a, b.to(kDouble), 0.5),
+                     "lerp: expected dtype Float for `end` but got dtype "
+                     "Double");
+  EXPECT_EMBER_ERROR(ember::lerp(a, b.to(kDouble).sum(), 0.5),
+                     "for `end` but got dtype Double");
+  EXPECT_EMBER_ERROR(ember::lerp(a, b, b.to(kDouble)),
+                     "for `weight` but got dtype Double");
+  EXPECT_EMBER_ERROR(a.clone().lerp_(b.to(kHalf), 0.5),
+                     "for `end` but got dtype Half");
+  Tensor w = ember::tensor(0.5, TensorOptions(kDouble));
+  EXPECT_TRUE(ember::lerp(a, b, w).equal(ember::tensor({2.0f, 3.5f})));
+  EXPECT_EQ(ember::lerp(a, b, w).dtype(), kFloat);
+}
+
 // clamp with tensor bounds promotes self and both bounds at once, as
 // PyTorch (found by a probe: pairwise, a float16 self rounded an int32
 // bound through float16, and a 0-dim float bound made an int32 self
