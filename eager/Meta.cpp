@@ -179,15 +179,6 @@ PointwiseMeta pointwise(const PointwiseSpec &spec,
   for (size_t i = 0; i < scalars.size(); ++i)
     if ((spec.promote_scalars >> i) & 1u)
       promoting.push_back(scalars[i]);
-  // As PyTorch's lerp: no promotion between the tensor arguments.
-  for (size_t i = 1; i < inputs.size(); ++i)
-    if (((spec.same_dtype >> i) & 1u) &&
-        !(((spec.same_dtype >> (8 + i)) & 1u) && inputs[i]->dim() == 0))
-      EMBER_CHECK_TYPE(inputs[i]->dtype() == inputs[0]->dtype(), spec.name,
-                       ": expected dtype ", toTypeName(inputs[0]->dtype()),
-                       " for `", spec.tensor_names[i], "` but got dtype ",
-                       toTypeName(inputs[i]->dtype()), "; convert it with .to(",
-                       "self.scalar_type())");
   // Dtypes: bool arguments do not take part in promotion.
   SmallVector<const Tensor *, 4> promoted;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -204,6 +195,15 @@ PointwiseMeta pointwise(const PointwiseSpec &spec,
                 toTypeName(inputs[i]->dtype()),
                 "; compare it (x != 0) or convert it with .to(ember::kBool)");
   }
+  // As PyTorch's lerp: no promotion between the tensor arguments.
+  for (size_t i = 1; i < inputs.size(); ++i)
+    if (((spec.same_dtype >> i) & 1u) &&
+        !(((spec.same_dtype >> (8 + i)) & 1u) && inputs[i]->dim() == 0))
+      EMBER_CHECK_TYPE(inputs[i]->dtype() == inputs[0]->dtype(), spec.name,
+                       ": expected dtype ", toTypeName(inputs[0]->dtype()),
+                       " for `", spec.tensor_names[i], "` but got dtype ",
+                       toTypeName(inputs[i]->dtype()), "; convert it with .to(",
+                       "self.scalar_type())");
   ScalarType result;
   if (spec.promote == Promote::Bool) {
     result = inputs[0]->dtype();
