@@ -362,7 +362,8 @@ void run_combined(const std::vector<const CompiledKernel *> &kernels,
     size_t t = 1;
     for (size_t c = 0; c < chunks.size() && t < size_t(threads); ++c) {
       done += chunks[c].work;
-      // (each chunk's work is at most kGrainSize: no overflow)
+      // (run t starts after the chunk that brings the work done to t /
+      // threads of the whole)
       while (t < size_t(threads) &&
              double(done) >= double(work) * double(t) / double(threads))
         first[t++] = c + 1;

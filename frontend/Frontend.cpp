@@ -414,8 +414,8 @@ public:
   std::unordered_map<ReplayKey, ReplayEntry, ReplayKey::Hash> replays;
   /// nn::Module::mode_changes() when `replays` was last valid.
   uint64_t replay_modes = 0;
-  bool over_limit = false;
-  std::string limit_reason; ///< why over_limit was set
+  /// Why graphs past the recompile limit run eagerly; "" until it is hit.
+  std::string limit_reason;
   /// This call ran a graph uncompiled (a cache miss past the limit).
   bool ran_uncompiled = false;
   ExplainOutput stats;
@@ -833,7 +833,7 @@ CompiledState::run_graph(ir::Trace &trace, const std::vector<Tensor> &inputs) {
       // Past the limit: a graph that matches no entry runs uncompiled; the
       // entries keep running the graphs they match (torch.compile's
       // RUN_ONLY once its recompile limit is hit).
-      if (!over_limit) {
+      if (limit_reason.empty()) {
         logging::warn(name + " hit the recompile limit (" +
                       std::to_string(options.recompile_limit()) +
                       "); graphs its compiled entries do not match now run "
@@ -846,7 +846,7 @@ CompiledState::run_graph(ir::Trace &trace, const std::vector<Tensor> &inputs) {
       add_eager_reason(limit_reason);
       if (!ran_uncompiled)
         ++stats.eager_calls;
-      over_limit = ran_uncompiled = true;
+      ran_uncompiled = true;
       ++position;
       last_entry = nullptr;
       auto t0 = Clock::now();

@@ -321,6 +321,8 @@ Tensor &Tensor::mutable_grad() const {
 
 namespace autograd {
 void zero_grad_of(const Tensor &param, bool set_to_none) {
+  if (!param.grad().defined())
+    return;
   Tensor &g = param.mutable_grad();
   if (set_to_none) {
     replay_clear_grad(param);

@@ -78,7 +78,8 @@ void check_inplace(const Tensor &t, bool requires_grad);
 unsigned next_grad_hook_id();
 
 /// The zero_grad of torch.optim.Optimizer and torch.nn.Module for one
-/// parameter with a defined .grad: set_to_none clears it (declared to
+/// parameter (nothing when its .grad is undefined): set_to_none clears it
+/// (declared to
 /// replay mode: Note [Host state in replayed calls]); else the gradient is
 /// cut out of any graph (create_graph=True gives it one) in place and
 /// zeroed.

@@ -87,7 +87,7 @@ template <class S, class Fn> struct LoopTypes {
 /// operands (masks) are read as their bytes. bfloat16 needs no blocks: its
 /// conversions are integer code that vectorizes in place.
 template <class T>
-inline constexpr bool kWidenInBlocks = kHalfBlocks &&std::is_same_v<T, Half>;
+inline constexpr bool kWidenInBlocks = (kHalfBlocks && std::is_same_v<T, Half>);
 
 /// What a run in blocks reads of an operand stored as T: float for a
 /// widened float16, else T itself.

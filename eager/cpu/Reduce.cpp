@@ -36,7 +36,7 @@ template <class T, bool Mean> struct SumReducer {
   /// fold_row's lanes and order: lane j takes elements n0 + 32k + j, the
   /// tail lane 0, then the same tree, so the sum is the same to the bit.
   acc row(const T *x, int64_t n0, int64_t n1, int64_t o) const
-      requires(std::is_same_v<T, Half> &&kHalfBlocks) {
+      requires((std::is_same_v<T, Half> && kHalfBlocks)) {
     if (n1 - n0 < 2 * kLanes) {
       acc a = init();
       for (int64_t i = n0; i < n1; ++i)

@@ -282,9 +282,7 @@ void Module::zero_grad(bool set_to_none) {
   for (auto &child : children_)
     child.value()->zero_grad(set_to_none);
   for (auto &p : parameters_) {
-    if (!p.value().defined())
-      continue;
-    if (p.value().grad().defined())
+    if (p.value().defined())
       autograd::zero_grad_of(p.value(), set_to_none);
   }
 }

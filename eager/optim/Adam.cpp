@@ -119,27 +119,18 @@ void adam_step(Optimizer &opt, Optimizer::StateMap &state, bool decoupled) {
       const Tensor &sq = o.amsgrad() ? st.max_exp_avg_sq() : st.exp_avg_sq();
       if (capturing) {
         // (Note [Captured updates round as eager's])
-        const Tensor root = sq.sqrt();
-        denom = (R::compute(root, p) /
-                 R::compute(
-                     factor("bc2",
-                            [beta2](const OptimizerOptions &, const State &s) {
-                              return std::sqrt(
-                                  1 - std::pow(beta2, double(s.step())));
-                            }),
-                     p))
-                    .to(root.scalar_type());
+        denom = R::div(
+            sq.sqrt(),
+            factor("bc2", [beta2](const OptimizerOptions &, const State &s) {
+              return std::sqrt(1 - std::pow(beta2, double(s.step())));
+            }));
         denom.add_(o.eps());
-        p.addcdiv_(
-            R::compute(st.exp_avg(), p) *
-                R::compute(
+        R::addcdiv_(p, st.exp_avg(), denom,
                     factor("-step_size",
                            [beta1](const OptimizerOptions &og, const State &s) {
                              return -og.get_lr() /
                                     (1 - std::pow(beta1, double(s.step())));
-                           }),
-                    p),
-            denom);
+                           }));
         continue;
       }
       denom = sq.sqrt() / bias_correction2_sqrt;

@@ -136,8 +136,7 @@ void Optimizer::zero_grad(bool set_to_none) {
   // (read through grad(), which records it).
   for (auto &group : param_groups_)
     for (auto &p : group.params())
-      if (p.grad().defined())
-        autograd::zero_grad_of(p, set_to_none);
+      autograd::zero_grad_of(p, set_to_none);
 }
 
 const std::vector<Tensor> &Optimizer::parameters() const noexcept {
@@ -232,10 +231,25 @@ Tensor StepReplay::compute(const Tensor &t, const Tensor &like) {
 }
 
 void StepReplay::scale_(const Tensor &p, const Tensor &f) {
+  // (in place where that rounds as eager: a float32 or float64 parameter
+  // with dims)
   if (p.dim() > 0 && !isReducedFloatingType(p.scalar_type()))
     p.mul_(f);
   else
     p.copy_(compute(p, p) * compute(f, p));
+}
+
+Tensor StepReplay::div(const Tensor &t, const Tensor &f) {
+  return (compute(t, t) / compute(f, t)).to(t.scalar_type());
+}
+
+void StepReplay::add_(const Tensor &p, const Tensor &d, const Tensor &f) {
+  p.addcmul_(compute(d, p), compute(f, p));
+}
+
+void StepReplay::addcdiv_(const Tensor &p, const Tensor &a, const Tensor &b,
+                          const Tensor &f) {
+  p.addcdiv_(compute(a, p) * compute(f, p), b);
 }
 
 void StepReplay::finish(bool (*same_but_lr)(const OptimizerOptions &,

@@ -310,10 +310,11 @@ public:
   /// passes a number, and computes with it as eager computes with the
   /// number: in the same op, order and compute type, rounded where eager
   /// rounds. `p.add_(d, -lr)` is one op, fma(-lr, d, p) rounded once, so
-  /// the capture writes p.addcmul_(c(d), c(neg_lr)), not p.add_(d * neg_lr)
-  /// (d * lr rounded first: a probe found 1 ulp differences in 18% of
-  /// float32 elements); p.addcdiv_(a, b, f) is p.addcdiv_(c(a) * c(f), b);
-  /// t * f is c(t) * c(f) rounded to t's dtype. c() is compute(): `t` in
+  /// add_(p, d, neg_lr) writes p.addcmul_(c(d), c(neg_lr)), not
+  /// p.add_(d * neg_lr) (d * lr rounded first: a probe found 1 ulp
+  /// differences in 18% of float32 elements); addcdiv_(p, a, b, f) is
+  /// p.addcdiv_(c(a) * c(f), b); scale_ and div are t * f and t / f as
+  /// c(t) * c(f) rounded to t's dtype. c() is compute(): `t` in
   /// the compute dtype of the parameter `like` (float for
   /// float16/bfloat16), so that a number is never rounded to float16 first
   /// (a 0-dim float64 operand of a float16 op is), nor a 0-dim float32
@@ -324,10 +325,14 @@ public:
   /// an add into an fma (the compiled kernels always do on an FMA CPU; the
   /// -march=native build's eager loops do, the sanitized build's do not).
   static Tensor compute(const Tensor &t, const Tensor &like);
-  /// p.mul_(f) as eager's p.mul_(number): in place where that rounds as
-  /// eager (a float32 or float64 parameter with dims), else through
-  /// compute().
+  /// Eager's p.mul_(number), t / number, p.add_(d, number) and
+  /// p.addcdiv_(a, b, number) with the number a 0-dim tensor `f` from
+  /// value(), rounded as eager's (above).
   static void scale_(const Tensor &p, const Tensor &f);
+  static Tensor div(const Tensor &t, const Tensor &f);
+  static void add_(const Tensor &p, const Tensor &d, const Tensor &f);
+  static void addcdiv_(const Tensor &p, const Tensor &a, const Tensor &b,
+                       const Tensor &f);
   /// The step made or replaced a parameter's state (its first step, or a
   /// buffer an option change asks for): a replay could not repeat that, so
   /// this call is not replayed (a later one is).

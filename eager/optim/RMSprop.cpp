@@ -98,14 +98,11 @@ Tensor RMSprop::step(LossClosure closure) {
         st.momentum_buffer().mul_(o.momentum()).addcdiv_(grad, avg);
         // (Note [Captured updates round as eager's])
         if (replay.on())
-          p.addcmul_(R::compute(st.momentum_buffer(), p),
-                     R::compute(replay.neg_lr(gi, p.device()), p));
+          R::add_(p, st.momentum_buffer(), replay.neg_lr(gi, p.device()));
         else
           p.add_(st.momentum_buffer(), -o.lr());
       } else if (replay.on()) {
-        p.addcdiv_(R::compute(grad, p) *
-                       R::compute(replay.neg_lr(gi, p.device()), p),
-                   avg);
+        R::addcdiv_(p, grad, avg, replay.neg_lr(gi, p.device()));
       } else {
         p.addcdiv_(grad, avg, -o.lr());
       }

@@ -74,9 +74,7 @@ Tensor SGD::step(LossClosure closure) {
       }
       // (the learning rate, read at each replay: Note [Captured updates
       // round as eager's])
-      using R = detail::StepReplay;
-      p.addcmul_(R::compute(d_p, p),
-                 R::compute(replay.neg_lr(gi, p.device()), p));
+      detail::StepReplay::add_(p, d_p, replay.neg_lr(gi, p.device()));
     }
   }
   replay.finish(&detail::same_options_but_lr<SGDOptions>);
