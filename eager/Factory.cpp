@@ -430,8 +430,8 @@ Tensor from_blob(void *data, IntArrayRef sizes,
 
 Tensor scalar_tensor(const Scalar &s, const TensorOptions &options) {
   TensorOptions o = options;
-  if (!o.has_dtype())
-    o = o.dtype(s.isFloatingPoint() ? get_default_dtype() : s.type());
+  if (!o.has_dtype()) // the default dtype whatever the number, as PyTorch's
+    o = o.dtype(get_default_dtype());
   Tensor t = empty({}, o.requires_grad(false));
   ExcludeDispatchKeyGuard no_capture(DispatchKey::Capture);
   t.fill_(s);

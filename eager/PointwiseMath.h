@@ -99,12 +99,10 @@ template <class T> EMBER_PW_INLINE T abs(T x) {
     return x < 0 ? T(-x) : x;
 }
 
-/// -1, 0 or 1 (0 for NaN stays NaN for floats, as PyTorch).
+/// -1, 0 or 1; 0 for NaN, as PyTorch's kernels ((0 < x) - (x < 0)).
 template <class T> EMBER_PW_INLINE T sign(T x) {
   if constexpr (std::is_same_v<T, bool>)
     return x;
-  else if constexpr (is_fp<T>)
-    return x != x ? x : T((T(0) < x) - (x < T(0)));
   else
     return T((T(0) < x) - (x < T(0)));
 }

@@ -152,8 +152,11 @@ Tensor norm_backward(const Tensor &grad, const Tensor &self,
   Tensor r = unsqueeze_reduced(result, self.sizes(), od, keepdim);
   if (pv == 2.0)
     return where(r == 0, zeros_like(self), g * self / r);
-  Tensor scale_ = self * self.abs().pow(pv - 2) / r.pow(pv - 1);
-  return where(r == 0, zeros_like(self), g * scale_);
+  // As PyTorch's: sign(x) |x|^(p-1) / r^(p-1), 0 where x is 0 (for p < 1,
+  // |0|^(p-1) is inf) and where the norm is 0.
+  Tensor scaled =
+      where(self == 0, zeros_like(self), self.sign() * self.abs().pow(pv - 1));
+  return where(r == 0, zeros_like(self), g * scaled / r.pow(pv - 1));
 }
 
 Tensor logsumexp_backward(const Tensor &grad, const Tensor &self,
@@ -175,9 +178,20 @@ Tensor cumprod_backward(const Tensor &grad, const Tensor &self, int64_t dim,
                         const Tensor &result) {
   if (self.dim() == 0)
     return grad;
-  // d result_j / d self_i = result_j / self_i for j >= i (self without
-  // zeros; see the closing note of the autograd issue).
-  return cumsum_backward(grad * result, dim) / self;
+  // d result_j / d self_i = result_j / self_i for j >= i, where no zero
+  // precedes i along dim. At the first zero k of a row it is the product of
+  // the others, prod_{m <= j, m != k} self_m: the cumprod of the row with
+  // that zero replaced by 1. Past it every derivative is 0.
+  int64_t d = maybe_wrap_dim(dim, self.dim());
+  Tensor zero = self == 0;
+  Tensor seen = zero.cumsum(d); // zeros at or before each point
+  Tensor before = seen == 0;
+  Tensor first = zero.logical_and(seen == 1);
+  Tensor ones = ones_like(self);
+  Tensor plain = cumsum_backward(grad * result, d) / where(before, self, ones);
+  Tensor at_zero =
+      cumsum_backward(grad * where(first, ones, self).cumprod(d), d);
+  return where(before, plain, where(first, at_zero, zeros_like(plain)));
 }
 
 Tensor softmax_backward(const Tensor &grad, const Tensor &result, int64_t dim,
@@ -345,16 +359,27 @@ Tensor pow_backward_exponent(const Tensor &grad, const Tensor &self,
 Tensor pow_backward_exponent(const Tensor &grad, const Scalar &base,
                              const Tensor &result) {
   double b = base.toDouble();
-  if (b == 0.0)
-    return where(result == 0, zeros_like(grad), grad * result * -INFINITY);
+  if (b == 0.0) // 0 where the exponent is >= 0 (result 0 or 1), as PyTorch
+    return where((result == 0).logical_or(result == 1), zeros_like(grad),
+                 grad * result * -INFINITY);
   return grad * result * std::log(b);
 }
 
 Tensor max_min_backward(const Tensor &grad, const Tensor &self,
                         const Tensor &other, bool is_max) {
-  Tensor wins = is_max ? self > other : self < other;
-  Tensor g = where(self == other, grad / 2, grad * wins);
-  return g;
+  // As PyTorch's: the whole gradient unless self loses, so both get it
+  // where either is NaN.
+  Tensor loses = is_max ? self < other : self > other;
+  return where(self == other, grad / 2, where(loses, zeros_like(grad), grad));
+}
+
+Tensor atan2_backward(const Tensor &grad, const Tensor &self,
+                      const Tensor &other, bool for_self) {
+  // d/dy atan2(y, x) = x / (x^2 + y^2), d/dx = -y / (x^2 + y^2); 0 at the
+  // origin, as PyTorch's (not 0/0).
+  Tensor r2 = self * self + other * other;
+  Tensor g = for_self ? grad * other / r2 : grad.neg() * self / r2;
+  return where(r2 == 0, zeros_like(g), g);
 }
 
 Tensor clamp_backward_mask(const Tensor &grad, const Tensor &keep) {

@@ -105,6 +105,9 @@ Tensor pow_backward_exponent(const Tensor &grad, const Scalar &base,
 Tensor max_min_backward(const Tensor &grad, const Tensor &self,
                         const Tensor &other, bool is_max);
 Tensor clamp_backward_mask(const Tensor &grad, const Tensor &keep);
+/// atan2's gradient for self (y) or other (x).
+Tensor atan2_backward(const Tensor &grad, const Tensor &self,
+                      const Tensor &other, bool for_self);
 
 Tensor as_strided_backward(const Tensor &grad, const Tensor &self,
                            IntArrayRef size, IntArrayRef stride,

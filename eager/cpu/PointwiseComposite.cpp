@@ -10,6 +10,7 @@
 #include "eager/generated/NativeFunctions.h"
 #include "eager/meta/Shapes.h"
 
+#include <array>
 #include <limits>
 #include <vector>
 
@@ -74,6 +75,71 @@ Tensor pow_scalar_tensor(const Scalar &self, const Tensor &exponent) {
   return ember::pow(wrapped_scalar_tensor(self), exponent);
 }
 
+Tensor floor_divide(const Tensor &self, const Tensor &other) {
+  return ember::div(self, other, "floor"); // as PyTorch's floor_divide
+}
+
+Tensor floor_divide_scalar(const Tensor &self, const Scalar &other) {
+  return ember::div(self, other, "floor");
+}
+
+namespace {
+/// nan_to_num's replacements: the given ones, else 0 for NaN and the
+/// dtype's largest and lowest finite values for the infinities.
+std::array<Scalar, 3> nanToNumValues(ScalarType t, std::optional<double> nan,
+                                     std::optional<double> posinf,
+                                     std::optional<double> neginf) {
+  double top = t == kHalf       ? 65504.0
+               : t == kBFloat16 ? 3.3895313892515355e38
+               : t == kFloat    ? double(std::numeric_limits<float>::max())
+                                : std::numeric_limits<double>::max();
+  return {nan.value_or(0.0), posinf.value_or(top), neginf.value_or(-top)};
+}
+} // namespace
+
+Tensor nan_to_num(const Tensor &self, std::optional<double> nan,
+                  std::optional<double> posinf, std::optional<double> neginf) {
+  if (self.defined() && !isFloatingType(self.dtype()))
+    return self.clone(); // (no NaN or infinity to replace, as PyTorch)
+  auto v = nanToNumValues(self.defined() ? self.dtype() : kFloat, nan, posinf,
+                          neginf);
+  return ember::_nan_to_num(self, v[0], v[1], v[2]);
+}
+
+const Tensor &nan_to_num_(const Tensor &self, std::optional<double> nan,
+                          std::optional<double> posinf,
+                          std::optional<double> neginf) {
+  if (self.defined() && !isFloatingType(self.dtype()))
+    return self;
+  auto v = nanToNumValues(self.defined() ? self.dtype() : kFloat, nan, posinf,
+                          neginf);
+  return ember::_nan_to_num_(self, v[0], v[1], v[2]);
+}
+
+Tensor where_scalar_self(const Tensor &condition, const Scalar &self,
+                         const Tensor &other) {
+  return ember::where(condition, wrapped_scalar_tensor(self), other);
+}
+
+Tensor where_scalar_other(const Tensor &condition, const Tensor &self,
+                          const Scalar &other) {
+  return ember::where(condition, self, wrapped_scalar_tensor(other));
+}
+
+Tensor where_scalars(const Tensor &condition, const Scalar &self,
+                     const Scalar &other) {
+  return ember::where(condition, wrapped_scalar_tensor(self),
+                      wrapped_scalar_tensor(other));
+}
+
+Tensor count_nonzero_dims(const Tensor &self, IntArrayRef dim) {
+  return (self != 0).sum(dim);
+}
+
+Tensor count_nonzero(const Tensor &self, std::optional<int64_t> dim) {
+  return dim ? (self != 0).sum(IntArrayRef{*dim}) : (self != 0).sum();
+}
+
 namespace {
 /// clamp's one rule for every form: at least one bound must be given.
 void checkClampBounds(bool hasMin, bool hasMax) {
@@ -118,9 +184,9 @@ Tensor clamp(const Tensor &self, const std::optional<Scalar> &min,
   if (!lo && !hi) // every bound beyond the dtype's range: a copy
     return ember::clone(self.to(t));
   Tensor r = self.to(t);
-  if (lo)
-    r = ember::clamp_min(r, *lo);
-  return hi ? ember::clamp_max(r, *hi) : r;
+  if (lo && hi)
+    return ember::_clamp(r, *lo, *hi);
+  return lo ? ember::clamp_min(r, *lo) : ember::clamp_max(r, *hi);
 }
 
 Tensor clamp_tensor(const Tensor &self, const std::optional<Tensor> &min,
@@ -149,9 +215,11 @@ const Tensor &clamp_(const Tensor &self, const std::optional<Scalar> &min,
   checkClampBounds(min.has_value(), max.has_value());
   std::optional<Scalar> lo = effectiveBound(min, self.dtype(), true),
                         hi = effectiveBound(max, self.dtype(), false);
-  if (lo)
+  if (lo && hi)
+    ember::_clamp_(self, *lo, *hi);
+  else if (lo)
     self.clamp_min_(*lo);
-  if (hi)
+  else if (hi)
     self.clamp_max_(*hi);
   return self;
 }

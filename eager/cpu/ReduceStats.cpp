@@ -262,7 +262,7 @@ Tensor var(const Tensor &self, OptionalIntArrayRef dim,
 
 Tensor std(const Tensor &self, OptionalIntArrayRef dim,
            const std::optional<Scalar> &correction, bool keepdim) {
-  return ember::sqrt(ember::var(self, dim, correction, keepdim));
+  return ember::_std_sqrt(ember::var(self, dim, correction, keepdim));
 }
 
 Tensor norm(const Tensor &self, const std::optional<Scalar> &p, IntArrayRef dim,

@@ -329,12 +329,10 @@ template <class T> EMBER_DEVICE_INLINE T abs(T x) {
                  : x;
 }
 
-/// -1, 0 or 1 (NaN stays NaN for floats, as PyTorch).
+/// -1, 0 or 1; 0 for NaN, as PyTorch's kernels ((0 < x) - (x < 0)).
 template <class T> EMBER_DEVICE_INLINE T sign(T x) {
   if constexpr (detail::is_same<T, bool>)
     return x;
-  else if constexpr (is_fp<T>)
-    return x != x ? x : T((T(0) < x) - (x < T(0)));
   else if constexpr (detail::is_unsigned<T>)
     return T(x != 0);
   else

@@ -68,21 +68,11 @@ Tensor hardtanh(const Tensor &input, const HardtanhFuncOptions &options) {
       hi = bound(options.max_val());
     });
   }
-  // As PyTorch's hardtanh_backward, the gradient is zero where x <= lo or
-  // x >= hi (and passes at NaN): clamp's passes at the bounds themselves
-  // (relu6 at 0 had a gradient of 1, PyTorch's is 0; found by a probe). So
-  // when a gradient is recorded, the inside points are the input and the
-  // rest the clamped value, detached.
-  if (input.defined() && input.requires_grad() && GradMode::is_enabled() &&
-      isFloatingType(input.dtype())) {
-    Tensor inside = input.le(lo).logical_or(input.ge(hi)).logical_not();
-    Tensor out =
-        ember::where(inside, input, ember::clamp(input, lo, hi).detach());
-    return options.inplace() ? input.copy_(out) : out;
-  }
+  // ember::_hardtanh's gradient is PyTorch's hardtanh_backward: zero at the
+  // bounds themselves (relu6 at 0 has a gradient of 0), where clamp's passes.
   if (options.inplace())
-    return input.clamp_(lo, hi);
-  return ember::clamp(input, lo, hi);
+    return ember::_hardtanh_(input, lo, hi);
+  return ember::_hardtanh(input, lo, hi);
 }
 
 Tensor relu6(const Tensor &input, const ReLU6FuncOptions &options) {
@@ -126,9 +116,7 @@ Tensor logsigmoid(const Tensor &input) {
   if (input.defined() &&
       !isFloatingType(input.dtype())) // as PyTorch's (no promotion)
     throw_unsupported_dtype("log_sigmoid", input.dtype());
-  // log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)): no overflow either way.
-  return ember::clamp_max(input, 0) -
-         ember::log1p(ember::exp(-ember::abs(input)));
+  return ember::log_sigmoid(input); // (ops.yaml: its form and gradient)
 }
 
 Tensor softmax(const Tensor &input, const SoftmaxFuncOptions &options) {

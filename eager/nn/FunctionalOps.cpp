@@ -91,8 +91,6 @@ const Tensor &hardtanh_(const Tensor &self, const Scalar &min_val,
   return self;
 }
 
-Tensor log_sigmoid(const Tensor &self) { return F::logsigmoid(self); }
-
 // --- dropout and embedding ---------------------------------------------------
 
 Tensor dropout(const Tensor &input, double p, bool train) {

@@ -181,7 +181,7 @@ def node_decl(info):
     return (f"/// Backward of {s.text}\n"
             f"struct {info.node} final : Node {{\n"
             f"  variable_list apply(variable_list &&grads) override;\n"
-            f"  std::string name() const override {{ return \"{info.node}\"; }}\n"
+            f"  std::string name() const override {{ return \"{info.op.entry.get('backward_node', info.node)}\"; }}\n"
             f"  void release_variables() override {{\n{rel}  }}\n"
             f"  std::vector<std::pair<std::string, std::vector<int64_t>>> saved_tensors_info() const override {{\n"
             f"    std::vector<std::pair<std::string, std::vector<int64_t>>> r;\n{infos}    return r;\n  }}\n"

@@ -376,7 +376,8 @@ class Op:
 FIELDS = {"func", "variants", "kernel", "cpu", "cuda", "composite", "pointwise",
           "identity", "decompose", "conversion", "composes", "reduction",
           "derivative", "nondifferentiable_outputs", "example",
-          "cpp_no_default_args", "contraction", "random_state", "autocast"}
+          "cpp_no_default_args", "contraction", "random_state", "autocast",
+          "backward_node"}
 POINTWISE_FIELDS = {"expr", "promote", "dtypes", "bool_args", "promote_scalars",
                     "integral_scalars", "bound_scalars", "float_numbers",
                     "same_dtype",

@@ -284,6 +284,23 @@ void unary_ops(Builder &b) {
       .ip(IP1(sqrt_))
       .grad(x, unary_cases(
                    POS, [](auto &x) { return ember::sqrt(x); }, true));
+  // std's square root (its gradient is 0 where the variance is 0:
+  // Autograd.GradientsAtSpecialPointsAreTorchs).
+  b.un(
+       "_std_sqrt", [](auto &x) { return ember::_std_sqrt(x); },
+       [](double x) { return std::sqrt(x); })
+      .dom(Domain::Positive)
+      .floats()
+      .grad(x, unary_cases(
+                   POS, [](auto &x) { return ember::_std_sqrt(x); }, true));
+  b.un(
+       "log_sigmoid", [](auto &x) { return ember::log_sigmoid(x); },
+       [](double x) {
+         return x < 0 ? x - std::log1p(std::exp(x)) : -std::log1p(std::exp(-x));
+       })
+      .floats()
+      .grad(x, unary_cases(
+                   RND, [](auto &x) { return ember::log_sigmoid(x); }, true));
   b.un(
        "rsqrt", [](auto &x) { return x.rsqrt(); },
        [](double x) { return 1 / std::sqrt(x); })
@@ -509,6 +526,44 @@ void unary_ops(Builder &b) {
        "isnan", [](auto &x) { return x.isnan(); },
        [](double x) { return double(std::isnan(x)); })
       .result(Result::Bool);
+  b.un(
+       "isinf", [](auto &x) { return x.isinf(); },
+       [](double x) { return double(std::isinf(x)); })
+      .result(Result::Bool);
+  b.un(
+       "isposinf", [](auto &x) { return x.isposinf(); },
+       [](double x) { return double(std::isinf(x) && x > 0); })
+      .result(Result::Bool);
+  b.un(
+       "isneginf", [](auto &x) { return x.isneginf(); },
+       [](double x) { return double(std::isinf(x) && x < 0); })
+      .result(Result::Bool);
+  b.un(
+       "isfinite", [](auto &x) { return x.isfinite(); },
+       [](double x) { return double(std::isfinite(x)); })
+      .result(Result::Bool);
+  b.un(
+       "_nan_to_num", [](auto &x) { return x.nan_to_num(0.5, 3.0, -3.0); },
+       [](double x) {
+         return std::isnan(x) ? 0.5 : std::isinf(x) ? (x > 0 ? 3.0 : -3.0) : x;
+       })
+      .floats()
+      .ip([](const V &v) { return Tensor(v[0].nan_to_num_(0.5, 3.0, -3.0)); })
+      .grad(x,
+            unary_cases(
+                RND,
+                [](auto &x) { return ember::_nan_to_num(x, 0.5, 3.0, -3.0); },
+                true))
+      .meta({{[] {
+               return Stack{R({3, 4}), 0.5, 3.0, -3.0};
+             }},
+             {[] {
+               return Stack{R({3, 4}, kLong), int64_t(0), int64_t(3),
+                            int64_t(-3)};
+             }},
+             {[] {
+               return Stack{R({3}, kHalf), 0.5, 3.0, -3.0};
+             }}});
   b.un(
        "bitwise_not", [](auto &x) { return x.bitwise_not(); },
        [](double x) { return -x - 1; })
@@ -826,6 +881,45 @@ void other_pointwise_ops(Builder &b) {
                      around01, [](auto &x) { return ember::clamp_max(x, 0.1); },
                      true))
       .meta(clamp_meta());
+  // Both bounds (clamp's one pass; hardtanh's node): for the gradients,
+  // bounds in the gap of around01's values, so points lie on both sides
+  // and none at a kink. Test*.ClampAndHardtanhGradientsAtTheBounds checks
+  // the bounds themselves.
+  auto two_bounds_meta = [] {
+    return std::vector<MetaSample>{
+        {[] {
+          return Stack{R({3, 4}), -0.5, 0.5};
+        }},
+        {[] {
+          return Stack{R({3, 4}, kLong), -0.5, 0.5};
+        }},
+        {[] {
+          return Stack{R({3, 4}, kLong), int64_t(-2), int64_t(2)};
+        }},
+        {[] {
+          return Stack{R({3}, kBool), int64_t(0), int64_t(1)};
+        }}};
+  };
+  b.un(
+       "_clamp", [](auto &a) { return a.clamp(-0.5, 0.25); },
+       [](double a) { return std::min(std::max(a, -0.5), 0.25); })
+      .floats()
+      .ip([](const V &v) { return Tensor(v[0].clamp_(-0.5, 0.25)); })
+      .grad({0},
+            unary_cases(
+                around01, [](auto &x) { return ember::_clamp(x, -0.05, 2.5); },
+                true))
+      .meta(two_bounds_meta());
+  b.un(
+       "_hardtanh", [](auto &a) { return ember::hardtanh(a, -0.5, 0.25); },
+       [](double a) { return std::min(std::max(a, -0.5), 0.25); })
+      .floats()
+      .ip([](const V &v) { return Tensor(ember::hardtanh_(v[0], -0.5, 0.25)); })
+      .grad({0},
+            unary_cases(
+                around01,
+                [](auto &x) { return ember::_hardtanh(x, -0.05, 2.5); }, true))
+      .meta(two_bounds_meta());
   b.bin(
        "clamp_min.Tensor", [](auto &a, auto &b) { return a.clamp_min(b); },
        [](double a, double b) { return std::max(a, b); })

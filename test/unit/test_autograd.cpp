@@ -528,3 +528,139 @@ TEST(Autograd, DotExportNamesNodesAndShapes) {
   EXPECT_NE(dot.find("weight\\n(3, 4)"), std::string::npos) << dot;
   EXPECT_NE(dot.find("result: (2, 4)"), std::string::npos) << dot;
 }
+
+// Gradients at the points where a formula is 0/0 or meets a kink, each
+// against PyTorch 2.15's value (found by a differential probe: ember gave
+// NaN, inf or another one-sided derivative at each).
+TEST(Autograd, GradientsAtSpecialPointsAreTorchs) {
+  const double nan = std::nan(""), inf = INFINITY;
+  auto t = [](std::vector<double> v) { return tensor(v, kDouble); };
+  // The gradients of f(x...).sum() at the given points.
+  auto grads = [&](auto f, std::vector<std::vector<double>> points) {
+    variable_list xs;
+    for (auto &p : points)
+      xs.push_back(t(p).requires_grad_(true));
+    Tensor y;
+    if constexpr (std::is_invocable_v<decltype(f), Tensor>)
+      y = f(xs[0]);
+    else
+      y = f(xs[0], xs[1]);
+    y.sum().backward();
+    variable_list g;
+    for (auto &x : xs)
+      g.push_back(x.grad());
+    return g;
+  };
+  auto same = [&](const Tensor &got, std::vector<double> want) {
+    return close(got, t(want), 1e-12, 1e-12);
+  };
+  // log_sigmoid: sigmoid(-x), 1/2 at 0 (was 1: the kinks of min and |x|).
+  EXPECT_TRUE(same(grads([](Tensor x) { return nn::functional::logsigmoid(x); },
+                         {{0.0, -0.0, 2.0, -800.0, 800.0}})[0],
+                   {0.5, 0.5, 0.11920292202211755, 1.0, 0.0}));
+  EXPECT_TRUE(
+      same(grads(
+               [&](Tensor x) {
+                 return nn::functional::binary_cross_entropy_with_logits(
+                     x, t({1, 0, 1}),
+                     nn::functional::BinaryCrossEntropyWithLogitsFuncOptions()
+                         .pos_weight(t({3, 3, 3})));
+               },
+               {{0.0, 0.0, 1.0}})[0],
+           {-0.5, 0.16666666666666666, -0.26894142136999505}));
+  // cumprod with zeros (was NaN at and after the first zero), weighted so
+  // that each output's gradient differs.
+  auto weighted_cumprod = [&](Tensor x) {
+    return x.cumprod(0) * arange(1, x.size(0) + 1, TensorOptions(kDouble));
+  };
+  EXPECT_TRUE(same(grads(weighted_cumprod, {{2, 0, 3}})[0], {1, 22, 0}));
+  EXPECT_TRUE(same(grads(weighted_cumprod, {{0, 2, 3}})[0], {23, 0, 0}));
+  EXPECT_TRUE(same(grads(weighted_cumprod, {{2, 3, 0}})[0], {7, 4, 18}));
+  EXPECT_TRUE(same(grads(weighted_cumprod, {{0, 0, 3}})[0], {1, 0, 0}));
+  EXPECT_TRUE(
+      same(grads(weighted_cumprod, {{2, 0, 3, 0, 5}})[0], {1, 22, 0, 0, 0}));
+  Tensor w = t({1, 2, 3, 4, 5, 6}).reshape({2, 3});
+  EXPECT_TRUE(same(grads(
+                       [&](Tensor x) {
+                         return x.reshape({2, 3}).cumprod(1) * w;
+                       },
+                       {{0, 2, 3, 4, 0, 6}})[0],
+                   {23, 0, 0, 4, 164, 0}));
+  EXPECT_TRUE(same(grads(
+                       [&](Tensor x) {
+                         return x.reshape({2, 3}).cumprod(0) * w;
+                       },
+                       {{0, 2, 3, 4, 0, 6}})[0],
+                   {17, 2, 39, 0, 10, 18}));
+  // std where the deviation is 0 (was NaN: sqrt's 1/0 times var's 0).
+  Tensor s = t({2, 2, 2}).requires_grad_(true).std();
+  EXPECT_EQ(s.grad_fn()->name(), "StdBackward0");
+  EXPECT_TRUE(
+      same(grads([](Tensor x) { return x.std(); }, {{2, 2, 2}})[0], {0, 0, 0}));
+  EXPECT_TRUE(same(grads(
+                       [](Tensor x) {
+                         return x.reshape({2, 2}).std(1);
+                       },
+                       {{2, 2, 1, 3}})[0],
+                   {0, 0, -0.7071067811865475, 0.7071067811865475}));
+  // p-norms at 0 (p < 1: |0|^(p-1) is inf).
+  EXPECT_TRUE(same(
+      grads([](Tensor x) { return x.norm(0.5, {0}); }, {{0, 1}})[0], {0, 1}));
+  EXPECT_TRUE(same(
+      grads([](Tensor x) { return x.norm(1.5, {0}); }, {{0, -1}})[0], {0, -1}));
+  EXPECT_TRUE(same(grads([](Tensor x) { return x.norm(3, {0}); }, {{0, 0}})[0],
+                   {0, 0}));
+  // atan2 at the origin (was 0/0).
+  auto a = grads([](Tensor y, Tensor x) { return ember::atan2(y, x); },
+                 {{0, 1, 0}, {0, 1, -2}});
+  EXPECT_TRUE(same(a[0], {0, 0.5, -0.5}));
+  EXPECT_TRUE(same(a[1], {0, -0.5, 0}));
+  // 0 ** x: 0 where x >= 0 (was -inf at x = 0).
+  EXPECT_TRUE(same(
+      grads([](Tensor x) { return ember::pow(0.0, x); }, {{0, 1, -1, 2}})[0],
+      {0, 0, -inf, 0}));
+  // maximum/minimum: both get the gradient where either is NaN.
+  auto mx = grads([](Tensor x, Tensor y) { return ember::maximum(x, y); },
+                  {{nan, 1, 2, 3}, {1, nan, 2, 1}});
+  EXPECT_TRUE(same(mx[0], {1, 1, 0.5, 1}));
+  EXPECT_TRUE(same(mx[1], {1, 1, 0.5, 0}));
+  auto mn = grads([](Tensor x, Tensor y) { return ember::minimum(x, y); },
+                  {{nan, 1, 2, 3}, {1, nan, 2, 1}});
+  EXPECT_TRUE(same(mn[0], {1, 1, 0.5, 0}));
+  EXPECT_TRUE(same(mn[1], {1, 1, 0.5, 1}));
+  // Note [Clamp's gradients]: tensor bounds as maximum/minimum.
+  auto cm = grads([](Tensor x, Tensor b) { return x.clamp_min(b); },
+                  {{-3, -1, 0.5, nan, nan, 2}, {-1, -1, -1, -1, nan, nan}});
+  EXPECT_TRUE(same(cm[0], {0, 0.5, 1, 1, 1, 1}));
+  EXPECT_TRUE(same(cm[1], {1, 0.5, 0, 1, 1, 1}));
+  auto cx = grads([](Tensor x, Tensor b) { return x.clamp_max(b); },
+                  {{-3, -1, 0.5, nan, nan, 2}, {-1, -1, -1, -1, nan, nan}});
+  EXPECT_TRUE(same(cx[0], {1, 0.5, 0, 1, 1, 1}));
+  EXPECT_TRUE(same(cx[1], {0, 0.5, 1, 1, 1, 1}));
+  // Number bounds: strictly inside only.
+  EXPECT_TRUE(same(grads([](Tensor x) { return x.clamp_min(-1); },
+                         {{-3, -1, 0.5, 2, 5, nan}})[0],
+                   {0, 0, 1, 1, 1, 0}));
+  EXPECT_TRUE(same(grads([](Tensor x) { return x.clamp_max(2); },
+                         {{-3, -1, 0.5, 2, 5, nan}})[0],
+                   {1, 1, 1, 0, 0, 0}));
+  EXPECT_TRUE(same(grads([](Tensor x) { return x.clamp(2, -1); },
+                         {{-3, -1, 0.5, 2, 5, nan}})[0],
+                   {0, 0, 0, 0, 0, 0}));
+}
+
+// sign(NaN) is 0 and scalar_tensor makes the default dtype, as PyTorch's.
+TEST(Autograd, SignOfNaNAndScalarTensorDtype) {
+  for (ScalarType dt : {kFloat, kDouble, kHalf, kBFloat16}) {
+    Tensor n = tensor({std::nan(""), 0.0, -0.0, 3.0, -3.0}, dt);
+    EXPECT_TRUE(ember::equal(n.sign(), tensor({0.0, 0.0, 0.0, 1.0, -1.0}, dt)))
+        << dt;
+    EXPECT_TRUE(ember::equal(
+        n.reshape({5, 1}).expand({5, 40}).sign(),
+        tensor({0.0, 0.0, 0.0, 1.0, -1.0}, dt).reshape({5, 1}).expand({5, 40})))
+        << dt;
+  }
+  EXPECT_EQ(scalar_tensor(3).dtype(), kFloat);
+  EXPECT_EQ(scalar_tensor(true).dtype(), kFloat);
+  EXPECT_EQ(scalar_tensor(3, TensorOptions(kLong)).dtype(), kLong);
+}

@@ -665,6 +665,37 @@ TEST(Activations, HardtanhGradientIsZeroAtTheBounds) {
   }
 }
 
+// clamp with two numbers is one op (ember::_clamp), whose gradient passes
+// strictly inside the bounds and is 0 at NaN, as PyTorch 2.15's (Note
+// [Clamp's gradients]); the autograd nodes print PyTorch's names.
+TEST(Activations, ClampWithTwoNumbersIsOneOpWithPyTorchsGradient) {
+  Tensor x = ember::tensor({-3.0, -1.0, 0.5, 2.0, 5.0, std::nan("")},
+                           TensorOptions(kDouble))
+                 .requires_grad_(true);
+  Tensor y = x.clamp(-1, 2);
+  EXPECT_EQ(y.grad_fn()->name(), "ClampBackward1");
+  y.sum().backward();
+  EXPECT_TRUE(close(y.detach(),
+                    ember::tensor({-1.0, -1.0, 0.5, 2.0, 2.0, std::nan("")},
+                                  TensorOptions(kDouble)),
+                    0, 0));
+  EXPECT_TRUE(close(
+      x.grad(),
+      ember::tensor({0.0, 0.0, 1.0, 0.0, 0.0, 0.0}, TensorOptions(kDouble)), 0,
+      0));
+  // min > max: max everywhere (as PyTorch's); one bound: clamp_min's node.
+  EXPECT_TRUE(close(x.detach().clamp(3, 1),
+                    ember::tensor({1.0, 1.0, 1.0, 1.0, 1.0, std::nan("")},
+                                  TensorOptions(kDouble)),
+                    0, 0));
+  EXPECT_EQ(x.clamp(-1).grad_fn()->name(), "ClampMinBackward0");
+  EXPECT_EQ(F::relu6(x).grad_fn()->name(), "HardtanhBackward0");
+  EXPECT_EQ(F::gelu(x).grad_fn()->name(), "GeluBackward0");
+  EXPECT_EQ(
+      F::gelu(x, F::GELUFuncOptions().approximate("tanh")).grad_fn()->name(),
+      "GeluBackward0");
+}
+
 TEST(Activations, MatchFormulas) {
   Tensor x = random({4, 5}, kDouble, 90) * 3;
   x.index_put_({0, 0}, 0.0);

@@ -518,3 +518,57 @@ TEST(TopLevel, LossGradientsMatchFunctional) {
       .backward();
   EXPECT_TRUE(same(c.grad(), d.grad()));
 }
+
+// libtorch functions a probe found missing (each value from PyTorch 2.15):
+// nan_to_num with its dtype's defaults, where with numbers (a number
+// promotes as a Python scalar), count_nonzero, floor_divide, isinf.
+TEST(TopLevel, NanToNumWhereWithNumbersCountNonzeroFloorDivide) {
+  const double nan = std::nan(""), inf = INFINITY;
+  Tensor x = tensor({nan, inf, -inf, 1.5});
+  EXPECT_TRUE(equal(x.nan_to_num(), tensor({0.0, 3.4028234663852886e+38,
+                                            -3.4028234663852886e+38, 1.5})));
+  EXPECT_TRUE(equal(x.to(kHalf).nan_to_num(),
+                    tensor({0.0, 65504.0, -65504.0, 1.5}, kHalf)));
+  EXPECT_TRUE(
+      equal(x.to(kBFloat16).nan_to_num(),
+            tensor({0.0, 3.3895313892515355e+38, -3.3895313892515355e+38, 1.5},
+                   kBFloat16)));
+  EXPECT_TRUE(
+      equal(x.to(kDouble).nan_to_num(std::nullopt, 2.0),
+            tensor({0.0, 2.0, -1.7976931348623157e+308, 1.5}, kDouble)));
+  Tensor y = x.clone();
+  ember::nan_to_num_(y, 7.0);
+  EXPECT_TRUE(equal(
+      y, tensor({7.0, 3.4028234663852886e+38, -3.4028234663852886e+38, 1.5})));
+  Tensor i = tensor({3, -4}, kInt);
+  EXPECT_TRUE(equal(i.nan_to_num(), i));
+  EXPECT_FALSE(i.nan_to_num().is_same(i));
+  EXPECT_TRUE(equal(x.isinf(), tensor({false, true, true, false})));
+  EXPECT_TRUE(equal(x.isposinf(), tensor({false, true, false, false})));
+  EXPECT_TRUE(equal(x.isneginf(), tensor({false, false, true, false})));
+  EXPECT_TRUE(equal(x.isfinite(), tensor({false, false, false, true})));
+  EXPECT_TRUE(equal(i.isinf(), tensor({false, false})));
+  EXPECT_TRUE(equal(i.isfinite(), tensor({true, true})));
+
+  Tensor c = tensor({true, false});
+  EXPECT_EQ(ember::where(c, 1, 0).dtype(), kLong);
+  EXPECT_TRUE(equal(ember::where(c, 1, 0), tensor({1, 0}, kLong)));
+  EXPECT_EQ(ember::where(c, 1.0, 0).dtype(), kFloat);
+  Tensor i32 = tensor({1, 2}, kInt);
+  EXPECT_EQ(ember::where(c, i32, 2.5).dtype(), kFloat);
+  EXPECT_TRUE(equal(ember::where(c, i32, 2.5), tensor({1.0, 2.5})));
+  EXPECT_EQ(ember::where(c, 2, i32.to(kHalf)).dtype(), kHalf);
+  EXPECT_EQ(ember::where(c, i32, 7).dtype(), kInt);
+
+  Tensor z = tensor({0, 1, 2, 0, 0, 3}, kLong).reshape({2, 3});
+  EXPECT_TRUE(equal(ember::count_nonzero(z), scalar_tensor(3, kLong)));
+  EXPECT_TRUE(equal(z.count_nonzero(std::optional<int64_t>(0)),
+                    tensor({0, 1, 2}, kLong)));
+  EXPECT_TRUE(equal(ember::count_nonzero(z, IntArrayRef{0, 1}),
+                    scalar_tensor(3, kLong)));
+
+  EXPECT_TRUE(equal(
+      ember::floor_divide(tensor({-7, 7, 7}, kLong), tensor({2, -2, 2}, kLong)),
+      tensor({-4, -4, 3}, kLong)));
+  EXPECT_TRUE(equal(tensor({-7.5, 7.0}).floor_divide(2), tensor({-4.0, 3.0})));
+}
