@@ -179,6 +179,15 @@ PointwiseMeta pointwise(const PointwiseSpec &spec,
   for (size_t i = 0; i < scalars.size(); ++i)
     if ((spec.promote_scalars >> i) & 1u)
       promoting.push_back(scalars[i]);
+  if (spec.bool_error[0]) {
+    size_t bools = 0;
+    for (const Tensor *t : inputs)
+      bools += t->defined() && t->dtype() == kBool;
+    if (bools)
+      throw TypeError(bools == inputs.size() && spec.bool_error[1]
+                          ? spec.bool_error[1]
+                          : spec.bool_error[0]);
+  }
   // Dtypes: bool arguments do not take part in promotion.
   SmallVector<const Tensor *, 4> promoted;
   for (size_t i = 0; i < inputs.size(); ++i) {

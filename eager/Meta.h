@@ -119,6 +119,9 @@ struct PointwiseSpec {
   unsigned same_dtype = 0;
   /// The tensor arguments' names, for messages.
   const char *tensor_names[4] = {};
+  /// PyTorch's message for a bool tensor argument, and for every tensor
+  /// argument bool (sub's); null where the dtype group decides.
+  const char *bool_error[2] = {};
 };
 
 /// The spec of a pointwise op (or its in-place form); null for other ops.

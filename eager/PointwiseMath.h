@@ -138,12 +138,20 @@ template <class T> EMBER_PW_INLINE T minimum(T a, T b) {
   else
     return a < b ? a : b;
 }
-/// clamp bounds: NaN in x propagates; a NaN bound gives NaN (as PyTorch).
+/// clamp bounds, as PyTorch's: x unless it lies strictly beyond the bound
+/// (so clamp(-0.0, 0, 1) is -0.0, where maximum would give +0.0); NaN in x
+/// propagates, and a NaN bound gives NaN.
 template <class T> EMBER_PW_INLINE T clamp_min(T x, T lo) {
-  return maximum(x, lo);
+  if constexpr (is_fp<T>)
+    return (x != x || lo != lo) ? x + lo : x < lo ? lo : x;
+  else
+    return x < lo ? lo : x;
 }
 template <class T> EMBER_PW_INLINE T clamp_max(T x, T hi) {
-  return minimum(x, hi);
+  if constexpr (is_fp<T>)
+    return (x != x || hi != hi) ? x + hi : x > hi ? hi : x;
+  else
+    return x > hi ? hi : x;
 }
 
 template <class T> EMBER_PW_INLINE T atan2(T a, T b) {

@@ -382,6 +382,35 @@ Tensor atan2_backward(const Tensor &grad, const Tensor &self,
   return where(r2 == 0, zeros_like(g), g);
 }
 
+Tensor clamp_tensor_backward(const Tensor &grad, const Tensor &self,
+                             const Tensor &min, const Tensor &max, int which) {
+  // As PyTorch's (Note [Clamp's gradients]): strictly inside, self's; at a
+  // bound, split evenly between self and that bound (all self's when both
+  // bounds equal it); beyond one, that bound's; min > max, max's (the
+  // result). A NaN self keeps it all; a NaN bound counts as absent.
+  Tensor above = (self > min).logical_or(min != min),
+         below = (self < max).logical_or(max != max);
+  Tensor at_min = self == min, at_max = self == max;
+  Tensor crossed = min > max, nan = self != self;
+  Tensor half = full_like(grad, 0.5), one = ones_like(grad),
+         zero = zeros_like(grad);
+  Tensor w;
+  if (which == 0)
+    w = where(at_min.logical_and(at_max), one,
+              where(above.logical_and(below), one, zero) +
+                  where(at_min.logical_and(below), half, zero) +
+                  where(above.logical_and(at_max), half, zero));
+  else if (which == 1)
+    w = where(self < min, one, zero) +
+        where(at_min.logical_and(self < max), half, zero);
+  else
+    w = where(self > max, one, zero) +
+        where(at_max.logical_and(self > min), half, zero);
+  w = where(nan, which == 0 ? one : zero, w);
+  w = where(crossed, which == 2 ? one : zero, w);
+  return grad * w;
+}
+
 Tensor clamp_backward_mask(const Tensor &grad, const Tensor &keep) {
   return where(keep, grad, zeros_like(grad));
 }

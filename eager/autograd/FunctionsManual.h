@@ -105,6 +105,9 @@ Tensor pow_backward_exponent(const Tensor &grad, const Scalar &base,
 Tensor max_min_backward(const Tensor &grad, const Tensor &self,
                         const Tensor &other, bool is_max);
 Tensor clamp_backward_mask(const Tensor &grad, const Tensor &keep);
+/// clamp.Tensor's gradient for self (0), min (1) or max (2).
+Tensor clamp_tensor_backward(const Tensor &grad, const Tensor &self,
+                             const Tensor &min, const Tensor &max, int which);
 /// atan2's gradient for self (y) or other (x).
 Tensor atan2_backward(const Tensor &grad, const Tensor &self,
                       const Tensor &other, bool for_self);

@@ -89,11 +89,27 @@ namespace {
 std::array<Scalar, 3> nanToNumValues(ScalarType t, std::optional<double> nan,
                                      std::optional<double> posinf,
                                      std::optional<double> neginf) {
+  // The largest finite value, and where rounding to the dtype reaches
+  // infinity (half an ulp above it, the tie rounding up).
   double top = t == kHalf       ? 65504.0
                : t == kBFloat16 ? 3.3895313892515355e38
                : t == kFloat    ? double(std::numeric_limits<float>::max())
                                 : std::numeric_limits<double>::max();
-  return {nan.value_or(0.0), posinf.value_or(top), neginf.value_or(-top)};
+  double edge = t == kHalf       ? 65520.0
+                : t == kBFloat16 ? 0x1.ffp127
+                : t == kFloat    ? 0x1.ffffffp127
+                                 : INFINITY;
+  // A given value beyond the dtype's range becomes what PyTorch's cast
+  // makes of it: inf from the edge up, else the largest value (1e10 for a
+  // float16 tensor is inf there; it would not pass the op's checked
+  // conversion).
+  auto cast = [&](double v) {
+    return std::fabs(v) >= edge ? std::copysign(INFINITY, v)
+           : std::fabs(v) > top ? std::copysign(top, v)
+                                : v;
+  };
+  return {cast(nan.value_or(0.0)), cast(posinf.value_or(top)),
+          cast(neginf.value_or(-top))};
 }
 } // namespace
 
@@ -116,14 +132,26 @@ const Tensor &nan_to_num_(const Tensor &self, std::optional<double> nan,
   return ember::_nan_to_num_(self, v[0], v[1], v[2]);
 }
 
+namespace {
+/// A number where() writes into its result must fit the result's dtype
+/// (PyTorch: "value cannot be converted to type int8_t without overflow").
+const Tensor &checkFits(const Tensor &result, const Scalar &s) {
+  dispatch_dtype(result.dtype(), "where",
+                 [&]<class T>() { (void)s.template checked_to<T>(); });
+  return result;
+}
+} // namespace
+
 Tensor where_scalar_self(const Tensor &condition, const Scalar &self,
                          const Tensor &other) {
-  return ember::where(condition, wrapped_scalar_tensor(self), other);
+  return checkFits(ember::where(condition, wrapped_scalar_tensor(self), other),
+                   self);
 }
 
 Tensor where_scalar_other(const Tensor &condition, const Tensor &self,
                           const Scalar &other) {
-  return ember::where(condition, self, wrapped_scalar_tensor(other));
+  return checkFits(ember::where(condition, self, wrapped_scalar_tensor(other)),
+                   other);
 }
 
 Tensor where_scalars(const Tensor &condition, const Scalar &self,
@@ -171,6 +199,7 @@ bool present(const std::optional<Tensor> &t) { return t && t->defined(); }
 Tensor clamp(const Tensor &self, const std::optional<Scalar> &min,
              const std::optional<Scalar> &max) {
   checkClampBounds(min.has_value(), max.has_value());
+  EMBER_CHECK(self.defined(), "clamp: argument 0 is an undefined tensor");
   // The result's dtype, promoting with both bounds (as PyTorch's clamp).
   const Tensor *ts[] = {&self};
   std::vector<const Scalar *> ss;
@@ -193,6 +222,7 @@ Tensor clamp_tensor(const Tensor &self, const std::optional<Tensor> &min,
                     const std::optional<Tensor> &max) {
   bool hasMin = present(min), hasMax = present(max);
   checkClampBounds(hasMin, hasMax);
+  EMBER_CHECK(self.defined(), "clamp: argument 0 is an undefined tensor");
   // The result's dtype, promoting with both bounds at once (as PyTorch's
   // clamp.Tensor; pairwise, a float16 self rounded an int32 lower bound of
   // 2049 to 2048 before a float32 upper bound made the result float32).
@@ -203,11 +233,9 @@ Tensor clamp_tensor(const Tensor &self, const std::optional<Tensor> &min,
     ts.push_back(&*max);
   Tensor r =
       self.to(result_type(ArrayRef<const Tensor *>(ts.data(), ts.size())));
-  if (hasMin)
-    r = ember::clamp_min(r, *min);
-  if (hasMax)
-    r = ember::clamp_max(r, *max);
-  return r;
+  if (hasMin && hasMax)
+    return ember::_clamp_tensor(r, *min, *max);
+  return hasMin ? ember::clamp_min(r, *min) : ember::clamp_max(r, *max);
 }
 
 const Tensor &clamp_(const Tensor &self, const std::optional<Scalar> &min,

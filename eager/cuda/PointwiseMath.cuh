@@ -372,12 +372,22 @@ template <class T> EMBER_DEVICE_INLINE T minimum(T a, T b) {
     return a < b ? a : b;
   }
 }
-/// clamp bounds: NaN in x propagates; a NaN bound gives NaN (as PyTorch).
+/// clamp bounds, as PyTorch's: x unless it lies strictly beyond the bound
+/// (clamp(-0.0, 0, 1) is -0.0); NaN in x propagates, and a NaN bound gives
+/// NaN. Both cases computed and selected, as maximum's.
 template <class T> EMBER_DEVICE_INLINE T clamp_min(T x, T lo) {
-  return maximum(x, lo);
+  const T m = x < lo ? lo : x;
+  if constexpr (is_fp<T>)
+    return (x != x || lo != lo) ? x + lo : m;
+  else
+    return m;
 }
 template <class T> EMBER_DEVICE_INLINE T clamp_max(T x, T hi) {
-  return minimum(x, hi);
+  const T m = x > hi ? hi : x;
+  if constexpr (is_fp<T>)
+    return (x != x || hi != hi) ? x + hi : m;
+  else
+    return m;
 }
 
 /// Integers compute in double, as std::atan2 on integers does.

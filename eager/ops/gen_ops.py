@@ -272,12 +272,17 @@ def pw_spec(op, pw):
                      for i, n in enumerate(tensors)
                      if n in same or f"{n} unless 0-dim" in same)
     assert len(scalars) <= 4 and len(tensors) <= 4, s.text
+    errs = pw.get("bool_error", [])
+    assert len(errs) <= 2, s.text
+    assert not any('"' in m for m in errs), s.text
+    cstr = lambda m: f'"{m}"' if m else "nullptr"
+    bool_error = f"{{{cstr(errs[0] if errs else None)}, {cstr(errs[1] if len(errs) > 1 else None)}}}"
     names = ", ".join(f'"{n}"' for n in scalars)
     tnames = ", ".join(f'"{n}"' for n in tensors)
     return (f'{{"{s.name}", Promote::{PROMOTE[pw.get("promote", "default")]}, '
             f'DtypeGroup::{DTYPES[pw.get("dtypes", "all")]}, {mask}, {nz}, {promo}, '
             f'{integral}, {bound}, {float_numbers}, {{{names}}}, {same_dtype}, '
-            f'{{{tnames}}}}}')
+            f'{{{tnames}}}, {bool_error}}}')
 
 
 def cuda_native(op):
@@ -380,7 +385,7 @@ FIELDS = {"func", "variants", "kernel", "cpu", "cuda", "composite", "pointwise",
           "backward_node"}
 POINTWISE_FIELDS = {"expr", "promote", "dtypes", "bool_args", "promote_scalars",
                     "integral_scalars", "bound_scalars", "float_numbers",
-                    "same_dtype",
+                    "same_dtype", "bool_error",
                     "nonzero_divisor", "inplace", "scalar_overload"}
 
 

@@ -1042,6 +1042,35 @@ void other_pointwise_ops(Builder &b) {
         [f](const variable_list &v) { return variable_list{f(v)}; }, gg};
   };
   b.ter(
+       "_clamp_tensor",
+       [](auto &a, auto &lo, auto &hi) {
+         return a.clamp(std::optional<Tensor>(lo), std::optional<Tensor>(hi));
+       },
+       [](double a, double lo, double hi) {
+         return std::min(std::max(a, lo), hi);
+       })
+      .floats()
+      .grad({0, 1, 2}, {three(
+                           "same shape",
+                           [] {
+                             return variable_list{rnd({2, 3}, 1),
+                                                  rnd({2, 3}, 2),
+                                                  rnd({2, 3}, 3)};
+                           },
+                           [](const variable_list &v) {
+                             return ember::_clamp_tensor(v[0], v[1], v[2]);
+                           },
+                           true)})
+      .meta({{[] {
+               return Stack{R({3, 4}), R({3, 4}), R({4})};
+             }},
+             {[] {
+               return Stack{R({3, 4}, kLong), R({3, 4}, kLong), R({}, kInt)};
+             }},
+             {[] {
+               return Stack{R({3}, kLong), R({3}), R({3}, kHalf)};
+             }}});
+  b.ter(
        "lerp.Tensor", [](auto &a, auto &b, auto &w) { return a.lerp(b, w); },
        [](double a, double b, double w) { return a + w * (b - a); })
       .floats()

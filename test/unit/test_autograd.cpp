@@ -664,3 +664,39 @@ TEST(Autograd, SignOfNaNAndScalarTensorDtype) {
   EXPECT_EQ(scalar_tensor(true).dtype(), kFloat);
   EXPECT_EQ(scalar_tensor(3, TensorOptions(kLong)).dtype(), kLong);
 }
+
+// clamp with two tensor bounds (ember::_clamp_tensor, ClampBackward0): each
+// input's gradient on every order of x, min and max from {0, 1, 2}, and at
+// a NaN x, against PyTorch 2.15's.
+TEST(Autograd, ClampWithTensorBoundsGradientsAreTorchs) {
+  struct Case {
+    double x, lo, hi, gx, glo, ghi;
+  };
+  const double nan = std::nan("");
+  const Case cases[] = {
+      {0, 0, 0, 1, 0, 0},   {0, 0, 1, 0.5, 0.5, 0}, {0, 0, 2, 0.5, 0.5, 0},
+      {0, 1, 0, 0, 0, 1},   {0, 1, 1, 0, 1, 0},     {0, 1, 2, 0, 1, 0},
+      {0, 2, 0, 0, 0, 1},   {0, 2, 1, 0, 0, 1},     {0, 2, 2, 0, 1, 0},
+      {1, 0, 0, 0, 0, 1},   {1, 0, 1, 0.5, 0, 0.5}, {1, 0, 2, 1, 0, 0},
+      {1, 1, 0, 0, 0, 1},   {1, 1, 1, 1, 0, 0},     {1, 1, 2, 0.5, 0.5, 0},
+      {1, 2, 0, 0, 0, 1},   {1, 2, 1, 0, 0, 1},     {1, 2, 2, 0, 1, 0},
+      {2, 0, 0, 0, 0, 1},   {2, 0, 1, 0, 0, 1},     {2, 0, 2, 0.5, 0, 0.5},
+      {2, 1, 0, 0, 0, 1},   {2, 1, 1, 0, 0, 1},     {2, 1, 2, 0.5, 0, 0.5},
+      {2, 2, 0, 0, 0, 1},   {2, 2, 1, 0, 0, 1},     {2, 2, 2, 1, 0, 0},
+      {nan, 0, 2, 1, 0, 0}, {nan, 1, 1, 1, 0, 0},   {0, nan, 2, 1, 0, 0},
+      {1, 0, nan, 1, 0, 0}};
+  std::vector<double> x, lo, hi, gx, glo, ghi;
+  for (const Case &c : cases) {
+    x.push_back(c.x), lo.push_back(c.lo), hi.push_back(c.hi);
+    gx.push_back(c.gx), glo.push_back(c.glo), ghi.push_back(c.ghi);
+  }
+  Tensor tx = tensor(x, kDouble).requires_grad_(true),
+         tlo = tensor(lo, kDouble).requires_grad_(true),
+         thi = tensor(hi, kDouble).requires_grad_(true);
+  Tensor y = tx.clamp(std::optional<Tensor>(tlo), std::optional<Tensor>(thi));
+  EXPECT_EQ(y.grad_fn()->name(), "ClampBackward0");
+  y.sum().backward();
+  EXPECT_TRUE(close(tx.grad(), tensor(gx, kDouble), 0, 0));
+  EXPECT_TRUE(close(tlo.grad(), tensor(glo, kDouble), 0, 0));
+  EXPECT_TRUE(close(thi.grad(), tensor(ghi, kDouble), 0, 0));
+}

@@ -111,8 +111,8 @@ TEST(IndexingApi, BooleansAddADim) {
   Tensor sel = x.index({scalar_tensor(1, TensorOptions(kLong))});
   EXPECT_TRUE(sel.is_alias_of(x));
   EXPECT_TRUE(same(sel, x[1]));
-  EXPECT_EQ(shapeOf(x.index({scalar_tensor(true)})), Shape({1, 2, 3}));
-  EXPECT_EQ(shapeOf(x.index({scalar_tensor(false)})), Shape({0, 2, 3}));
+  EXPECT_EQ(shapeOf(x.index({scalar_tensor(true, kBool)})), Shape({1, 2, 3}));
+  EXPECT_EQ(shapeOf(x.index({scalar_tensor(false, kBool)})), Shape({0, 2, 3}));
   // Python's 0-dim x[True] and x[None].
   Tensor z = scalar_tensor(3.0);
   EXPECT_EQ(shapeOf(z.index({true})), Shape({1}));
@@ -650,8 +650,9 @@ TEST(MaskedSelect, MatchesReferenceWithBroadcast) {
   EXPECT_TRUE(same(masked_select(v, m2), tensor({1.0, 1.0, 2.0})));
   EXPECT_EQ(masked_select(empty({0}), empty({0}, TensorOptions(kBool))).numel(),
             0);
-  EXPECT_TRUE(same(masked_select(scalar_tensor(3.0), scalar_tensor(true)),
-                   tensor({3.0})));
+  EXPECT_TRUE(
+      same(masked_select(scalar_tensor(3.0), scalar_tensor(true, kBool)),
+           tensor({3.0})));
 }
 
 TEST(MaskedSelect, Errors) {

@@ -414,8 +414,10 @@ TEST(Pointwise, Errors) {
   EXPECT_EMBER_ERROR(i % 0, "ZeroDivisionError");
   EXPECT_EMBER_ERROR(ones({3}) + ones({4}), "must match the size of tensor b");
   EXPECT_EMBER_ERROR(ones({2}, kBool) - ones({2}, kBool),
-                     "not supported on bool");
-  EXPECT_EMBER_ERROR(-ones({2}, kBool), "not supported on bool");
+                     "with two bool tensors is not supported");
+  EXPECT_EMBER_ERROR(-ones({2}, kBool), "on a bool tensor is not supported");
+  Tensor b = ones({2}, kBool);
+  EXPECT_EMBER_ERROR(ember::neg_(b), "on a bool tensor is not supported");
   EXPECT_EMBER_ERROR(ones({2}) & ones({2}),
                      "not implemented for dtype float32");
   EXPECT_EMBER_ERROR(

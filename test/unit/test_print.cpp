@@ -87,9 +87,10 @@ TEST_F(Print, Bool) {
 TEST_F(Print, ZeroDim) {
   EXPECT_EQ(S(scalar_tensor(3.5)), "tensor(3.5000)");
   EXPECT_EQ(S(scalar_tensor(2.0)), "tensor(2.)");
-  EXPECT_EQ(S(scalar_tensor(5)), "tensor(5)");
+  EXPECT_EQ(S(scalar_tensor(5)), "tensor(5.)"); // (the default dtype)
+  EXPECT_EQ(S(scalar_tensor(5, kLong)), "tensor(5)");
   EXPECT_EQ(S(scalar_tensor(5, kInt)), "tensor(5, dtype=ember.int32)");
-  EXPECT_EQ(S(scalar_tensor(true)), "tensor(True)");
+  EXPECT_EQ(S(scalar_tensor(true, kBool)), "tensor(True)");
   EXPECT_EQ(S(scalar_tensor(1e-5)), "tensor(1.0000e-05)");
 }
 

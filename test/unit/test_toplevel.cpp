@@ -572,3 +572,55 @@ TEST(TopLevel, NanToNumWhereWithNumbersCountNonzeroFloorDivide) {
       tensor({-4, -4, 3}, kLong)));
   EXPECT_TRUE(equal(tensor({-7.5, 7.0}).floor_divide(2), tensor({-4.0, 3.0})));
 }
+
+// What a second probe found in the functions above: where raises for a
+// number its result's dtype cannot hold; nan_to_num takes replacements
+// beyond the dtype's range as a cast does (inf, or the largest value), and
+// its gradient keeps a NaN incoming one; clamp keeps x unless it lies
+// strictly beyond a bound (-0.0 stays -0.0), as PyTorch's.
+TEST(TopLevel, WhereNumbersFitNanToNumRangesClampSignedZeros) {
+  Tensor c = tensor({true, false});
+  EXPECT_EMBER_ERROR(ember::where(c, tensor({1, 2}, kChar), 1000),
+                     "without overflow");
+  EXPECT_EMBER_ERROR(ember::where(c, 300, tensor({1, 2}, kByte)),
+                     "without overflow");
+  EXPECT_EMBER_ERROR(ember::where(c, tensor({1.0f, 2.0f}), 1e300),
+                     "without overflow");
+  EXPECT_TRUE(equal(ember::where(c, tensor({1, 2}, kChar), 100),
+                    tensor({1, 100}, kChar)));
+  const double inf = INFINITY;
+  Tensor h = tensor({std::nan(""), inf, -inf, 1.0}, kHalf);
+  EXPECT_TRUE(equal(h.nan_to_num(1e10, 65510.0, -70000.0),
+                    tensor({inf, 65504.0, -inf, 1.0}, kHalf)));
+  EXPECT_TRUE(equal(tensor({inf}).nan_to_num(0.0, 1e300), tensor({inf})));
+  EXPECT_TRUE(equal(tensor({inf}, kBFloat16).nan_to_num(0.0, 3.39e38),
+                    tensor({3.3895313892515355e38}, kBFloat16)));
+  Tensor b = tensor({std::nan(""), 1.0}, kDouble).requires_grad_(true);
+  Tensor g = autograd::grad({b.nan_to_num()}, {b},
+                            {tensor({std::nan(""), 2.0}, kDouble)})[0];
+  EXPECT_TRUE(std::isnan(g[0].item<double>()));
+  EXPECT_EQ(g[1].item<double>(), 2.0);
+  for (ScalarType dt : {kFloat, kDouble, kHalf, kBFloat16}) {
+    Tensor z = tensor({-0.0}, dt);
+    for (const Tensor &r : {z.clamp(0, 1), z.clamp_min(0),
+                            nn::functional::relu6(z), ember::hardtanh(z, 0, 1),
+                            z.clamp(std::optional<Tensor>(tensor({0.0}, dt)),
+                                    std::optional<Tensor>(tensor({1.0}, dt)))})
+      EXPECT_TRUE(std::signbit(r.item<double>())) << dt;
+    EXPECT_FALSE(std::signbit(tensor({0.0}, dt).clamp_max(-0.0).item<double>()))
+        << dt;
+  }
+}
+
+// Bool tensors in sub, rsub and neg raise PyTorch's messages; abs of bool
+// raises, as PyTorch's.
+TEST(TopLevel, BoolSubtractionAndNegationRaise) {
+  Tensor b = tensor({true, false});
+  EXPECT_EMBER_ERROR(b - 1, "with a bool tensor is not supported");
+  EXPECT_EMBER_ERROR(2 - b, "with a bool tensor is not supported");
+  EXPECT_EMBER_ERROR(tensor({1, 2}) - b, "with a bool tensor is not supported");
+  EXPECT_EMBER_ERROR(b - b, "with two bool tensors is not supported");
+  EXPECT_EMBER_ERROR(-b, "Negation, the `-` operator, on a bool tensor");
+  EXPECT_EMBER_ERROR(b.abs(), "abs");
+  EXPECT_TRUE(equal(tensor({3, 4}) - 1, tensor({2, 3})));
+}
