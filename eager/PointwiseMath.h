@@ -142,16 +142,20 @@ template <class T> EMBER_PW_INLINE T minimum(T a, T b) {
 /// (so clamp(-0.0, 0, 1) is -0.0, where maximum would give +0.0); NaN in x
 /// propagates, and a NaN bound gives NaN.
 template <class T> EMBER_PW_INLINE T clamp_min(T x, T lo) {
+  // (each case computed, then selected with a non-short-circuit `|`: GCC
+  // vectorizes _clamp's two nested clamps only so)
+  const T m = x < lo ? lo : x;
   if constexpr (is_fp<T>)
-    return (x != x || lo != lo) ? x + lo : x < lo ? lo : x;
+    return ((x != x) | (lo != lo)) ? x + lo : m;
   else
-    return x < lo ? lo : x;
+    return m;
 }
 template <class T> EMBER_PW_INLINE T clamp_max(T x, T hi) {
+  const T m = x > hi ? hi : x;
   if constexpr (is_fp<T>)
-    return (x != x || hi != hi) ? x + hi : x > hi ? hi : x;
+    return ((x != x) | (hi != hi)) ? x + hi : m;
   else
-    return x > hi ? hi : x;
+    return m;
 }
 
 template <class T> EMBER_PW_INLINE T atan2(T a, T b) {
