@@ -384,31 +384,56 @@ Tensor atan2_backward(const Tensor &grad, const Tensor &self,
 
 Tensor clamp_tensor_backward(const Tensor &grad, const Tensor &self,
                              const Tensor &min, const Tensor &max, int which) {
-  // As PyTorch's (Note [Clamp's gradients]): strictly inside, self's; at a
-  // bound, split evenly between self and that bound (all self's when both
-  // bounds equal it); beyond one, that bound's; min > max, max's (the
-  // result). A NaN self keeps it all; a NaN bound counts as absent.
-  Tensor above = (self > min).logical_or(min != min),
-         below = (self < max).logical_or(max != max);
+  // As PyTorch 2.15's (Note [Clamp's gradients]), on every order of self,
+  // min and max: strictly inside, self's; at a bound, split evenly between
+  // self and that bound (all self's when both bounds equal it); beyond one,
+  // that bound's; min > max, max's. A NaN self keeps it all (and max too
+  // when min > max); with a NaN bound, self's where it lies within the
+  // other bound, else no one's.
   Tensor at_min = self == min, at_max = self == max;
   Tensor crossed = min > max, nan = self != self;
+  Tensor nan_bound = (min != min).logical_or(max != max);
   Tensor half = full_like(grad, 0.5), one = ones_like(grad),
          zero = zeros_like(grad);
   Tensor w;
-  if (which == 0)
+  if (which == 0) {
+    Tensor inside = (self > min).logical_and(self < max);
     w = where(at_min.logical_and(at_max), one,
-              where(above.logical_and(below), one, zero) +
-                  where(at_min.logical_and(below), half, zero) +
-                  where(above.logical_and(at_max), half, zero));
-  else if (which == 1)
+              where(inside, one, zero) +
+                  where(at_min.logical_and(self < max), half, zero) +
+                  where(at_max.logical_and(self > min), half, zero));
+    Tensor within = (self >= min)
+                        .logical_or(min != min)
+                        .logical_and((self <= max).logical_or(max != max));
+    w = where(nan_bound, where(within, one, zero), w);
+    w = where(crossed, zero, w);
+  } else if (which == 1) {
     w = where(self < min, one, zero) +
         where(at_min.logical_and(self < max), half, zero);
-  else
+    w = where(nan_bound.logical_or(crossed), zero, w);
+  } else {
     w = where(self > max, one, zero) +
         where(at_max.logical_and(self > min), half, zero);
+    w = where(nan_bound, zero, where(crossed, one, w));
+  }
+  // (a NaN self: comparisons are false, so only these two apply)
   w = where(nan, which == 0 ? one : zero, w);
-  w = where(crossed, which == 2 ? one : zero, w);
+  if (which == 2)
+    w = where(nan.logical_and(crossed), one, w);
   return grad * w;
+}
+
+Tensor fmax_fmin_backward(const Tensor &grad, const Tensor &self,
+                          const Tensor &other, bool is_max, bool for_self) {
+  // As PyTorch 2.15's: split evenly at a tie; else the operand that is the
+  // result: the winner, or the one that is not NaN (self where both are).
+  const Tensor &a = for_self ? self : other, &b = for_self ? other : self;
+  Tensor wins =
+      (is_max ? a > b : a < b)
+          .logical_or(for_self
+                          ? b.isnan()
+                          : a.isnan().logical_not().logical_and(b.isnan()));
+  return where(self == other, grad / 2, where(wins, grad, zeros_like(grad)));
 }
 
 Tensor clamp_backward_mask(const Tensor &grad, const Tensor &keep) {

@@ -105,6 +105,9 @@ Tensor pow_backward_exponent(const Tensor &grad, const Scalar &base,
 Tensor max_min_backward(const Tensor &grad, const Tensor &self,
                         const Tensor &other, bool is_max);
 Tensor clamp_backward_mask(const Tensor &grad, const Tensor &keep);
+/// fmax's (is_max) or fmin's gradient for self (for_self) or other.
+Tensor fmax_fmin_backward(const Tensor &grad, const Tensor &self,
+                          const Tensor &other, bool is_max, bool for_self);
 /// clamp.Tensor's gradient for self (0), min (1) or max (2).
 Tensor clamp_tensor_backward(const Tensor &grad, const Tensor &self,
                              const Tensor &min, const Tensor &max, int which);

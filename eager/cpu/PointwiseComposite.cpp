@@ -135,9 +135,12 @@ const Tensor &nan_to_num_(const Tensor &self, std::optional<double> nan,
 namespace {
 /// A number where() writes into its result must fit the result's dtype
 /// (PyTorch: "value cannot be converted to type int8_t without overflow").
+/// float16 and bfloat16 results take any number (PyTorch's where gives inf
+/// or the rounded value there).
 const Tensor &checkFits(const Tensor &result, const Scalar &s) {
-  dispatch_dtype(result.dtype(), "where",
-                 [&]<class T>() { (void)s.template checked_to<T>(); });
+  if (result.dtype() != kHalf && result.dtype() != kBFloat16)
+    dispatch_dtype(result.dtype(), "where",
+                   [&]<class T>() { (void)s.template checked_to<T>(); });
   return result;
 }
 } // namespace
@@ -156,8 +159,11 @@ Tensor where_scalar_other(const Tensor &condition, const Tensor &self,
 
 Tensor where_scalars(const Tensor &condition, const Scalar &self,
                      const Scalar &other) {
-  return ember::where(condition, wrapped_scalar_tensor(self),
-                      wrapped_scalar_tensor(other));
+  return checkFits(
+      checkFits(ember::where(condition, wrapped_scalar_tensor(self),
+                             wrapped_scalar_tensor(other)),
+                self),
+      other);
 }
 
 Tensor count_nonzero_dims(const Tensor &self, IntArrayRef dim) {
@@ -257,11 +263,10 @@ const Tensor &clamp__tensor(const Tensor &self,
                             const std::optional<Tensor> &max) {
   bool hasMin = present(min), hasMax = present(max);
   checkClampBounds(hasMin, hasMax);
-  if (hasMin)
-    self.clamp_min_(*min);
-  if (hasMax)
-    self.clamp_max_(*max);
-  return self;
+  // (both at once: computed in the type of all three, as clamp_tensor)
+  if (hasMin && hasMax)
+    return ember::_clamp_tensor_(self, *min, *max);
+  return hasMin ? self.clamp_min_(*min) : self.clamp_max_(*max);
 }
 
 namespace {

@@ -265,6 +265,20 @@ Tensor std(const Tensor &self, OptionalIntArrayRef dim,
   return ember::_std_sqrt(ember::var(self, dim, correction, keepdim));
 }
 
+std::tuple<Tensor, Tensor> var_mean(const Tensor &self, OptionalIntArrayRef dim,
+                                    const std::optional<Scalar> &correction,
+                                    bool keepdim) {
+  return {ember::var(self, dim, correction, keepdim),
+          ember::mean(self, dim, keepdim)};
+}
+
+std::tuple<Tensor, Tensor> std_mean(const Tensor &self, OptionalIntArrayRef dim,
+                                    const std::optional<Scalar> &correction,
+                                    bool keepdim) {
+  return {ember::std(self, dim, correction, keepdim),
+          ember::mean(self, dim, keepdim)};
+}
+
 Tensor norm(const Tensor &self, const std::optional<Scalar> &p, IntArrayRef dim,
             bool keepdim) {
   meta::check_norm(self, p, dim);

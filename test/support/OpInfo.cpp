@@ -749,6 +749,61 @@ void binary_ops(Builder &b) {
       .grad(xy, max_min_cases(
                     [](auto &a, auto &b) { return ember::minimum(a, b); }));
   b.bin(
+       "fmax", [](auto &a, auto &b) { return a.fmax(b); },
+       [](double a, double b) { return std::fmax(a, b); })
+      .grad(xy,
+            max_min_cases([](auto &a, auto &b) { return ember::fmax(a, b); }));
+  b.bin(
+       "fmin", [](auto &a, auto &b) { return a.fmin(b); },
+       [](double a, double b) { return std::fmin(a, b); })
+      .grad(xy,
+            max_min_cases([](auto &a, auto &b) { return ember::fmin(a, b); }));
+  // The fused backward of hardtanh and of clamp with two numbers.
+  b.bin(
+       "hardtanh_backward",
+       [](auto &g, auto &x) {
+         return ember::hardtanh_backward(g, x, -0.5, 0.25);
+       },
+       [](double g, double x) { return x <= -0.5 || x >= 0.25 ? 0.0 : g; })
+      .floats()
+      .grad({0}, binary_cases(
+                     RND, RND,
+                     [](auto &g, auto &x) {
+                       return ember::hardtanh_backward(g, x, -0.5, 0.25);
+                     },
+                     true))
+      .meta({{[] {
+               return Stack{R({3, 4}), R({3, 4}), -0.5, 0.5};
+             }},
+             {[] {
+               return Stack{R({3, 4}), R({4}, kDouble), -1, 1};
+             }},
+             {[] {
+               return Stack{R({3}, kHalf), R({3}, kHalf), 0.25, 2.0};
+             }}});
+  b.bin(
+       "_clamp_backward",
+       [](auto &g, auto &x) {
+         return ember::_clamp_backward(g, x, -0.5, 0.25);
+       },
+       [](double g, double x) { return x > -0.5 && x < 0.25 ? g : 0.0; })
+      .floats()
+      .grad({0}, binary_cases(
+                     RND, RND,
+                     [](auto &g, auto &x) {
+                       return ember::_clamp_backward(g, x, -0.5, 0.25);
+                     },
+                     true))
+      .meta({{[] {
+               return Stack{R({3, 4}), R({3, 4}), -0.5, 0.5};
+             }},
+             {[] {
+               return Stack{R({3, 4}), R({4}, kDouble), -1, 1};
+             }},
+             {[] {
+               return Stack{R({3}, kHalf), R({3}, kHalf), 0.25, 2.0};
+             }}});
+  b.bin(
        "fmod.Tensor", [](auto &a, auto &b) { return a.fmod(b); },
        [](double a, double b) { return std::fmod(a, b); })
       .dom(Domain::NonZero)
@@ -1050,6 +1105,10 @@ void other_pointwise_ops(Builder &b) {
          return std::min(std::max(a, lo), hi);
        })
       .floats()
+      .ip([](const V &v) {
+        return Tensor(v[0].clamp_(std::optional<Tensor>(v[1]),
+                                  std::optional<Tensor>(v[2])));
+      })
       .grad({0, 1, 2}, {three(
                            "same shape",
                            [] {

@@ -684,7 +684,9 @@ TEST(Autograd, ClampWithTensorBoundsGradientsAreTorchs) {
       {2, 1, 0, 0, 0, 1},   {2, 1, 1, 0, 0, 1},     {2, 1, 2, 0.5, 0, 0.5},
       {2, 2, 0, 0, 0, 1},   {2, 2, 1, 0, 0, 1},     {2, 2, 2, 1, 0, 0},
       {nan, 0, 2, 1, 0, 0}, {nan, 1, 1, 1, 0, 0},   {0, nan, 2, 1, 0, 0},
-      {1, 0, nan, 1, 0, 0}};
+      {1, 0, nan, 1, 0, 0}, {0, 1, nan, 0, 0, 0},   {1, 1, nan, 1, 0, 0},
+      {1, nan, 0, 0, 0, 0}, {2, nan, 2, 1, 0, 0},   {nan, 1, 0, 1, 0, 1},
+      {nan, 2, 1, 1, 0, 1}, {0, nan, nan, 1, 0, 0}};
   std::vector<double> x, lo, hi, gx, glo, ghi;
   for (const Case &c : cases) {
     x.push_back(c.x), lo.push_back(c.lo), hi.push_back(c.hi);
@@ -693,10 +695,22 @@ TEST(Autograd, ClampWithTensorBoundsGradientsAreTorchs) {
   Tensor tx = tensor(x, kDouble).requires_grad_(true),
          tlo = tensor(lo, kDouble).requires_grad_(true),
          thi = tensor(hi, kDouble).requires_grad_(true);
-  Tensor y = tx.clamp(std::optional<Tensor>(tlo), std::optional<Tensor>(thi));
-  EXPECT_EQ(y.grad_fn()->name(), "ClampBackward0");
-  y.sum().backward();
-  EXPECT_TRUE(close(tx.grad(), tensor(gx, kDouble), 0, 0));
-  EXPECT_TRUE(close(tlo.grad(), tensor(glo, kDouble), 0, 0));
-  EXPECT_TRUE(close(thi.grad(), tensor(ghi, kDouble), 0, 0));
+  for (bool inplace : {false, true}) {
+    SCOPED_TRACE(inplace);
+    Tensor y = inplace ? (tx * 1).clamp_(std::optional<Tensor>(tlo),
+                                         std::optional<Tensor>(thi))
+                       : tx.clamp(std::optional<Tensor>(tlo),
+                                  std::optional<Tensor>(thi));
+    EXPECT_EQ(y.grad_fn()->name(), "ClampBackward0");
+    auto g = autograd::grad({y.sum()}, {tx, tlo, thi});
+    EXPECT_TRUE(close(g[0], tensor(gx, kDouble), 0, 0));
+    EXPECT_TRUE(close(g[1], tensor(glo, kDouble), 0, 0));
+    EXPECT_TRUE(close(g[2], tensor(ghi, kDouble), 0, 0));
+  }
+  // In place, as out of place, in the type of all three (a 0-dim 300 does
+  // not wrap to int8's 44).
+  Tensor i8 = tensor({-100, 0, 100}, kChar);
+  i8.clamp_(std::optional<Tensor>(tensor({-5}, kLong)),
+            std::optional<Tensor>(scalar_tensor(300, kLong)));
+  EXPECT_TRUE(equal(i8, tensor({-5, 0, 100}, kChar)));
 }

@@ -588,6 +588,10 @@ TEST(TopLevel, WhereNumbersFitNanToNumRangesClampSignedZeros) {
                      "without overflow");
   EXPECT_TRUE(equal(ember::where(c, tensor({1, 2}, kChar), 100),
                     tensor({1, 100}, kChar)));
+  EXPECT_EMBER_ERROR(ember::where(c, 1, 1e300), "without overflow");
+  // (float16 and bfloat16 take any number, as PyTorch's where)
+  EXPECT_TRUE(equal(ember::where(c, tensor({1.0, 2.0}, kHalf), 1e10),
+                    tensor({1.0, INFINITY}, kHalf)));
   const double inf = INFINITY;
   Tensor h = tensor({std::nan(""), inf, -inf, 1.0}, kHalf);
   EXPECT_TRUE(equal(h.nan_to_num(1e10, 65510.0, -70000.0),
@@ -623,4 +627,48 @@ TEST(TopLevel, BoolSubtractionAndNegationRaise) {
   EXPECT_EMBER_ERROR(-b, "Negation, the `-` operator, on a bool tensor");
   EXPECT_EMBER_ERROR(b.abs(), "abs");
   EXPECT_TRUE(equal(tensor({3, 4}) - 1, tensor({2, 3})));
+}
+
+// fmax/fmin (NaN ignored unless both are; gradients split at a tie),
+// var_mean/std_mean, and hardtanh's fused backward with its double
+// backward, against PyTorch 2.15's values.
+TEST(TopLevel, FmaxFminVarMeanHardtanhBackward) {
+  const double nan = std::nan("");
+  auto t = [](std::vector<double> v) { return tensor(v, kDouble); };
+  Tensor a = t({nan, 1, nan, 3, 2}).requires_grad_(true),
+         b = t({1, nan, nan, 2, 2}).requires_grad_(true);
+  Tensor y = ember::fmax(a, b);
+  EXPECT_EQ(y.grad_fn()->name(), "FmaxBackward0");
+  EXPECT_TRUE(close(y.detach(), t({1, 1, nan, 3, 2}), 0, 0));
+  auto g = autograd::grad({y.sum()}, {a, b});
+  EXPECT_TRUE(close(g[0], t({0, 1, 1, 1, 0.5}), 0, 0));
+  EXPECT_TRUE(close(g[1], t({1, 0, 0, 0, 0.5}), 0, 0));
+  y = ember::fmin(a, b);
+  EXPECT_TRUE(close(y.detach(), t({1, 1, nan, 2, 2}), 0, 0));
+  g = autograd::grad({y.sum()}, {a, b});
+  EXPECT_TRUE(close(g[0], t({0, 1, 1, 0, 0.5}), 0, 0));
+  EXPECT_TRUE(close(g[1], t({1, 0, 0, 1, 0.5}), 0, 0));
+  EXPECT_TRUE(equal(tensor({1, 5}, kInt).fmax(tensor({3, 2}, kInt)),
+                    tensor({3, 5}, kInt)));
+
+  Tensor x = tensor({1.0, 2.0, 4.0, 3.0, 5.0, 9.0}).reshape({2, 3});
+  auto [v, m] = ember::var_mean(x, IntArrayRef{1});
+  EXPECT_TRUE(close(v, tensor({2.3333332538604736, 9.333333015441895})));
+  EXPECT_TRUE(close(m, tensor({2.3333332538604736, 5.666666507720947})));
+  auto [s, m2] = ember::std_mean(x);
+  EXPECT_NEAR(s.item<double>(), 2.8284270763397217, 1e-6);
+  EXPECT_NEAR(m2.item<double>(), 4.0, 1e-6);
+  auto [v3, m3] = ember::var_mean(x, IntArrayRef{0}, 0, true);
+  EXPECT_TRUE(close(v3, tensor({1.0, 2.25, 6.25}).reshape({1, 3})));
+  EXPECT_TRUE(close(m3, tensor({2.0, 3.5, 6.5}).reshape({1, 3})));
+
+  Tensor h = tensor({-1.0, -0.5, 0.0, 0.25, 1.0, nan}).requires_grad_(true);
+  Tensor gh = autograd::grad(
+      {nn::functional::hardtanh(
+           h, nn::functional::HardtanhFuncOptions().min_val(-0.5).max_val(0.25))
+           .sum()},
+      {h}, {}, /*retain_graph=*/true,
+      /*create_graph=*/true)[0];
+  EXPECT_TRUE(close(gh.detach(), tensor({0.0, 0.0, 1.0, 0.0, 0.0, 1.0}), 0, 0));
+  EXPECT_EQ(gh.grad_fn()->name(), "HardtanhBackwardBackward0");
 }
