@@ -758,51 +758,40 @@ void binary_ops(Builder &b) {
        [](double a, double b) { return std::fmin(a, b); })
       .grad(xy,
             max_min_cases([](auto &a, auto &b) { return ember::fmin(a, b); }));
-  // The fused backward of hardtanh and of clamp with two numbers.
-  b.bin(
-       "hardtanh_backward",
-       [](auto &g, auto &x) {
-         return ember::hardtanh_backward(g, x, -0.5, 0.25);
-       },
-       [](double g, double x) { return x <= -0.5 || x >= 0.25 ? 0.0 : g; })
-      .floats()
-      .grad({0}, binary_cases(
-                     RND, RND,
-                     [](auto &g, auto &x) {
-                       return ember::hardtanh_backward(g, x, -0.5, 0.25);
-                     },
-                     true))
-      .meta({{[] {
-               return Stack{R({3, 4}), R({3, 4}), -0.5, 0.5};
-             }},
-             {[] {
-               return Stack{R({3, 4}), R({4}, kDouble), -1, 1};
-             }},
-             {[] {
-               return Stack{R({3}, kHalf), R({3}, kHalf), 0.25, 2.0};
-             }}});
-  b.bin(
-       "_clamp_backward",
-       [](auto &g, auto &x) {
-         return ember::_clamp_backward(g, x, -0.5, 0.25);
-       },
-       [](double g, double x) { return x > -0.5 && x < 0.25 ? g : 0.0; })
-      .floats()
-      .grad({0}, binary_cases(
-                     RND, RND,
-                     [](auto &g, auto &x) {
-                       return ember::_clamp_backward(g, x, -0.5, 0.25);
-                     },
-                     true))
-      .meta({{[] {
-               return Stack{R({3, 4}), R({3, 4}), -0.5, 0.5};
-             }},
-             {[] {
-               return Stack{R({3, 4}), R({4}, kDouble), -1, 1};
-             }},
-             {[] {
-               return Stack{R({3}, kHalf), R({3}, kHalf), 0.25, 2.0};
-             }}});
+  // The fused backward of hardtanh and of clamp with two numbers (bounds
+  // -0.5 and 0.25); their gradient for self is 0.
+  auto masked_backward = [&](const char *name, auto op, auto keep) {
+    b.bin(
+         name, [op](auto &g, auto &x) { return op(g, x, -0.5, 0.25); },
+         [keep](double g, double x) { return keep(x) ? g : 0.0; })
+        .floats()
+        .grad({0, 1},
+              binary_cases(
+                  RND, RND,
+                  [op](auto &g, auto &x) { return op(g, x, -0.5, 0.25); },
+                  true))
+        .meta({{[] {
+                 return Stack{R({3, 4}), R({3, 4}), -0.5, 0.5};
+               }},
+               {[] {
+                 return Stack{R({3, 4}), R({4}, kDouble), -1, 1};
+               }},
+               {[] {
+                 return Stack{R({3}, kHalf), R({3}, kHalf), 0.25, 2.0};
+               }}});
+  };
+  masked_backward(
+      "hardtanh_backward",
+      [](auto &g, auto &x, double lo, double hi) {
+        return ember::hardtanh_backward(g, x, lo, hi);
+      },
+      [](double x) { return !(x <= -0.5 || x >= 0.25); });
+  masked_backward(
+      "_clamp_backward",
+      [](auto &g, auto &x, double lo, double hi) {
+        return ember::_clamp_backward(g, x, lo, hi);
+      },
+      [](double x) { return x > -0.5 && x < 0.25; });
   b.bin(
        "fmod.Tensor", [](auto &a, auto &b) { return a.fmod(b); },
        [](double a, double b) { return std::fmod(a, b); })
